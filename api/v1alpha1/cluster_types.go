@@ -1,0 +1,136 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Cluster is a target cluster Picchu deploys to. Its fleet is the label
+// picchu.medium.engineering/fleet; its credentials are in a Secret of the same
+// name and namespace whose key "auth-info" holds a kubeconfig user (AuthInfo)
+// as JSON.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.spec.enabled`
+// +kubebuilder:printcolumn:name="Fleet",type=string,JSONPath=`.metadata.labels.picchu\.medium\.engineering/fleet`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetes.version`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says how to reach the cluster and how to route on it.
+	// +required
+	Spec ClusterSpec `json:"spec"`
+	// status reports whether the cluster is reachable.
+	// +optional
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterSpec says how to reach a target cluster and how to route on it.
+//
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.config)",message="an enabled cluster needs config (server and certificate-authority-data)",fieldPath=".config"
+type ClusterSpec struct {
+	// enabled makes Picchu deploy to the cluster.
+	// +optional
+	Enabled bool `json:"enabled"`
+	// hotStandby clusters receive every object but are not counted when
+	// replicas are divided or readiness is judged.
+	// +optional
+	HotStandby bool `json:"hotStandby,omitempty"`
+	// config is the API server's address and CA.
+	// +optional
+	Config *ClusterConfig `json:"config,omitempty"`
+	// scalingFactorString multiplies the replicas and autoscaler bounds on this
+	// cluster, such as "1.0" or "0.5".
+	// +optional
+	// +kubebuilder:default="1.0"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$')",message="must be a non-negative decimal number such as 1.0 or 0.5"
+	ScalingFactorString *string `json:"scalingFactorString,omitempty"`
+	// ingresses are the cluster's ingress gateways and their default domains.
+	// +optional
+	Ingresses ClusterIngresses `json:"ingresses,omitempty"`
+	// enableDevRoutes adds routes to a developer service on this cluster.
+	// +optional
+	EnableDevRoutes bool `json:"enableDevRoutes,omitempty"`
+	// devRouteTagTemplate renders the name of the header that selects the dev route.
+	// +optional
+	DevRouteTagTemplate string `json:"devRouteTagTemplate,omitempty"`
+	// disableEventDriven runs no replicas of event-driven revisions on this cluster.
+	// +optional
+	DisableEventDriven bool `json:"disableEventDriven,omitempty"`
+}
+
+// ClusterConfig is the address and CA of a cluster's API server.
+type ClusterConfig struct {
+	// server is the API server's URL, such as https://10.0.0.1:6443.
+	// +required
+	// +kubebuilder:validation:Pattern=`^https?://`
+	Server string `json:"server"`
+	// certificate-authority-data is the PEM CA bundle that signs the API
+	// server's certificate (base64 in YAML).
+	// +optional
+	CertificateAuthorityData []byte `json:"certificate-authority-data,omitempty"`
+}
+
+// ClusterIngresses are a cluster's ingress gateways.
+type ClusterIngresses struct {
+	// public ingress gateway.
+	// +optional
+	Public IngressInfo `json:"public,omitempty"`
+	// private ingress gateway.
+	// +optional
+	Private IngressInfo `json:"private,omitempty"`
+}
+
+// IngressInfo is an ingress gateway and its default domains.
+type IngressInfo struct {
+	// gateway is the Istio Gateway, as "<namespace>/<name>".
+	// +optional
+	Gateway string `json:"gateway,omitempty"`
+	// defaultDomains: an app's default ports get the hosts "<namespace>.<domain>".
+	// +optional
+	DefaultDomains []string `json:"defaultDomains,omitempty"`
+	// dnsName is kept for compatibility; Picchu ignores it.
+	// +optional
+	DNSName string `json:"dnsName,omitempty"`
+}
+
+// ClusterStatus reports whether a cluster is reachable.
+type ClusterStatus struct {
+	// observedGeneration is the generation of the spec Picchu last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions are the kstatus conditions Ready, Reconciling and Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// kubernetes reports the API server's version and reachability.
+	// +optional
+	Kubernetes ClusterKubernetesStatus `json:"kubernetes,omitempty"`
+}
+
+// ClusterKubernetesStatus reports an API server's version and reachability.
+type ClusterKubernetesStatus struct {
+	// version of the API server.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// ready says the API server answered the last health check.
+	// +optional
+	Ready bool `json:"ready"`
+}
+
+// +kubebuilder:object:root=true
+
+// ClusterList is a list of Clusters.
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Cluster{}, &ClusterList{})
+}

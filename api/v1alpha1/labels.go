@@ -1,0 +1,49 @@
+package v1alpha1
+
+// Labels and annotations Picchu reads or writes. Their values are the
+// original's, so objects labelled by it are recognised.
+const (
+	// LabelApp names the app of a Revision, ReleaseManager or remote object.
+	LabelApp = "picchu.medium.engineering/app"
+	// LabelTag names the tag (build) of a Revision or remote object.
+	LabelTag = "picchu.medium.engineering/tag"
+	// LabelTarget names the target of a ReleaseManager or remote object.
+	LabelTarget = "picchu.medium.engineering/target"
+	// LabelFleet names the fleet of a Cluster or ReleaseManager.
+	LabelFleet = "picchu.medium.engineering/fleet"
+	// LabelOwnerName and LabelOwnerType name the delivery object that owns a remote object.
+	LabelOwnerName = "picchu.medium.engineering/ownerName"
+	LabelOwnerType = "picchu.medium.engineering/ownerType"
+	// LabelIgnore on a live object makes Picchu leave it alone.
+	LabelIgnore = "picchu.medium.engineering/ignore"
+	// LabelPodTag is set on pods so that DestinationRule subsets select one tag.
+	LabelPodTag = "tag.picchu.medium.engineering"
+	// LabelFleetPrefix is the prefix of the per-fleet label on a Revision
+	// ("fleet.picchu.medium.engineering/<fleet>").
+	LabelFleetPrefix = "fleet.picchu.medium.engineering/"
+	// LabelTargetDeletablePrefix is the prefix of the garbage-collection label on a
+	// Revision ("target-deletable.picchu.medium.engineering/<target>=true").
+	LabelTargetDeletablePrefix = "target-deletable.picchu.medium.engineering/"
+
+	// AnnotationGitCommitterTimestamp orders Revisions by commit time.
+	AnnotationGitCommitterTimestamp = "git-scm.com/committer-timestamp"
+	// AnnotationFailedAt is set together with spec.failed.
+	AnnotationFailedAt = "picchu.medium.engineering/failed-at-timestamp"
+	// AnnotationKarpenterDoNotDisrupt is the pod annotation karpenterDoNotDisrupt sets.
+	AnnotationKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+
+	// FinalizerReleaseManager guards a ReleaseManager until its app is removed from every cluster.
+	FinalizerReleaseManager = "picchu.medium.engineering/releasemanager"
+	// FinalizerCluster guards a Cluster until its remote cache is stopped.
+	FinalizerCluster = "picchu.medium.engineering/cluster"
+)
+
+// Kstatus condition types used in the status of every Picchu kind.
+const (
+	// ConditionReady summarises whether the object reached its desired state.
+	ConditionReady = "Ready"
+	// ConditionReconciling is true while Picchu is working towards the desired state.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is true when progress needs a change from a person.
+	ConditionStalled = "Stalled"
+)

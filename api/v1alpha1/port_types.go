@@ -1,0 +1,115 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// PortMode says where a port is exposed.
+// +kubebuilder:validation:Enum=public;private;local
+type PortMode string
+
+const (
+	// PortModePublic exposes the port on the public and the private ingress gateways.
+	PortModePublic PortMode = "public"
+	// PortModePrivate exposes the port on the private ingress gateway.
+	PortModePrivate PortMode = "private"
+	// PortModeLocal keeps the port inside the mesh.
+	PortModeLocal PortMode = "local"
+)
+
+// Ingress names an ingress gateway of a Cluster.
+// +kubebuilder:validation:Enum=public;private
+type Ingress string
+
+const (
+	// IngressPublic is the Cluster's public ingress gateway.
+	IngressPublic Ingress = "public"
+	// IngressPrivate is the Cluster's private ingress gateway.
+	IngressPrivate Ingress = "private"
+)
+
+// PortInfo is a port of the app and how it is routed.
+type PortInfo struct {
+	// name of the port, unique within the target. A port named "status"
+	// serves the default probes.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	Name string `json:"name"`
+	// hosts are extra host names routed to this port on the ingress gateways.
+	// +optional
+	Hosts []string `json:"hosts,omitempty"`
+	// ingressPort is the port the ingress gateways listen on for this port.
+	// +optional
+	// +kubebuilder:default=443
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	IngressPort int32 `json:"ingressPort,omitempty"`
+	// port is the Service port.
+	// +optional
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+	// containerPort is the port the app container listens on.
+	// +optional
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	ContainerPort int32 `json:"containerPort,omitempty"`
+	// protocol of the port.
+	// +optional
+	// +kubebuilder:default=TCP
+	// +kubebuilder:validation:Enum=TCP;UDP;SCTP
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+	// mode says where the port is exposed: public (public and private
+	// ingresses), private (private ingress) or local (mesh only).
+	// +optional
+	// +kubebuilder:default=private
+	Mode PortMode `json:"mode,omitempty"`
+	// default marks the port that serves an ingress's default hosts when the
+	// ingress has several ports.
+	// +optional
+	Default bool `json:"default,omitempty"`
+	// ingresses the port is exposed on. The webhook fills it from mode:
+	// private gives [private], public gives [private, public].
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	Ingresses []Ingress `json:"ingresses,omitempty"`
+	// istio holds the mesh's HTTP settings for this port.
+	// +optional
+	Istio PortIstioConfig `json:"istio,omitempty"`
+}
+
+// PortIstioConfig holds the mesh settings of a port.
+type PortIstioConfig struct {
+	// http settings of the port's routes.
+	// +optional
+	HTTP PortIstioHTTPConfig `json:"http,omitempty"`
+}
+
+// PortIstioHTTPConfig holds the retries and timeout of a port's HTTP routes.
+type PortIstioHTTPConfig struct {
+	// retries of the port's routes.
+	// +optional
+	Retries *HTTPRetry `json:"retries,omitempty"`
+	// timeout of a request on the port's routes, as a duration such as 15s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 500ms or 15s"
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// HTTPRetry is the retry policy of a port's routes.
+type HTTPRetry struct {
+	// attempts is the number of retries of a request.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Attempts int32 `json:"attempts,omitempty"`
+	// perTryTimeout is the timeout of each attempt, as a duration such as 2s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 500ms or 2s"
+	PerTryTimeout string `json:"perTryTimeout,omitempty"`
+	// retryOn lists the conditions to retry on, as Envoy's x-envoy-retry-on
+	// (for example "5xx,connect-failure").
+	// +optional
+	RetryOn string `json:"retryOn,omitempty"`
+}

@@ -1,0 +1,103 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// ScalingStrategy is how traffic grows during a release.
+// +kubebuilder:validation:Enum=linear;geometric
+type ScalingStrategy string
+
+const (
+	// ScalingStrategyLinear adds increment percent every delay.
+	ScalingStrategyLinear ScalingStrategy = "linear"
+	// ScalingStrategyGeometric starts at start percent and multiplies by factor every delay.
+	ScalingStrategyGeometric ScalingStrategy = "geometric"
+)
+
+// Schedule says when a release may start.
+// +kubebuilder:validation:Enum=humane;inhumane;always
+type Schedule string
+
+const (
+	// ScheduleAlways releases at any time.
+	ScheduleAlways Schedule = "always"
+	// ScheduleInhumane releases on weekdays that are not holidays.
+	ScheduleInhumane Schedule = "inhumane"
+	// ScheduleHumane releases on weekdays that are not holidays during business
+	// hours in America/Los_Angeles, with an earlier cut-off on Fridays and the
+	// day before a holiday.
+	ScheduleHumane Schedule = "humane"
+)
+
+// ReleaseInfo is the plan for moving traffic to a build.
+type ReleaseInfo struct {
+	// eligible lets the build be released. A build that is not eligible is
+	// deployed (and can be tested through its tag route) but takes no traffic.
+	// +optional
+	Eligible bool `json:"eligible,omitempty"`
+	// max is the highest percent of traffic the build may take.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Max int32 `json:"max,omitempty"`
+	// scalingStrategy is how traffic grows: linear or geometric.
+	// +optional
+	// +kubebuilder:default=geometric
+	ScalingStrategy ScalingStrategy `json:"scalingStrategy,omitempty"`
+	// geometricScaling sets the steps of the geometric strategy.
+	// +optional
+	// +kubebuilder:default={}
+	GeometricScaling GeometricScaling `json:"geometricScaling,omitempty"`
+	// linearScaling sets the steps of the linear strategy.
+	// +optional
+	// +kubebuilder:default={}
+	LinearScaling LinearScaling `json:"linearScaling,omitempty"`
+	// schedule says when a release may start: always, inhumane (weekdays that
+	// are not holidays) or humane (weekday business hours in America/Los_Angeles).
+	// +optional
+	// +kubebuilder:default=inhumane
+	Schedule Schedule `json:"schedule,omitempty"`
+	// ttl is how long, in seconds after its creation, a build that was never
+	// released is kept deployed before it retires, and how long a retired
+	// build is kept before garbage collection. Five days by default.
+	// +optional
+	// +kubebuilder:default=432000
+	// +kubebuilder:validation:Minimum=0
+	TTL int64 `json:"ttl,omitempty"`
+}
+
+// GeometricScaling starts a release at start percent and multiplies the
+// traffic by factor every delay.
+type GeometricScaling struct {
+	// start is the first percent of traffic.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Start int32 `json:"start,omitempty"`
+	// factor multiplies the traffic at each step; it must be greater than 1.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:XValidation:rule="self > 1",message="must be greater than 1: traffic is multiplied by factor at each step"
+	Factor int32 `json:"factor,omitempty"`
+	// delay between steps, as a duration such as 10s or 5m.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 10s, 5m or 1h30m"
+	Delay *metav1.Duration `json:"delay,omitempty"`
+}
+
+// LinearScaling adds increment percent of traffic every delay.
+type LinearScaling struct {
+	// increment is the percent of traffic added at each step.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Increment int32 `json:"increment,omitempty"`
+	// delay between steps, as a duration such as 10s or 5m.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 10s, 5m or 1h30m"
+	Delay *metav1.Duration `json:"delay,omitempty"`
+}

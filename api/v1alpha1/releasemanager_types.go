@@ -1,0 +1,217 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ReleaseManager holds the release state of one app in one target. Picchu
+// creates one per (app, target), named "<app>-<target>", from the Revisions;
+// its status is the release record: every build's state, traffic, scale and
+// the times it entered each state.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rm
+// +kubebuilder:printcolumn:name="App",type=string,JSONPath=`.spec.app`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target`
+// +kubebuilder:printcolumn:name="Fleet",type=string,JSONPath=`.spec.fleet`,priority=1
+// +kubebuilder:printcolumn:name="Releasing",type=string,JSONPath=`.status.releasing.tag`,description="the newest build taking traffic"
+// +kubebuilder:printcolumn:name="Percent",type=integer,JSONPath=`.status.releasing.percent`,description="its percent of traffic"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ReleaseManager struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec names the app, the target and the fleet.
+	// +required
+	Spec ReleaseManagerSpec `json:"spec"`
+	// status is the release record, written by Picchu.
+	// +optional
+	Status ReleaseManagerStatus `json:"status,omitempty"`
+}
+
+// ReleaseManagerSpec names the app and target a ReleaseManager releases.
+type ReleaseManagerSpec struct {
+	// fleet of Clusters the target is deployed to.
+	// +required
+	Fleet string `json:"fleet"`
+	// app released.
+	// +required
+	App string `json:"app"`
+	// target released.
+	// +required
+	Target string `json:"target"`
+	// variants are kept for compatibility; Picchu ignores them.
+	// +optional
+	Variants []Variant `json:"variants,omitempty"`
+}
+
+// Variant is kept for compatibility; Picchu ignores it.
+type Variant struct {
+	// name of the variant.
+	Name string `json:"name"`
+	// enabled flag of the variant.
+	Enabled bool `json:"enabled"`
+}
+
+// ReleaseManagerStatus is the release record of an app in a target.
+type ReleaseManagerStatus struct {
+	// observedGeneration is the generation of the spec Picchu last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions are the kstatus conditions Ready, Reconciling and Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// lastUpdated is when Picchu last wrote this status.
+	// +optional
+	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
+	// releasing is the newest build taking traffic and its percent.
+	// +optional
+	Releasing *ReleasingStatus `json:"releasing,omitempty"`
+	// revisions holds the release state of every build of the app in this target.
+	// +optional
+	Revisions []ReleaseManagerRevisionStatus `json:"revisions,omitempty"`
+}
+
+// ReleasingStatus names the newest build taking traffic.
+type ReleasingStatus struct {
+	// tag of the build.
+	Tag string `json:"tag"`
+	// percent of traffic it takes.
+	Percent int32 `json:"percent"`
+}
+
+// ReleaseManagerRevisionStatus is the release state of one build in a target.
+type ReleaseManagerRevisionStatus struct {
+	// tag of the build.
+	Tag string `json:"tag"`
+	// state of the build and when it was entered.
+	// +optional
+	State ReleaseManagerRevisionStateStatus `json:"state,omitempty"`
+	// currentPercent of traffic the build takes.
+	CurrentPercent int32 `json:"currentPercent"`
+	// peakPercent is the highest percent of traffic it has taken.
+	PeakPercent int32 `json:"peakPercent"`
+	// releaseEligible says whether the build may take traffic.
+	ReleaseEligible bool `json:"releaseEligible"`
+	// triggeredAlerts are the SLO or canary alerts that failed the build.
+	// +optional
+	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
+	// lastUpdated is when the build's traffic percent last changed.
+	// +optional
+	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
+	// gitTimestamp is the commit time of the build.
+	// +optional
+	GitTimestamp *metav1.Time `json:"gitTimestamp,omitempty"`
+	// revisionTimestamp is when the Revision was created.
+	// +optional
+	RevisionTimestamp *metav1.Time `json:"revisionTimestamp,omitempty"`
+	// deployingStartTimestamp is when the build started deploying.
+	// +optional
+	DeployingStartTimestamp *metav1.Time `json:"deployingStartTimestamp,omitempty"`
+	// canaryStartTimestamp is when the build first took canary traffic.
+	// +optional
+	CanaryStartTimestamp *metav1.Time `json:"canaryStartTimestamp,omitempty"`
+	// pendingReleaseStartTimestamp is when the build started waiting for its release schedule.
+	// +optional
+	PendingReleaseStartTimestamp *metav1.Time `json:"pendingReleaseStartTimestamp,omitempty"`
+	// releaseStartTimestamp is when the build's release ramp started.
+	// +optional
+	ReleaseStartTimestamp *metav1.Time `json:"releaseStartTimestamp,omitempty"`
+	// ttl, in seconds, copied from the Revision while it deploys.
+	// +optional
+	TTL int64 `json:"ttl,omitempty"`
+	// deleted says the Revision is gone.
+	// +optional
+	Deleted bool `json:"deleted,omitempty"`
+	// scale counts the build's replicas over the live clusters.
+	// +optional
+	Scale ReleaseManagerRevisionScaleStatus `json:"scale,omitempty"`
+	// metrics remembers which latencies were already observed for the build.
+	// +optional
+	Metrics ReleaseManagerRevisionMetricsStatus `json:"metrics,omitempty"`
+}
+
+// ReleaseManagerRevisionStateStatus is a build's state.
+type ReleaseManagerRevisionStateStatus struct {
+	// current state.
+	Current string `json:"current"`
+	// target state the build is heading for.
+	Target string `json:"target"`
+	// lastUpdated is when the current state was entered.
+	// +optional
+	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
+}
+
+// ReleaseManagerRevisionScaleStatus counts a build's replicas. The JSON keys
+// are capitalised, as in the original.
+type ReleaseManagerRevisionScaleStatus struct {
+	// Current available replicas.
+	// +optional
+	Current int32 `json:"Current,omitempty"`
+	// Desired replicas.
+	// +optional
+	Desired int32 `json:"Desired,omitempty"`
+	// Peak available replicas seen.
+	// +optional
+	Peak int32 `json:"Peak,omitempty"`
+}
+
+// ReleaseManagerRevisionMetricsStatus records, in seconds, the latencies
+// already observed for a build, so each is observed once.
+type ReleaseManagerRevisionMetricsStatus struct {
+	// gitCreateSecondsInt is the seconds from the commit to the Revision's creation, once observed.
+	// +optional
+	GitCreateSecondsInt *int `json:"gitCreateSecondsInt,omitempty"`
+	// gitDeploySecondsInt is the seconds from the commit to deployed, once observed.
+	// +optional
+	GitDeploySecondsInt *int `json:"gitDeploySecondsInt,omitempty"`
+	// gitCanarySecondsInt is the seconds from the commit to the end of the canary, once observed.
+	// +optional
+	GitCanarySecondsInt *int `json:"gitCanarySecondsInt,omitempty"`
+	// gitPendingReleaseSecondsInt is the seconds from the commit to pending release, once observed.
+	// +optional
+	GitPendingReleaseSecondsInt *int `json:"gitPendingReleaseSecondsInt,omitempty"`
+	// gitReleaseSecondsInt is the seconds from the commit to released, once observed.
+	// +optional
+	GitReleaseSecondsInt *int `json:"gitReleaseSecondsInt,omitempty"`
+	// revisionDeploySecondsInt is the seconds from the Revision's creation to deployed, once observed.
+	// +optional
+	RevisionDeploySecondsInt *int `json:"revisionDeploySecondsInt,omitempty"`
+	// revisionCanarySecondsInt is the seconds from the Revision's creation to the end of the canary, once observed.
+	// +optional
+	RevisionCanarySecondsInt *int `json:"revisionCanarySecondsInt,omitempty"`
+	// revisionPendingReleaseSecondsInt is the seconds from the Revision's creation to pending release, once observed.
+	// +optional
+	RevisionPendingReleaseSecondsInt *int `json:"revisionPendingReleaseSecondsInt,omitempty"`
+	// revisionReleaseSecondsInt is the seconds from the Revision's creation to released, once observed.
+	// +optional
+	RevisionReleaseSecondsInt *int `json:"revisionReleaseSecondsInt,omitempty"`
+	// revisionRollbackSecondsInt is the seconds from the build's failure to its traffic being back on the previous release, once observed.
+	// +optional
+	RevisionRollbackSecondsInt *int `json:"revisionRollbackSecondsInt,omitempty"`
+	// deploySecondsInt is the seconds spent deploying, once observed.
+	// +optional
+	DeploySecondsInt *int `json:"deploySecondsInt,omitempty"`
+	// canarySecondsInt is the seconds spent canarying, once observed.
+	// +optional
+	CanarySecondsInt *int `json:"canarySecondsInt,omitempty"`
+	// releaseSecondsInt is the seconds spent ramping to 100%, once observed.
+	// +optional
+	ReleaseSecondsInt *int `json:"releaseSecondsInt,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ReleaseManagerList is a list of ReleaseManagers.
+type ReleaseManagerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ReleaseManager `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ReleaseManager{}, &ReleaseManagerList{})
+}

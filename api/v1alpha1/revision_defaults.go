@@ -1,0 +1,101 @@
+package v1alpha1
+
+import "slices"
+
+// DefaultPortName is the port chosen as an ingress's default port when the
+// ingress has several ports and none is flagged default.
+const DefaultPortName = "http"
+
+// DefaultIngresses returns the ingresses a port is exposed on: its explicit
+// ingresses, or those its mode implies (private: [private]; public:
+// [private, public]; local: none). A port with no mode is private, as the
+// schema defaults it.
+func (p *PortInfo) DefaultIngresses() []Ingress {
+	if len(p.Ingresses) > 0 {
+		return p.Ingresses
+	}
+	switch p.Mode {
+	case PortModePublic:
+		return []Ingress{IngressPrivate, IngressPublic}
+	case PortModeLocal:
+		return nil
+	default:
+		return []Ingress{IngressPrivate}
+	}
+}
+
+// ExposedOn reports whether the port is exposed on the ingress.
+func (p *PortInfo) ExposedOn(ingress Ingress) bool {
+	return slices.Contains(p.DefaultIngresses(), ingress)
+}
+
+// DefaultIngressPort chooses the default port of an ingress among the
+// target's ports: the one named in defaultIngressPorts; else the only port on
+// that ingress; else the one flagged default; else the one named "http". It
+// returns "" when there is no single choice.
+func (t *RevisionTarget) DefaultIngressPort(ingress Ingress) string {
+	if name, ok := t.DefaultIngressPorts[string(ingress)]; ok {
+		return name
+	}
+	var exposed, flagged []string
+	hasHTTP := false
+	for i := range t.Ports {
+		p := &t.Ports[i]
+		if !p.ExposedOn(ingress) {
+			continue
+		}
+		exposed = append(exposed, p.Name)
+		if p.Default {
+			flagged = append(flagged, p.Name)
+		}
+		if p.Name == DefaultPortName {
+			hasHTTP = true
+		}
+	}
+	switch {
+	case len(exposed) == 1:
+		return exposed[0]
+	case len(flagged) == 1:
+		return flagged[0]
+	case len(flagged) == 0 && hasHTTP:
+		return DefaultPortName
+	default:
+		return ""
+	}
+}
+
+// DefaultRouting fills what the schema cannot default because it depends on
+// other fields: each port's ingresses (from its mode) and, per ingress that
+// has ports, its default port. Entries already set are kept. It is
+// idempotent; the mutating webhook runs it on admission and the controllers
+// run it again on what they read, so routing is right even when the webhook
+// did not run.
+func (t *RevisionTarget) DefaultRouting() {
+	for i := range t.Ports {
+		p := &t.Ports[i]
+		if p.Mode == "" {
+			p.Mode = PortModePrivate
+		}
+		if len(p.Ingresses) == 0 {
+			p.Ingresses = p.DefaultIngresses()
+		}
+	}
+	for _, ingress := range []Ingress{IngressPrivate, IngressPublic} {
+		if _, ok := t.DefaultIngressPorts[string(ingress)]; ok {
+			continue
+		}
+		if name := t.DefaultIngressPort(ingress); name != "" {
+			if t.DefaultIngressPorts == nil {
+				t.DefaultIngressPorts = map[string]string{}
+			}
+			t.DefaultIngressPorts[string(ingress)] = name
+		}
+	}
+}
+
+// DefaultRouting runs RevisionTarget.DefaultRouting on every target.
+func (r *Revision) DefaultRouting() {
+	for i := range r.Spec.Targets {
+		r.Spec.Targets[i].DefaultRouting()
+	}
+}

@@ -1,0 +1,267 @@
+package v1alpha1
+
+import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RevisionTarget says how a build is delivered to one target: the fleet of
+// clusters it runs on, its ports and routing, its release plan and scaling,
+// its SLOs, and its pod.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultIngressPorts) || self.defaultIngressPorts.all(k, has(self.ports) && self.ports.exists(p, p.name == self.defaultIngressPorts[k] && (!has(p.ingresses) || size(p.ingresses) == 0 || k in p.ingresses)))",message="each defaultIngressPorts entry must name a port of this target that is exposed on that ingress",fieldPath=".defaultIngressPorts"
+// +kubebuilder:validation:XValidation:rule="!has(self.karpenterDoNotDisrupt) || !has(self.podAnnotations) || !('karpenter.sh/do-not-disrupt' in self.podAnnotations)",message="set karpenterDoNotDisrupt or the karpenter.sh/do-not-disrupt pod annotation, not both",fieldPath=".karpenterDoNotDisrupt"
+type RevisionTarget struct {
+	// name of the target, such as "production". The app runs in namespace
+	// "<app>-<target>" on every cluster of the fleet. Unique within a Revision.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=62
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// fleet names the group of Clusters (label picchu.medium.engineering/fleet)
+	// this target is deployed to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Fleet string `json:"fleet"`
+	// acceptanceTarget makes SLO alerts in this target count like production
+	// ones when Picchu decides whether to fail the revision.
+	// +optional
+	AcceptanceTarget bool `json:"acceptanceTarget,omitempty"`
+
+	// ports the app listens on and how each is exposed through the mesh and
+	// the ingress gateways. Port names are unique, and so are port and
+	// containerPort numbers.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.port == p.port))",message="port numbers must be unique within a target"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.containerPort == p.containerPort))",message="containerPort numbers must be unique within a target"
+	Ports []PortInfo `json:"ports,omitempty"`
+	// defaultIngressPorts maps an ingress ("public" or "private") to the name
+	// of the port that serves the ingress's default hosts. The webhook fills it
+	// when an ingress has exactly one port, or one named "http".
+	// +optional
+	// +kubebuilder:validation:MaxProperties=2
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['public', 'private'])",message="keys must be ingress names: public or private"
+	DefaultIngressPorts map[string]string `json:"defaultIngressPorts,omitempty"`
+
+	// release is the plan for moving traffic to this build: strategy, steps,
+	// schedule and how long a retired build is kept.
+	// +optional
+	// +kubebuilder:default={}
+	Release ReleaseInfo `json:"release,omitempty"`
+	// scale sets the replicas and the autoscaler of this build.
+	// +optional
+	// +kubebuilder:default={}
+	Scale ScaleInfo `json:"scale,omitempty"`
+	// canary sends a small share of traffic to the build for a while before
+	// the release ramp, watched by the SLOs' canary alerts.
+	// +optional
+	Canary Canary `json:"canary,omitempty"`
+	// externalTest lets an outside test runner gate the release; it writes
+	// started, completed and succeeded here.
+	// +optional
+	ExternalTest ExternalTest `json:"externalTest,omitempty"`
+
+	// serviceLevelObjectives of the app. Picchu writes recording rules, Sloth
+	// service levels and per-tag canary alerts from them, and fails the
+	// revision when their alerts fire.
+	// +optional
+	ServiceLevelObjectives []ServiceLevelObjective `json:"serviceLevelObjectives,omitempty"`
+	// serviceLevelObjectiveLabels are added to every SLO's rules, alerts and service levels.
+	// +optional
+	ServiceLevelObjectiveLabels ServiceLevelObjectiveLabels `json:"serviceLevelObjectiveLabels,omitempty"`
+	// serviceMonitors are created in the app's namespace on every cluster.
+	// +optional
+	ServiceMonitors []ServiceMonitor `json:"serviceMonitors,omitempty"`
+	// alertRules are legacy raw Prometheus rules, written to a PrometheusRule
+	// named after the app. Prefer serviceLevelObjectives.
+	// +optional
+	AlertRules []monitoringv1.Rule `json:"alertRules,omitempty"`
+	// datadogMonitoring is kept for compatibility; Datadog checks are configured elsewhere.
+	// +optional
+	DatadogMonitoring DatadogMonitoring `json:"datadogMonitoring,omitempty"`
+
+	// configSelector selects Secrets and ConfigMaps (and ExternalSecrets) in
+	// the Revision's namespace. Picchu copies them next to the build on every
+	// cluster and exposes them to its containers with envFrom.
+	// +optional
+	ConfigSelector *metav1.LabelSelector `json:"configSelector,omitempty"`
+	// aws holds AWS settings for the pods, such as an IAM role.
+	// +optional
+	AWS AWSInfo `json:"aws,omitempty"`
+	// istio holds mesh settings: the traffic policy of the build's subset and
+	// the sidecar's egress hosts.
+	// +optional
+	Istio *IstioConfig `json:"istio,omitempty"`
+	// ambientMesh runs the app in Istio's ambient mode (ztunnel and a waypoint)
+	// instead of with sidecars.
+	// +optional
+	AmbientMesh bool `json:"ambientMesh,omitempty"`
+	// waypointHPA sizes the waypoint proxy's autoscaler in ambient mode.
+	// +optional
+	WaypointHPA *WaypointHPA `json:"waypointHPA,omitempty"`
+	// waypointResources are the waypoint proxy's resource requests and limits in ambient mode.
+	// +optional
+	WaypointResources *corev1.ResourceRequirements `json:"waypointResources,omitempty"`
+
+	// env of the app container and every sidecar.
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// volumes of the pod.
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// volumeMounts of the app container and every sidecar.
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	// sidecars are extra containers in the pod.
+	// +optional
+	Sidecars []corev1.Container `json:"sidecars,omitempty"`
+	// resources of the app container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// livenessProbe of the app container. With a port named "status" and no
+	// probe, Picchu probes GET /running on it.
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// readinessProbe of the app container. With a port named "status" and no
+	// probe, Picchu probes GET /running on it.
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// lifecycle hooks of the app container.
+	// +optional
+	Lifecycle *corev1.Lifecycle `json:"lifecycle,omitempty"`
+	// affinity of the pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// priorityClassName of the pod.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// tolerations of the pod.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// topologySpreadConstraint of the pod. Its label selector defaults to the
+	// build's pods.
+	// +optional
+	TopologySpreadConstraint *corev1.TopologySpreadConstraint `json:"topologySpreadConstraint,omitempty"`
+	// podAnnotations are added to the pod template.
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// karpenterDoNotDisrupt sets the pod annotation karpenter.sh/do-not-disrupt:
+	// "true" protects pods for their whole life, a duration such as "30m"
+	// protects them for that long after they start.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == 'true' || self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+$')",message="must be \"true\" or a duration such as 30m or 1h30m"
+	KarpenterDoNotDisrupt string `json:"karpenterDoNotDisrupt,omitempty"`
+	// serviceAccountName of the pod; defaults to the app's service account, which Picchu creates.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// schedulerName of the pod.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+	// podDisruptionBudget of the app; by default at most 10% of its pods may be unavailable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!(has(self.maxUnavailable) && has(self.minAvailable))",message="set maxUnavailable or minAvailable, not both"
+	PodDisruptionBudget *policyv1.PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
+}
+
+// Canary sends a share of traffic to a new build for a while before its release.
+type Canary struct {
+	// percent of traffic the canary takes. 0 disables the canary.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Percent int32 `json:"percent,omitempty"`
+	// ttl is how long, in seconds, the canary runs before the release may start.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TTL int64 `json:"ttl,omitempty"`
+}
+
+// ExternalTest lets an outside test runner gate the release of a build. The
+// runner reaches the build through its tag route and reports here.
+type ExternalTest struct {
+	// enabled makes the release wait for the external test.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// started is set by the test runner when the test begins.
+	// +optional
+	Started bool `json:"started,omitempty"`
+	// completed is set by the test runner when the test ends.
+	// +optional
+	Completed bool `json:"completed,omitempty"`
+	// succeeded is set by the test runner with completed; false fails the revision.
+	// +optional
+	Succeeded bool `json:"succeeded,omitempty"`
+	// timeout is how long the test may run after lastUpdated before the
+	// revision times out, as a duration such as 2h.
+	// +optional
+	// +kubebuilder:default="2h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 90s, 30m or 2h"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// lastUpdated is when the test runner last wrote this.
+	// +optional
+	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
+}
+
+// DatadogMonitoring is kept for compatibility with existing manifests.
+type DatadogMonitoring struct {
+	// enabled is ignored.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// AWSInfo holds AWS settings for a build's pods.
+type AWSInfo struct {
+	// iam holds the IAM role of the pods.
+	// +optional
+	IAM IAMInfo `json:"iam,omitempty"`
+}
+
+// IAMInfo names the IAM role of a build's pods.
+type IAMInfo struct {
+	// role_arn is the IAM role the app's service account assumes (IRSA).
+	// +optional
+	RoleARN string `json:"role_arn,omitempty"`
+}
+
+// WaypointHPA sizes the waypoint proxy's autoscaler in ambient mode.
+type WaypointHPA struct {
+	// minReplicas of the waypoint (at least 2 are run).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// maxReplicas of the waypoint (20 when unset).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// targetCPUUtilizationPercentage of the waypoint (70 when unset).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TargetCPUUtilizationPercentage *int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+}
+
+// ServiceMonitor is a prometheus-operator ServiceMonitor created for the app.
+type ServiceMonitor struct {
+	// name of the ServiceMonitor.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// sloRegex fills the regex of relabelings that have none with the metric
+	// names used by the SLO queries, so Prometheus keeps just those.
+	// +optional
+	SLORegex bool `json:"sloRegex,omitempty"`
+	// labels of the ServiceMonitor.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// annotations of the ServiceMonitor.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// spec of the ServiceMonitor. Its namespace selector is set to the app's namespace.
+	// +optional
+	Spec monitoringv1.ServiceMonitorSpec `json:"spec,omitempty"`
+}

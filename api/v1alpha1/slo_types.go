@@ -1,0 +1,116 @@
+package v1alpha1
+
+// ServiceLevelObjective is an SLO of the app: an objective over the ratio of
+// errors to all events, both given as PromQL.
+type ServiceLevelObjective struct {
+	// name of the SLO; it names the recording rules and alerts.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][a-zA-Z0-9_]*$`
+	Name string `json:"name,omitempty"`
+	// description of the SLO, used in alert messages.
+	// +optional
+	Description string `json:"description,omitempty"`
+	// enabled turns the SLO's rules and alerts on.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// objectivePercentString is the objective in percent, such as "99.9".
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$') && double(self) <= 100.0",message="must be a percent from 0 to 100 such as 99.9"
+	ObjectivePercentString string `json:"objectivePercentString,omitempty"`
+	// serviceLevelIndicator gives the SLI queries and the canary check.
+	// +optional
+	ServiceLevelIndicator ServiceLevelIndicator `json:"serviceLevelIndicator,omitempty"`
+	// serviceLevelObjectiveLabels are added to this SLO's rules, alerts and service level.
+	// +optional
+	ServiceLevelObjectiveLabels ServiceLevelObjectiveLabels `json:"serviceLevelObjectiveLabels,omitempty"`
+	// alerting configures the Sloth page and ticket alerts of this SLO.
+	// +optional
+	Alerting Alerting `json:"alerting,omitempty"`
+}
+
+// ServiceLevelIndicator gives the queries of an SLO and its canary check.
+type ServiceLevelIndicator struct {
+	// canary compares a canary's error ratio with the fleet's while it canaries.
+	// +optional
+	Canary SLICanaryConfig `json:"canary,omitempty"`
+	// tagKey is the label of the queries that holds the build's tag ("tag" when unset).
+	// +optional
+	TagKey string `json:"tagKey,omitempty"`
+	// alertAfter is kept for compatibility; it is ignored.
+	// +optional
+	AlertAfter string `json:"alertAfter,omitempty"`
+	// totalQuery is PromQL counting all events (for example requests).
+	// +optional
+	TotalQuery string `json:"totalQuery,omitempty"`
+	// errorQuery is PromQL counting failed events.
+	// +optional
+	ErrorQuery string `json:"errorQuery,omitempty"`
+}
+
+// SLICanaryConfig fails a canary whose error ratio exceeds the fleet's by more
+// than an allowance for a while.
+type SLICanaryConfig struct {
+	// enabled turns the canary alert of this SLO on.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// allowancePercent is how many percentage points the canary's error ratio
+	// may exceed the fleet's. allowancePercentString takes precedence.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	AllowancePercent float64 `json:"allowancePercent,omitempty"`
+	// allowancePercentString is allowancePercent as a string, such as "0.5".
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$') && double(self) <= 100.0",message="must be a percent from 0 to 100 such as 0.5"
+	AllowancePercentString string `json:"allowancePercentString,omitempty"`
+	// failAfter is how long the canary alert must hold before it fires, as a
+	// duration such as 1m (a Prometheus "for").
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 30s or 2m"
+	FailAfter string `json:"failAfter,omitempty"`
+}
+
+// ServiceLevelObjectiveLabels are labels added to an SLO's objects.
+type ServiceLevelObjectiveLabels struct {
+	// alertLabels are added to the alerts.
+	// +optional
+	AlertLabels map[string]string `json:"alertLabels,omitempty"`
+	// ruleLabels are added to the PrometheusRules.
+	// +optional
+	RuleLabels map[string]string `json:"ruleLabels,omitempty"`
+	// serviceLevelLabels are added to the Sloth service level objectives.
+	// +optional
+	ServiceLevelLabels map[string]string `json:"serviceLevelLabels,omitempty"`
+}
+
+// Alerting configures an SLO's Sloth alerts.
+type Alerting struct {
+	// name of the alert.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// labels added to both alerts.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// annotations added to both alerts.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// pageAlert configures the fast-burn (page) alert.
+	// +optional
+	PageAlert *Alert `json:"pageAlert,omitempty"`
+	// ticketAlert configures the slow-burn (ticket) alert.
+	// +optional
+	TicketAlert *Alert `json:"ticketAlert,omitempty"`
+}
+
+// Alert configures one Sloth alert.
+type Alert struct {
+	// disable turns the alert off.
+	// +optional
+	Disable bool `json:"disable,omitempty"`
+	// labels added to the alert.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// annotations added to the alert.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}

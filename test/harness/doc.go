@@ -1,0 +1,9 @@
+// Package harness starts real Kubernetes API servers for tests: one delivery
+// cluster with Picchu's CRDs (and, on request, its admission webhooks served
+// by the test process) and any number of target clusters with the real
+// third-party CRDs Picchu writes (Istio networking, prometheus-operator
+// monitoring, KEDA, Sloth). Each target is registered on the delivery cluster
+// the way a user registers one: a Cluster with spec.config and the fleet
+// label, and a Secret of the same name whose auth-info key holds a kubeconfig
+// user (a client certificate for some targets, a bearer token for others).
+package harness

@@ -1,0 +1,298 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	slothv1 "github.com/slok/sloth/pkg/kubernetes/api/sloth/v1"
+	"golang.org/x/sync/errgroup"
+	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/remote"
+)
+
+// Scheme knows every type a test reads or writes: Kubernetes', Picchu's and
+// the third-party types Picchu writes to targets.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		picchuv1alpha1.AddToScheme,
+		istionetworkingv1alpha3.AddToScheme,
+		monitoringv1.AddToScheme,
+		kedav1alpha1.AddToScheme,
+		slothv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// AuthMode is how a target's registered credentials authenticate.
+type AuthMode string
+
+const (
+	// AuthClientCertificate registers a client certificate and key.
+	AuthClientCertificate AuthMode = "client-certificate"
+	// AuthToken registers a bearer token.
+	AuthToken AuthMode = "token"
+)
+
+// Options says what to start.
+type Options struct {
+	// Targets is the number of target clusters.
+	Targets int
+	// Fleet is the fleet label of every target ("production" when empty).
+	Fleet string
+	// Namespace of the Clusters and Secrets on the delivery cluster ("picchu" when empty).
+	Namespace string
+	// Webhooks serves Picchu's admission webhooks for the delivery cluster
+	// from this process (see Env.Delivery.Env.WebhookInstallOptions).
+	Webhooks bool
+}
+
+// Server is one running API server.
+type Server struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+	Client client.Client
+}
+
+// Target is a running target cluster and its registration on the delivery cluster.
+type Target struct {
+	Server
+	// Name of the Cluster (and its Secret) on the delivery cluster.
+	Name string
+	// Auth is the kind of credentials registered.
+	Auth AuthMode
+	// Cluster is the registered Cluster as created.
+	Cluster *picchuv1alpha1.Cluster
+	token   string
+}
+
+// Env is a delivery cluster and its targets.
+type Env struct {
+	Scheme    *runtime.Scheme
+	Namespace string
+	Fleet     string
+	Delivery  *Server
+	Targets   []*Target
+	tmpDir    string
+}
+
+// Start starts the delivery cluster and the targets concurrently and
+// registers the targets. Call Stop when done, also after an error.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	if opts.Fleet == "" {
+		opts.Fleet = "production"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "picchu"
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := Assets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tmpDir, err := os.MkdirTemp("", "picchu-harness-")
+	if err != nil {
+		return nil, fmt.Errorf("creating temp dir: %w", err)
+	}
+	env := &Env{Scheme: scheme, Namespace: opts.Namespace, Fleet: opts.Fleet, tmpDir: tmpDir}
+
+	root := RepoRoot()
+	env.Delivery = &Server{Env: &envtest.Environment{
+		Scheme:                   scheme,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		AttachControlPlaneOutput: false,
+	}}
+	if opts.Webhooks {
+		env.Delivery.Env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook")},
+		}
+	}
+	var targetCRDs []string
+	if opts.Targets > 0 {
+		if targetCRDs, err = ThirdPartyCRDPaths(ctx); err != nil {
+			return env, err
+		}
+	}
+	for i := range opts.Targets {
+		t := &Target{Name: fmt.Sprintf("target-%d", i), Auth: AuthClientCertificate}
+		if i%2 == 1 {
+			t.Auth = AuthToken
+		}
+		t.Env = &envtest.Environment{
+			Scheme:                scheme,
+			BinaryAssetsDirectory: assets,
+			CRDInstallOptions:     envtest.CRDInstallOptions{Paths: targetCRDs, ErrorIfPathMissing: true},
+		}
+		if t.Auth == AuthToken {
+			if err := t.useTokenFile(tmpDir); err != nil {
+				return env, err
+			}
+		}
+		env.Targets = append(env.Targets, t)
+	}
+
+	servers := []*Server{env.Delivery}
+	for _, t := range env.Targets {
+		servers = append(servers, &t.Server)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range servers {
+		g.Go(func() error { return s.start(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return env, err
+	}
+	if err := env.register(ctx); err != nil {
+		return env, err
+	}
+	return env, nil
+}
+
+func (s *Server) start(_ context.Context) error {
+	cfg, err := s.Env.Start()
+	if err != nil {
+		return fmt.Errorf("starting API server: %w", err)
+	}
+	s.Config = cfg
+	s.Client, err = client.New(cfg, client.Options{Scheme: s.Env.Scheme})
+	if err != nil {
+		return fmt.Errorf("building client: %w", err)
+	}
+	return nil
+}
+
+// register creates, on the delivery cluster, a Cluster and a Secret per target.
+func (e *Env) register(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Namespace}}
+	if err := e.Delivery.Client.Create(ctx, ns); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", e.Namespace, err)
+	}
+	for _, t := range e.Targets {
+		user, err := t.credentials()
+		if err != nil {
+			return fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		authInfo, err := remote.AuthInfoJSON(user)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: e.Namespace},
+			Data:       map[string][]byte{remote.AuthInfoKey: authInfo},
+		}
+		if err := e.Delivery.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("target %s: creating secret: %w", t.Name, err)
+		}
+		t.Cluster = &picchuv1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      t.Name,
+				Namespace: e.Namespace,
+				Labels:    map[string]string{picchuv1alpha1.LabelFleet: e.Fleet},
+			},
+			Spec: picchuv1alpha1.ClusterSpec{
+				Enabled: true,
+				Config: &picchuv1alpha1.ClusterConfig{
+					Server:                   t.Config.Host,
+					CertificateAuthorityData: t.Config.CAData,
+				},
+			},
+		}
+		if err := e.Delivery.Client.Create(ctx, t.Cluster); err != nil {
+			return fmt.Errorf("target %s: creating cluster: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+// credentials creates an all-powerful user on the target and returns it as a
+// kubeconfig user: a client certificate, or a bearer token accepted through
+// a webhook-free static token file.
+func (t *Target) credentials() (*clientcmdapi.AuthInfo, error) {
+	switch t.Auth {
+	case AuthToken:
+		return &clientcmdapi.AuthInfo{Token: t.token}, nil
+	default:
+		user, err := t.Env.AddUser(envtest.User{Name: "picchu-" + t.Name, Groups: []string{"system:masters"}}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("adding user: %w", err)
+		}
+		cfg := user.Config()
+		return &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}, nil
+	}
+}
+
+// Stop stops every API server that started and removes temporary files.
+func (e *Env) Stop() error {
+	if e == nil {
+		return nil
+	}
+	var errs []error
+	servers := []*Server{e.Delivery}
+	for _, t := range e.Targets {
+		servers = append(servers, &t.Server)
+	}
+	for _, s := range servers {
+		if s == nil || s.Env == nil || s.Config == nil {
+			continue
+		}
+		if err := s.Env.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if e.tmpDir != "" {
+		errs = append(errs, os.RemoveAll(e.tmpDir))
+	}
+	return errors.Join(errs...)
+}
+
+// useTokenFile makes the target's API server accept a random bearer token
+// for a member of system:masters (a static token file).
+func (t *Target) useTokenFile(dir string) error {
+	token, err := randomToken()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, t.Name+"-tokens.csv")
+	line := fmt.Sprintf("%s,picchu-%s,picchu-%s,\"system:masters\"\n", token, t.Name, t.Name)
+	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+		return fmt.Errorf("target %s: writing token file: %w", t.Name, err)
+	}
+	t.Env.ControlPlane.GetAPIServer().Configure().Set("token-auth-file", path)
+	t.token = token
+	return nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,127 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// RepoRoot is the root of the Picchu repository, found from this file's path.
+func RepoRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "."
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	assetsOnce sync.Once
+	assetsDir  string
+	assetsErr  error
+)
+
+// Assets returns the directory holding kube-apiserver and etcd: the
+// KUBEBUILDER_ASSETS environment variable when set, otherwise what
+// hack/install-k8s-binaries.sh provisions (built once, then cached under bin/).
+func Assets(ctx context.Context) (string, error) {
+	assetsOnce.Do(func() {
+		if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+			assetsDir = dir
+			return
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "install-k8s-binaries.sh"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			assetsErr = fmt.Errorf("provisioning Kubernetes binaries: %w: %s", err, stderr.String())
+			return
+		}
+		assetsDir = strings.TrimSpace(stdout.String())
+	})
+	return assetsDir, assetsErr
+}
+
+// thirdPartyCRDs lists, per module, the CRD files a target cluster gets. The
+// modules are those Picchu builds against; their versions come from go.mod.
+var thirdPartyCRDs = []struct {
+	module  string // module whose version go.mod pins
+	source  string // module that holds the CRD files (same version)
+	files   []string
+}{
+	{"istio.io/api", "istio.io/api", []string{"kubernetes/customresourcedefinitions.gen.yaml"}},
+	{
+		"github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring",
+		"github.com/prometheus-operator/prometheus-operator",
+		[]string{
+			"example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
+			"example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
+			"example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml",
+		},
+	},
+	{"github.com/kedacore/keda/v2", "github.com/kedacore/keda/v2", []string{
+		"config/crd/bases/keda.sh_scaledobjects.yaml",
+		"config/crd/bases/keda.sh_triggerauthentications.yaml",
+		"config/crd/bases/keda.sh_clustertriggerauthentications.yaml",
+	}},
+	{"github.com/slok/sloth", "github.com/slok/sloth", []string{
+		"pkg/kubernetes/gen/crd/sloth.slok.dev_prometheusservicelevels.yaml",
+	}},
+}
+
+var (
+	crdOnce  sync.Once
+	crdPaths []string
+	crdErr   error
+)
+
+// ThirdPartyCRDPaths returns the CRD files of Istio, prometheus-operator, KEDA
+// and Sloth, read from their Go modules at the versions go.mod pins (located,
+// and downloaded when missing, with "go mod download -json").
+func ThirdPartyCRDPaths(ctx context.Context) ([]string, error) {
+	crdOnce.Do(func() {
+		for _, m := range thirdPartyCRDs {
+			version, err := goCommand(ctx, "list", "-m", "-f", "{{.Version}}", m.module)
+			if err != nil {
+				crdErr = err
+				return
+			}
+			out, err := goCommand(ctx, "mod", "download", "-json", m.source+"@"+version)
+			if err != nil {
+				crdErr = err
+				return
+			}
+			var info struct{ Dir, Error string }
+			if err := json.Unmarshal([]byte(out), &info); err != nil {
+				crdErr = fmt.Errorf("decoding go mod download output for %s: %w", m.source, err)
+				return
+			}
+			if info.Error != "" || info.Dir == "" {
+				crdErr = fmt.Errorf("downloading %s@%s: %s", m.source, version, info.Error)
+				return
+			}
+			for _, f := range m.files {
+				crdPaths = append(crdPaths, filepath.Join(info.Dir, filepath.FromSlash(f)))
+			}
+		}
+	})
+	return crdPaths, crdErr
+}
+
+func goCommand(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = RepoRoot()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
