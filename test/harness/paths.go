@@ -52,9 +52,9 @@ func Assets(ctx context.Context) (string, error) {
 // thirdPartyCRDs lists, per module, the CRD files a target cluster gets. The
 // modules are those Picchu builds against; their versions come from go.mod.
 var thirdPartyCRDs = []struct {
-	module  string // module whose version go.mod pins
-	source  string // module that holds the CRD files (same version)
-	files   []string
+	module string // module whose version go.mod pins
+	source string // module that holds the CRD files (same version)
+	files  []string
 }{
 	{"istio.io/api", "istio.io/api", []string{"kubernetes/customresourcedefinitions.gen.yaml"}},
 	{

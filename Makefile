@@ -1,0 +1,82 @@
+# Picchu's build. `make test` provisions everything the tests need (Kubernetes
+# binaries, controller-gen) under ./bin, once, and runs every test with -race.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+CONTROLLER_TOOLS_VERSION ?= v0.22.0
+CONTROLLER_GEN ?= $(CURDIR)/bin/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
+IMG ?= ghcr.io/medium/picchu:latest
+GO_TEST_FLAGS ?= -race -timeout 40m
+PKGS ?= ./...
+
+.PHONY: all
+all: build
+
+##@ Development
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-20s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs, RBAC role and webhook configurations under config/.
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true rbac:roleName=picchu webhook paths=./... \
+		output:crd:artifacts:config=config/crd/bases \
+		output:rbac:artifacts:config=config/rbac \
+		output:webhook:artifacts:config=config/webhook
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the deepcopy functions of the API types.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: fmt
+fmt: ## Format the Go code.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: verify
+verify: manifests generate ## Fail when generated files are stale, code is unformatted or go vet complains.
+	@changed=$$(git status --porcelain -- api config); \
+	if [ -n "$$changed" ]; then \
+		echo "generated files are stale; run 'make manifests generate' and commit:"; echo "$$changed"; \
+		git --no-pager diff --stat -- api config; exit 1; fi
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+
+.PHONY: k8s-binaries
+k8s-binaries: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and kwokctl into bin/ (once).
+	hack/install-k8s-binaries.sh >/dev/null
+
+.PHONY: test
+test: verify k8s-binaries ## Run every test, with the race detector, against real API servers.
+	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: bench
+bench: k8s-binaries ## Run the benchmarks.
+	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test -run '^$$' -bench . -benchmem $(PKGS)
+
+##@ Build and run
+
+.PHONY: build
+build: ## Build the operator into bin/picchu.
+	go build -o bin/picchu .
+
+.PHONY: run
+run: build install ## Install the CRDs and run the operator against the current kubeconfig's cluster, without webhooks.
+	bin/picchu --enable-webhooks=false --metrics-addr 127.0.0.1:8383 --health-probe-bind-address 127.0.0.1:8081
+
+.PHONY: install
+install: ## Install the CRDs into the current kubeconfig's cluster (server-side: the Revision CRD is large).
+	kubectl apply --server-side -k config/crd
+
+.PHONY: deploy
+deploy: ## Deploy the operator with its webhooks into the current kubeconfig's cluster (needs cert-manager).
+	kubectl apply --server-side -k config/default
+
+.PHONY: docker-build
+docker-build: ## Build the container image.
+	docker build -t $(IMG) .
+
+$(CONTROLLER_GEN):
+	GOBIN=$(dir $(CONTROLLER_GEN)) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

@@ -1,0 +1,174 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func port(name string, mode PortMode, ingresses ...Ingress) PortInfo {
+	return PortInfo{Name: name, Mode: mode, Ingresses: ingresses}
+}
+
+func Test_DefaultRouting(t *testing.T) {
+	tests := []struct {
+		name          string
+		target        RevisionTarget
+		wantIngresses map[string][]Ingress
+		wantDefaults  map[string]string
+	}{
+		{
+			name:          "private port",
+			target:        RevisionTarget{Ports: []PortInfo{port("http", PortModePrivate)}},
+			wantIngresses: map[string][]Ingress{"http": {IngressPrivate}},
+			wantDefaults:  map[string]string{"private": "http"},
+		},
+		{
+			name:          "public port is also private",
+			target:        RevisionTarget{Ports: []PortInfo{port("web", PortModePublic)}},
+			wantIngresses: map[string][]Ingress{"web": {IngressPrivate, IngressPublic}},
+			wantDefaults:  map[string]string{"private": "web", "public": "web"},
+		},
+		{
+			name:          "local port is on no ingress",
+			target:        RevisionTarget{Ports: []PortInfo{port("status", PortModeLocal)}},
+			wantIngresses: map[string][]Ingress{"status": nil},
+			wantDefaults:  nil,
+		},
+		{
+			name:          "a port without mode is private (the schema default)",
+			target:        RevisionTarget{Ports: []PortInfo{port("http", "")}},
+			wantIngresses: map[string][]Ingress{"http": {IngressPrivate}},
+			wantDefaults:  map[string]string{"private": "http"},
+		},
+		{
+			name:          "several ports: the one named http",
+			target:        RevisionTarget{Ports: []PortInfo{port("grpc", PortModePrivate), port("http", PortModePrivate)}},
+			wantIngresses: map[string][]Ingress{"grpc": {IngressPrivate}, "http": {IngressPrivate}},
+			wantDefaults:  map[string]string{"private": "http"},
+		},
+		{
+			name: "several ports: the one flagged default wins over http",
+			target: RevisionTarget{Ports: []PortInfo{
+				port("http", PortModePublic), {Name: "grpc", Mode: PortModePublic, Default: true},
+			}},
+			wantIngresses: map[string][]Ingress{"http": {IngressPrivate, IngressPublic}, "grpc": {IngressPrivate, IngressPublic}},
+			wantDefaults:  map[string]string{"private": "grpc", "public": "grpc"},
+		},
+		{
+			name:          "several ports and no rule: no default",
+			target:        RevisionTarget{Ports: []PortInfo{port("a", PortModePrivate), port("b", PortModePrivate)}},
+			wantIngresses: map[string][]Ingress{"a": {IngressPrivate}, "b": {IngressPrivate}},
+			wantDefaults:  nil,
+		},
+		{
+			name: "explicit entries and ingresses are kept",
+			target: RevisionTarget{
+				Ports:               []PortInfo{port("a", PortModePublic, IngressPublic), port("b", PortModePrivate)},
+				DefaultIngressPorts: map[string]string{"public": "a"},
+			},
+			wantIngresses: map[string][]Ingress{"a": {IngressPublic}, "b": {IngressPrivate}},
+			wantDefaults:  map[string]string{"public": "a", "private": "b"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := tt.target
+			target.DefaultRouting()
+			for _, p := range target.Ports {
+				if want := tt.wantIngresses[p.Name]; !reflect.DeepEqual(p.Ingresses, want) {
+					t.Errorf("port %s ingresses = %v, want %v", p.Name, p.Ingresses, want)
+				}
+				if p.Mode == "" {
+					t.Errorf("port %s has no mode after defaulting", p.Name)
+				}
+			}
+			if !reflect.DeepEqual(target.DefaultIngressPorts, tt.wantDefaults) {
+				t.Errorf("defaultIngressPorts = %v, want %v", target.DefaultIngressPorts, tt.wantDefaults)
+			}
+			again := *target.DeepCopy()
+			again.DefaultRouting()
+			if !reflect.DeepEqual(again, target) {
+				t.Errorf("DefaultRouting is not idempotent:\nonce  %+v\ntwice %+v", target, again)
+			}
+		})
+	}
+}
+
+func Test_RevisionValidate(t *testing.T) {
+	three := int32(3)
+	tests := []struct {
+		name         string
+		target       RevisionTarget
+		wantErrs     []string // substrings, each naming a field
+		wantWarnings []string
+	}{
+		{name: "valid", target: RevisionTarget{Ports: []PortInfo{port("http", PortModePublic), port("status", PortModeLocal)}}},
+		{
+			name:     "ingress with ports and no default",
+			target:   RevisionTarget{Ports: []PortInfo{port("a", PortModePrivate), port("b", PortModePrivate)}},
+			wantErrs: []string{"spec.targets[0].defaultIngressPorts[private]: Required value: the private ingress has ports a, b"},
+		},
+		{
+			name: "two ports flagged default on one ingress",
+			target: RevisionTarget{Ports: []PortInfo{
+				{Name: "a", Mode: PortModePrivate, Default: true}, {Name: "b", Mode: PortModePrivate, Default: true},
+			}},
+			wantErrs: []string{"spec.targets[0].ports: Invalid value: \"a, b\": only one port exposed on the private ingress may be flagged default"},
+		},
+		{
+			name: "invalid config selector",
+			target: RevisionTarget{ConfigSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Sometimes"}},
+			}},
+			wantErrs: []string{"spec.targets[0].configSelector: Invalid value"},
+		},
+		{
+			name: "duplicate and unnamed enabled SLOs",
+			target: RevisionTarget{ServiceLevelObjectives: []ServiceLevelObjective{
+				{Name: "availability", Enabled: true}, {Name: "availability", Enabled: true}, {Enabled: true},
+				{Name: "availability"}, // disabled: not checked
+			}},
+			wantErrs: []string{
+				"spec.targets[0].serviceLevelObjectives[1].name: Duplicate value: \"availability\"",
+				"spec.targets[0].serviceLevelObjectives[2].name: Required value",
+			},
+		},
+		{
+			name:         "min above max and canary above max warn",
+			target:       RevisionTarget{Scale: ScaleInfo{Min: &three, Max: 1}, Canary: Canary{Percent: 20}, Release: ReleaseInfo{Max: 10}},
+			wantWarnings: []string{"spec.targets[0].scale: min (3) is above max (1)", "spec.targets[0].canary.percent: canary percent (20) is above release max (10)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.target.Release.Max == 0 {
+				tt.target.Release.Max = 100
+			}
+			r := &Revision{Spec: RevisionSpec{Targets: []RevisionTarget{tt.target}}}
+			r.Name = "demo-v1"
+			r.DefaultRouting()
+			warnings, err := r.Validate()
+			if len(tt.wantErrs) == 0 && err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if len(tt.wantErrs) > 0 && err == nil {
+				t.Fatalf("accepted; want errors %q", tt.wantErrs)
+			}
+			for _, want := range tt.wantErrs {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+			if got := strings.Join(warnings, "\n"); len(warnings) != len(tt.wantWarnings) {
+				t.Errorf("warnings:\n%s\nwant %q", got, tt.wantWarnings)
+			}
+			for _, want := range tt.wantWarnings {
+				if !strings.Contains(strings.Join(warnings, "\n"), want) {
+					t.Errorf("warnings lack %q: %q", want, warnings)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// TestRevision_SchemaRejectsInvalidSpecs sends each invalid spec to an API
+// server with no webhook: the CRD schema alone must reject it, naming the
+// field and saying why.
+func TestRevision_SchemaRejectsInvalidSpecs(t *testing.T) {
+	tests := []struct {
+		name   string
+		kind   string
+		spec   string
+		field  string // the field path the message must name
+		reason string // what the message must say
+	}{
+		{"geometric factor of 1", "Revision", revisionJSON(`"release": {"geometricScaling": {"factor": 1}}`),
+			"spec.targets[0].release.geometricScaling.factor", "must be greater than 1"},
+		{"geometric factor of 0", "Revision", revisionJSON(`"release": {"geometricScaling": {"factor": 0}}`),
+			"spec.targets[0].release.geometricScaling.factor", "must be greater than 1"},
+		{"canary percent above 100", "Revision", revisionJSON(`"canary": {"percent": 101, "ttl": 60}`),
+			"spec.targets[0].canary.percent", "less than or equal to 100"},
+		{"negative canary percent", "Revision", revisionJSON(`"canary": {"percent": -1}`),
+			"spec.targets[0].canary.percent", "greater than or equal to 0"},
+		{"release max above 100", "Revision", revisionJSON(`"release": {"max": 150}`),
+			"spec.targets[0].release.max", "less than or equal to 100"},
+		{"geometric start above 100", "Revision", revisionJSON(`"release": {"geometricScaling": {"start": 120}}`),
+			"spec.targets[0].release.geometricScaling.start", "less than or equal to 100"},
+		{"linear increment of 0", "Revision", revisionJSON(`"release": {"linearScaling": {"increment": 0}}`),
+			"spec.targets[0].release.linearScaling.increment", "greater than or equal to 1"},
+		{"SLO allowance above 100", "Revision", revisionJSON(`"serviceLevelObjectives": [{"name": "availability", "serviceLevelIndicator": {"canary": {"allowancePercent": 150}}}]`),
+			"spec.targets[0].serviceLevelObjectives[0].serviceLevelIndicator.canary.allowancePercent", "less than or equal to 100"},
+		{"objective percent above 100", "Revision", revisionJSON(`"serviceLevelObjectives": [{"name": "availability", "objectivePercentString": "101"}]`),
+			"spec.targets[0].serviceLevelObjectives[0].objectivePercentString", "must be a percent from 0 to 100"},
+		{"negative release ttl", "Revision", revisionJSON(`"release": {"ttl": -1}`),
+			"spec.targets[0].release.ttl", "greater than or equal to 0"},
+		{"negative canary ttl", "Revision", revisionJSON(`"canary": {"percent": 10, "ttl": -60}`),
+			"spec.targets[0].canary.ttl", "greater than or equal to 0"},
+		{"negative linear delay", "Revision", revisionJSON(`"release": {"linearScaling": {"delay": "-10s"}}`),
+			"spec.targets[0].release.linearScaling.delay", "must be a non-negative duration"},
+		{"unparsable geometric delay", "Revision", revisionJSON(`"release": {"geometricScaling": {"delay": "ten seconds"}}`),
+			"spec.targets[0].release.geometricScaling.delay", "must be a non-negative duration"},
+		{"unparsable external test timeout", "Revision", revisionJSON(`"externalTest": {"enabled": true, "timeout": "2 hours"}`),
+			"spec.targets[0].externalTest.timeout", "must be a non-negative duration"},
+		{"unparsable canary failAfter", "Revision", revisionJSON(`"serviceLevelObjectives": [{"name": "availability", "serviceLevelIndicator": {"canary": {"failAfter": "soon"}}}]`),
+			"spec.targets[0].serviceLevelObjectives[0].serviceLevelIndicator.canary.failAfter", "must be a non-negative duration"},
+		{"unparsable port timeout", "Revision", revisionJSON(`"ports": [{"name": "http", "istio": {"http": {"timeout": "1 minute"}}}]`),
+			"spec.targets[0].ports[0].istio.http.timeout", "must be a non-negative duration"},
+		{"unparsable retry timeout", "Revision", revisionJSON(`"ports": [{"name": "http", "istio": {"http": {"retries": {"attempts": 2, "perTryTimeout": "-1s"}}}}]`),
+			"spec.targets[0].ports[0].istio.http.retries.perTryTimeout", "must be a non-negative duration"},
+		{"karpenterDoNotDisrupt neither true nor a duration", "Revision", revisionJSON(`"karpenterDoNotDisrupt": "forever"`),
+			"spec.targets[0].karpenterDoNotDisrupt", `must be "true" or a duration`},
+		{"karpenterDoNotDisrupt and the same pod annotation", "Revision", revisionJSON(`"karpenterDoNotDisrupt": "true", "podAnnotations": {"karpenter.sh/do-not-disrupt": "true"}`),
+			"spec.targets[0].karpenterDoNotDisrupt", "not both"},
+		{"duplicate target names", "Revision", `{"app": {"name": "demo", "tag": "v1", "image": "demo:v1"},
+			"targets": [{"name": "production", "fleet": "a"}, {"name": "production", "fleet": "b"}]}`,
+			"spec.targets[1]", "Duplicate value"},
+		{"no targets", "Revision", `{"app": {"name": "demo", "tag": "v1", "image": "demo:v1"}, "targets": []}`,
+			"spec.targets", "should have at least 1 items"},
+		{"duplicate port names", "Revision", revisionJSON(`"ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81, "containerPort": 81}]`),
+			"spec.targets[0].ports[1]", "Duplicate value"},
+		{"duplicate port numbers", "Revision", revisionJSON(`"ports": [{"name": "http", "port": 80, "containerPort": 8080}, {"name": "grpc", "port": 80, "containerPort": 8081}]`),
+			"spec.targets[0].ports", "port numbers must be unique"},
+		{"duplicate container port numbers", "Revision", revisionJSON(`"ports": [{"name": "http", "port": 80, "containerPort": 8080}, {"name": "grpc", "port": 81, "containerPort": 8080}]`),
+			"spec.targets[0].ports", "containerPort numbers must be unique"},
+		{"ports with default numbers collide", "Revision", revisionJSON(`"ports": [{"name": "http"}, {"name": "grpc"}]`),
+			"spec.targets[0].ports", "port numbers must be unique"},
+		{"port number out of range", "Revision", revisionJSON(`"ports": [{"name": "http", "port": 70000}]`),
+			"spec.targets[0].ports[0].port", "less than or equal to 65535"},
+		{"PDB with maxUnavailable and minAvailable", "Revision", revisionJSON(`"podDisruptionBudget": {"maxUnavailable": "10%", "minAvailable": 1}`),
+			"spec.targets[0].podDisruptionBudget", "set maxUnavailable or minAvailable, not both"},
+		{"defaultIngressPorts names an unknown port", "Revision", revisionJSON(`"ports": [{"name": "http"}], "defaultIngressPorts": {"private": "grpc"}`),
+			"spec.targets[0].defaultIngressPorts", "must name a port of this target"},
+		{"defaultIngressPorts names a port not on that ingress", "Revision", revisionJSON(`"ports": [{"name": "http", "ingresses": ["private"]}], "defaultIngressPorts": {"public": "http"}`),
+			"spec.targets[0].defaultIngressPorts", "exposed on that ingress"},
+		{"defaultIngressPorts names an unknown ingress", "Revision", revisionJSON(`"ports": [{"name": "http"}], "defaultIngressPorts": {"internal": "http"}`),
+			"spec.targets[0].defaultIngressPorts", "keys must be ingress names"},
+		{"unknown scaling strategy", "Revision", revisionJSON(`"release": {"scalingStrategy": "exponential"}`),
+			"spec.targets[0].release.scalingStrategy", `Unsupported value: "exponential"`},
+		{"unknown schedule", "Revision", revisionJSON(`"release": {"schedule": "weekends"}`),
+			"spec.targets[0].release.schedule", `Unsupported value: "weekends"`},
+		{"unknown port mode", "Revision", revisionJSON(`"ports": [{"name": "http", "mode": "internet"}]`),
+			"spec.targets[0].ports[0].mode", `Unsupported value: "internet"`},
+		{"unknown ingress", "Revision", revisionJSON(`"ports": [{"name": "http", "ingresses": ["internet"]}]`),
+			"spec.targets[0].ports[0].ingresses[0]", `Unsupported value: "internet"`},
+		{"request rate that is not a quantity", "Revision", revisionJSON(`"scale": {"targetRequestsRate": "fast"}`),
+			"spec.targets[0].scale.targetRequestsRate", "must be a positive quantity"},
+		{"negative scale min", "Revision", revisionJSON(`"scale": {"min": -1}`),
+			"spec.targets[0].scale.min", "greater than or equal to 0"},
+		{"namespace name too long", "Revision", `{"app": {"name": "` + strings.Repeat("a", 40) + `", "tag": "v1", "image": "demo:v1"},
+			"targets": [{"name": "` + strings.Repeat("b", 30) + `", "fleet": "production"}]}`,
+			"spec.targets", "must fit a 63-character namespace name"},
+		{"tag that is not a label value", "Revision", `{"app": {"name": "demo", "tag": "Feature/Branch", "image": "demo:v1"},
+			"targets": [{"name": "production", "fleet": "production"}]}`,
+			"spec.app.tag", "should match"},
+		{"cluster scaling factor that is not a number", "Cluster", `{"enabled": false, "scalingFactorString": "half"}`,
+			"spec.scalingFactorString", "must be a non-negative decimal number"},
+		{"enabled cluster without config", "Cluster", `{"enabled": true}`,
+			"spec.config", "an enabled cluster needs config"},
+		{"cluster server that is not a URL", "Cluster", `{"enabled": true, "config": {"server": "10.0.0.1:6443"}}`,
+			"spec.config.server", "should match"},
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := create(ctx, bare.Delivery.Client, object(t, tt.kind, tt.spec))
+			if err == nil {
+				t.Fatalf("accepted; want a rejection of %s saying %q", tt.field, tt.reason)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("error is not Invalid: %v", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.field+":") {
+				t.Errorf("message does not name %s:\n%s", tt.field, msg)
+			}
+			if !strings.Contains(msg, tt.reason) {
+				t.Errorf("message does not say %q:\n%s", tt.reason, msg)
+			}
+		})
+	}
+}

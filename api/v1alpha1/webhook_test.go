@@ -1,0 +1,141 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// TestRevisionWebhook_FillsRoutingDefaults checks that the mutating webhook
+// stores each port's ingresses and each ingress's default port.
+func TestRevisionWebhook_FillsRoutingDefaults(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name          string
+		ports         string
+		wantIngresses map[string][]picchuv1alpha1.Ingress
+		wantDefaults  map[string]string
+	}{
+		{
+			name:  "public http and local status",
+			ports: `"ports": [{"name": "http", "mode": "public"}, {"name": "status", "port": 4444, "containerPort": 4444, "mode": "local"}]`,
+			wantIngresses: map[string][]picchuv1alpha1.Ingress{
+				"http": {picchuv1alpha1.IngressPrivate, picchuv1alpha1.IngressPublic}, "status": nil,
+			},
+			wantDefaults: map[string]string{"private": "http", "public": "http"},
+		},
+		{
+			name:  "port without mode is private",
+			ports: `"ports": [{"name": "web"}]`,
+			wantIngresses: map[string][]picchuv1alpha1.Ingress{
+				"web": {picchuv1alpha1.IngressPrivate},
+			},
+			wantDefaults: map[string]string{"private": "web"},
+		},
+		{
+			name: "the port flagged default is chosen",
+			ports: `"ports": [{"name": "http", "mode": "public", "port": 80, "containerPort": 8080},
+				{"name": "grpc", "mode": "public", "default": true, "port": 81, "containerPort": 8081}]`,
+			wantIngresses: map[string][]picchuv1alpha1.Ingress{
+				"http": {picchuv1alpha1.IngressPrivate, picchuv1alpha1.IngressPublic},
+				"grpc": {picchuv1alpha1.IngressPrivate, picchuv1alpha1.IngressPublic},
+			},
+			wantDefaults: map[string]string{"private": "grpc", "public": "grpc"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := object(t, "Revision", revisionJSON(tt.ports))
+			if err := hookedClient.Create(ctx, u); err != nil {
+				t.Fatalf("creating revision: %v", err)
+			}
+			rev := &picchuv1alpha1.Revision{}
+			if err := hookedClient.Get(ctx, client.ObjectKeyFromObject(u), rev); err != nil {
+				t.Fatal(err)
+			}
+			target := rev.Spec.Targets[0]
+			for _, p := range target.Ports {
+				if !reflect.DeepEqual(p.Ingresses, tt.wantIngresses[p.Name]) {
+					t.Errorf("stored port %s ingresses = %v, want %v", p.Name, p.Ingresses, tt.wantIngresses[p.Name])
+				}
+			}
+			if !reflect.DeepEqual(target.DefaultIngressPorts, tt.wantDefaults) {
+				t.Errorf("stored defaultIngressPorts = %v, want %v", target.DefaultIngressPorts, tt.wantDefaults)
+			}
+		})
+	}
+}
+
+// TestWebhooks_RejectWhatNeedsCode checks the rejections only the validating
+// webhooks can make, each naming the field.
+func TestWebhooks_RejectWhatNeedsCode(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name, kind, spec, field, reason string
+	}{
+		{"ingress with ports and no default port", "Revision",
+			revisionJSON(`"ports": [{"name": "a", "port": 80, "containerPort": 80}, {"name": "b", "port": 81, "containerPort": 81}]`),
+			"spec.targets[0].defaultIngressPorts[private]", "name its default port here"},
+		{"two ports flagged default", "Revision",
+			revisionJSON(`"ports": [{"name": "a", "default": true, "port": 80, "containerPort": 80}, {"name": "b", "default": true, "port": 81, "containerPort": 81}]`),
+			"spec.targets[0].ports", "only one port exposed on the private ingress may be flagged default"},
+		{"invalid config selector", "Revision",
+			revisionJSON(`"configSelector": {"matchExpressions": [{"key": "app", "operator": "Sometimes"}]}`),
+			"spec.targets[0].configSelector", "is not a valid label selector operator"},
+		{"duplicate SLO names", "Revision",
+			revisionJSON(`"serviceLevelObjectives": [{"name": "availability", "enabled": true}, {"name": "availability", "enabled": true}]`),
+			"spec.targets[0].serviceLevelObjectives[1].name", "Duplicate value"},
+		{"CA that is not PEM", "Cluster", `{"enabled": true, "config": {"server": "https://10.0.0.1:6443", "certificate-authority-data": "bm90IGEgY2VydGlmaWNhdGU="}}`,
+			"spec.config.certificate-authority-data", "holds no PEM certificate"},
+		{"unparsable secret label selector", "ClusterSecrets", `{"source": {"namespace": "picchu", "labelSelector": "app in (a"}, "target": {"namespace": "app"}}`,
+			"spec.source.labelSelector", "Invalid value"},
+		{"unparsable cluster field selector", "ClusterSecrets", `{"source": {"namespace": "picchu"}, "target": {"namespace": "app", "fieldSelector": "metadata.name=="}}`,
+			"spec.target.fieldSelector", "Invalid value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := hookedClient.Create(ctx, object(t, tt.kind, tt.spec))
+			if err == nil {
+				t.Fatalf("accepted; want a rejection of %s", tt.field)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("error is not Invalid: %v", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.field+":") || !strings.Contains(msg, tt.reason) {
+				t.Errorf("message does not name %s and say %q:\n%s", tt.field, tt.reason, msg)
+			}
+			// The same object passes the schema alone: this rule is the webhook's.
+			if tt.kind == "Revision" {
+				if err := bare.Delivery.Client.Create(ctx, object(t, tt.kind, tt.spec)); err != nil {
+					t.Errorf("the bare API server rejected it too, so the webhook is not what is tested: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestRevisionWebhook_WarnsAboutLikelyMistakes checks that settings that are
+// allowed but likely wrong come back as admission warnings.
+func TestRevisionWebhook_WarnsAboutLikelyMistakes(t *testing.T) {
+	ctx := context.Background()
+	warnings.take()
+	u := object(t, "Revision", revisionJSON(`"scale": {"min": 4}, "canary": {"percent": 30, "ttl": 60}, "release": {"max": 20}`))
+	if err := hookedClient.Create(ctx, u); err != nil {
+		t.Fatalf("creating revision: %v", err)
+	}
+	got := strings.Join(warnings.take(), "\n")
+	for _, want := range []string{
+		"spec.targets[0].scale: min (4) is above max (1)",
+		"spec.targets[0].canary.percent: canary percent (30) is above release max (20)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+}

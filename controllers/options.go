@@ -1,0 +1,26 @@
+package controllers
+
+import "time"
+
+// Options are the operator-wide settings the reconcilers share, set from
+// main's command-line flags (named as the original's).
+type Options struct {
+	// SyncPeriod is the slow safety resync of every object.
+	SyncPeriod time.Duration
+	// ConcurrentRevisions and ConcurrentReleaseManagers bound the parallel
+	// reconciles of those kinds.
+	ConcurrentRevisions       int
+	ConcurrentReleaseManagers int
+	// PrometheusEnabled turns alert queries on; PrometheusQueryAddress is the
+	// Prometheus (or Thanos) API they go to, and PrometheusQueryTTL how long an
+	// answer is cached.
+	PrometheusEnabled      bool
+	PrometheusQueryAddress string
+	PrometheusQueryTTL     time.Duration
+	// HumaneReleasesEnabled lets the humane and inhumane schedules release;
+	// false allows only the "always" schedule.
+	HumaneReleasesEnabled bool
+	// ServiceLevelsNamespace is where Sloth service levels are written on
+	// target clusters; empty turns them off.
+	ServiceLevelsNamespace string
+}

@@ -1,0 +1,165 @@
+// Command picchu is the Picchu operator: progressive delivery of Revisions to
+// fleets of Kubernetes clusters.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers"
+)
+
+// leaderElectionID is the original's, so an old and a new operator never
+// lead at once.
+const leaderElectionID = "de705aec.picchu.medium.engineering"
+
+func main() {
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "picchu:", err)
+		os.Exit(1)
+	}
+}
+
+// config is everything the command line sets.
+type config struct {
+	kubeconfig              string
+	metricsAddr             string
+	probeAddr               string
+	enableLeaderElection    bool
+	leaderElectionNamespace string
+	enableWebhooks          bool
+	webhookPort             int
+	webhookCertDir          string
+	syncPeriodSeconds       int
+	controllers             controllers.Options
+	zap                     zap.Options
+}
+
+func parseFlags(args []string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("picchu", flag.ContinueOnError)
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the delivery cluster (default: in-cluster config or $KUBECONFIG)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", ":8383", "address the Prometheus metrics endpoint binds to (0 turns it off)")
+	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
+	fs.BoolVar(&c.enableLeaderElection, "enable-leader-election", false, "elect a leader so that only one replica acts")
+	fs.StringVar(&c.leaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the leader-election lease (default: $POD_NAMESPACE, or the in-cluster namespace)")
+	fs.BoolVar(&c.enableWebhooks, "enable-webhooks", os.Getenv("ENABLE_WEBHOOKS") != "false", "serve the admission webhooks (off when $ENABLE_WEBHOOKS is false; run without them locally)")
+	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
+	fs.StringVar(&c.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of the webhook server (default: controller-runtime's)")
+	fs.IntVar(&c.syncPeriodSeconds, "sync-period-seconds", 15, "seconds between safety resyncs of every object")
+	fs.IntVar(&c.controllers.ConcurrentRevisions, "concurrent-revisions", 20, "Revisions reconciled in parallel")
+	fs.IntVar(&c.controllers.ConcurrentReleaseManagers, "concurrent-release-managers", 50, "ReleaseManagers reconciled in parallel")
+	fs.StringVar(&c.controllers.PrometheusQueryAddress, "prometheus-query-address", "", "Prometheus or Thanos API queried for SLO and canary alerts")
+	fs.DurationVar(&c.controllers.PrometheusQueryTTL, "prometheus-query-ttl", 10*time.Second, "how long an alert query's answer is cached")
+	fs.BoolVar(&c.controllers.PrometheusEnabled, "prometheus-enabled", true, "query Prometheus for SLO and canary alerts")
+	fs.BoolVar(&c.controllers.HumaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
+	fs.StringVar(&c.controllers.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
+	c.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if c.syncPeriodSeconds < 1 {
+		return nil, fmt.Errorf("--sync-period-seconds must be at least 1, got %d", c.syncPeriodSeconds)
+	}
+	if c.controllers.ConcurrentRevisions < 1 || c.controllers.ConcurrentReleaseManagers < 1 {
+		return nil, errors.New("--concurrent-revisions and --concurrent-release-managers must be at least 1")
+	}
+	c.controllers.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
+	return c, nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// run starts the manager and blocks until ctx ends or the manager fails.
+func run(ctx context.Context, args []string) error {
+	c, err := parseFlags(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := restConfig(c.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building scheme: %w", err)
+	}
+	if err := picchuv1alpha1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("building scheme: %w", err)
+	}
+	syncPeriod := c.controllers.SyncPeriod
+	opts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: c.metricsAddr},
+		HealthProbeBindAddress:  c.probeAddr,
+		LeaderElection:          c.enableLeaderElection,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: c.leaderElectionNamespace,
+		Cache:                   cache.Options{SyncPeriod: &syncPeriod},
+	}
+	if c.enableWebhooks {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: c.webhookPort, CertDir: c.webhookCertDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	ready := healthz.Ping
+	if c.enableWebhooks {
+		if err := picchuv1alpha1.SetupWebhooksWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up webhooks: %w", err)
+		}
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	log.Info("starting manager", "webhooks", c.enableWebhooks, "leaderElection", c.enableLeaderElection,
+		"syncPeriod", c.controllers.SyncPeriod.String())
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}

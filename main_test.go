@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/medium/picchu/test/harness"
+)
+
+// freePort returns a loopback address with a port nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitFor polls check every 100ms until it returns nil or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		<-tick.C
+	}
+}
+
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url) //nolint:gosec // test URL on loopback
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster runs the
+// operator as "picchu --kubeconfig FILE" against a real API server, without
+// webhooks and with leader election, and checks its probes, its metrics and
+// its leader lease, then stops it.
+func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env, err := harness.Start(ctx, harness.Options{})
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping API server: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := env.Delivery.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["delivery"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["delivery"] = &clientcmdapi.Context{Cluster: "delivery", AuthInfo: "admin"}
+	kc.CurrentContext = "delivery"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	metricsAddr, probeAddr := freePort(t), freePort(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{
+			"--kubeconfig", kubeconfig,
+			"--enable-webhooks=false",
+			"--enable-leader-election",
+			"--leader-election-namespace", env.Namespace,
+			"--metrics-addr", metricsAddr,
+			"--health-probe-bind-address", probeAddr,
+		})
+	}()
+
+	waitFor(t, 30*time.Second, "readyz answers 200", func() error {
+		select {
+		case err := <-done:
+			return fmt.Errorf("run returned early: %w", err)
+		default:
+		}
+		code, body, err := get("http://" + probeAddr + "/readyz")
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("status %d: %s", code, body)
+		}
+		return nil
+	})
+	if code, _, err := get("http://" + probeAddr + "/healthz"); err != nil || code != http.StatusOK {
+		t.Fatalf("healthz: %d %v", code, err)
+	}
+	waitFor(t, 30*time.Second, "leader lease is held", func() error {
+		lease := &coordinationv1.Lease{}
+		key := client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}
+		if err := env.Delivery.Client.Get(ctx, key, lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return fmt.Errorf("lease has no holder")
+		}
+		return nil
+	})
+	code, body, err := get("http://" + metricsAddr + "/metrics")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("metrics: %d %v", code, err)
+	}
+	if !strings.Contains(body, "leader_election_master_status") {
+		t.Errorf("metrics lack controller-runtime's leader election gauge:\n%.500s", body)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+func TestParseFlags_RejectsBadValues(t *testing.T) {
+	for _, args := range [][]string{
+		{"--sync-period-seconds", "0"},
+		{"--concurrent-revisions", "0"},
+		{"--concurrent-release-managers", "-1"},
+		{"--no-such-flag"},
+		{"extra-argument"},
+	} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("parseFlags(%q) accepted bad input", args)
+		}
+	}
+	c, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.controllers.SyncPeriod != 15*time.Second || c.controllers.ConcurrentRevisions != 20 ||
+		c.controllers.ConcurrentReleaseManagers != 50 || c.metricsAddr != ":8383" ||
+		c.controllers.PrometheusQueryTTL != 10*time.Second || !c.controllers.HumaneReleasesEnabled ||
+		c.controllers.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
+		t.Errorf("defaults differ from the original's: %+v", c)
+	}
+}
