@@ -142,4 +142,3 @@ func names(list *corev1.NamespaceList) []string {
 	}
 	return out
 }
-
