@@ -5,9 +5,7 @@ ARG TARGETARCH
 WORKDIR /workspace
 COPY go.mod go.sum ./
 RUN go mod download
-COPY main.go ./
-COPY api/ api/
-COPY controllers/ controllers/
+COPY . .
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-s -w" -o picchu .
 
 # Run it on distroless, as a non-root user.

@@ -152,5 +152,5 @@ func durationString(d *metav1.Duration) string {
 	if d == nil {
 		return "<nil>"
 	}
-	return d.String()
+	return d.Duration.String()
 }

@@ -46,6 +46,7 @@ type ClusterSpec struct {
 	// cluster, such as "1.0" or "0.5".
 	// +optional
 	// +kubebuilder:default="1.0"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$')",message="must be a non-negative decimal number such as 1.0 or 0.5"
 	ScalingFactorString *string `json:"scalingFactorString,omitempty"`
 	// ingresses are the cluster's ingress gateways and their default domains.

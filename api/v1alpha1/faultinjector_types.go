@@ -31,6 +31,7 @@ type FaultInjectorSpec struct {
 	// httpPortFaults are the faults, each on the routes of one port (or of
 	// every port when portSelector is omitted).
 	// +required
+	// +kubebuilder:validation:MaxItems=64
 	HTTPPortFaults []HTTPPortFault `json:"httpPortFaults"`
 }
 

@@ -284,6 +284,7 @@ type HTTPFaultInjection struct {
 type FaultDelay struct {
 	// fixedDelay before forwarding a request, as a duration such as 5s.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+$')",message="must be a positive duration such as 500ms or 5s"
 	FixedDelay string `json:"fixedDelay,omitempty"`
 	// percent of requests delayed (deprecated by Istio; use percentage).

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -38,6 +40,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var errBare, errHooked error
@@ -47,6 +50,7 @@ func run(m *testing.M) int {
 	go func() { defer wg.Done(); hooked, errHooked = harness.Start(ctx, harness.Options{Webhooks: true}) }()
 	wg.Wait()
 	defer func() {
+		cancel() // stop the webhook server before its certificates go
 		if err := bare.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping bare API server:", err)
 		}

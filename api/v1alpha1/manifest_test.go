@@ -20,6 +20,7 @@ import (
 // would break one of our validation rules. Keys are field paths as
 // schemaPaths writes them.
 var sampleOverrides = map[string]any{
+	".spec.targets[].serviceMonitors[].spec.endpoints[].proxyUrl": "http://proxy.example:3128",
 	".spec.app.name":                                                  "demo",
 	".spec.app.tag":                                                   "v1",
 	".spec.targets[].name":                                            "production",
@@ -48,7 +49,8 @@ var exclusiveFields = [][]string{
 // field ref has. ours is the same field in our schema: its defaults, enums and
 // patterns pick values our validation accepts. variant picks one field of
 // each exclusive group.
-func sample(path string, ref, ours *apiextensionsv1.JSONSchemaProps, variant int) any {
+func sample(path string, ref, ours *apiextensionsv1.JSONSchemaProps, variant int, seen map[string]bool) any {
+	seen[path] = true
 	if v, ok := sampleOverrides[path]; ok {
 		return v
 	}
@@ -91,7 +93,7 @@ func sample(path string, ref, ours *apiextensionsv1.JSONSchemaProps, variant int
 		if ours != nil && ours.Items != nil {
 			item = ours.Items.Schema
 		}
-		return []any{sample(path+"[]", ref.Items.Schema, item, variant)}
+		return []any{sample(path+"[]", ref.Items.Schema, item, variant, seen)}
 	case ref.Type == "object" && len(ref.Properties) > 0:
 		out := map[string]any{}
 		for name, child := range ref.Properties {
@@ -105,14 +107,27 @@ func sample(path string, ref, ours *apiextensionsv1.JSONSchemaProps, variant int
 					ourChild = &c
 				}
 			}
-			out[name] = sample(childPath, &child, ourChild, variant)
+			out[name] = sample(childPath, &child, ourChild, variant, seen)
 		}
 		return out
 	case ref.Type == "object" && ref.AdditionalProperties != nil && ref.AdditionalProperties.Schema != nil:
-		return map[string]any{"sample-key": sample(path+"{}", ref.AdditionalProperties.Schema, nil, variant)}
-	default:
+		return map[string]any{"sample-key": sample(path+"{}", ref.AdditionalProperties.Schema, nil, variant, seen)}
+	case ref.XPreserveUnknownFields != nil && *ref.XPreserveUnknownFields:
 		return map[string]any{"sample-key": "sample"}
+	default:
+		// An object schema with no fields (such as an embedded ObjectMeta)
+		// keeps no field in either CRD: only its presence can be sent.
+		return map[string]any{}
 	}
+}
+
+func underOverride(path string) bool {
+	for p := range sampleOverrides {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func excluded(path string, variant int) bool {
@@ -169,9 +184,10 @@ func TestCRDs_ReferenceManifestsApply(t *testing.T) {
 		ours := loadCRD(t, filepath.Join(harness.RepoRoot(), "config", "crd", "bases", name))
 		refSpec := ref.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 		ourSpec := ours.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		seen := map[string]bool{}
 		for variant := range 2 {
 			t.Run(ref.Spec.Names.Kind+"/"+string(rune('a'+variant)), func(t *testing.T) {
-				spec := sample(".spec", &refSpec, &ourSpec, variant).(map[string]any)
+				spec := sample(".spec", &refSpec, &ourSpec, variant, seen).(map[string]any)
 				u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 				u.SetAPIVersion(ref.Spec.Group + "/v1alpha1")
 				u.SetKind(ref.Spec.Names.Kind)
@@ -201,6 +217,15 @@ func TestCRDs_ReferenceManifestsApply(t *testing.T) {
 				}
 				t.Logf("%d values stored as sent", len(paths))
 			})
+		}
+		// Together the manifests set every reference field path, except where
+		// a value is given whole (an override such as defaultIngressPorts).
+		refPaths := map[string]fieldType{}
+		schemaPaths(&refSpec, ".spec", refPaths)
+		for p := range refPaths {
+			if !seen[p] && !underOverride(p) {
+				t.Errorf("%s: %s is set by no manifest", ref.Spec.Names.Kind, p)
+			}
 		}
 	}
 }

@@ -94,6 +94,7 @@ type PortIstioHTTPConfig struct {
 	Retries *HTTPRetry `json:"retries,omitempty"`
 	// timeout of a request on the port's routes, as a duration such as 15s.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 500ms or 15s"
 	Timeout string `json:"timeout,omitempty"`
 }
@@ -106,6 +107,7 @@ type HTTPRetry struct {
 	Attempts int32 `json:"attempts,omitempty"`
 	// perTryTimeout is the timeout of each attempt, as a duration such as 2s.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 500ms or 2s"
 	PerTryTimeout string `json:"perTryTimeout,omitempty"`
 	// retryOn lists the conditions to retry on, as Envoy's x-envoy-retry-on

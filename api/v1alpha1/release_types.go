@@ -83,6 +83,8 @@ type GeometricScaling struct {
 	// delay between steps, as a duration such as 10s or 5m.
 	// +optional
 	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 10s, 5m or 1h30m"
 	Delay *metav1.Duration `json:"delay,omitempty"`
 }
@@ -98,6 +100,8 @@ type LinearScaling struct {
 	// delay between steps, as a duration such as 10s or 5m.
 	// +optional
 	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 10s, 5m or 1h30m"
 	Delay *metav1.Duration `json:"delay,omitempty"`
 }

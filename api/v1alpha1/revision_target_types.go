@@ -71,6 +71,7 @@ type RevisionTarget struct {
 	// service levels and per-tag canary alerts from them, and fails the
 	// revision when their alerts fire.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	ServiceLevelObjectives []ServiceLevelObjective `json:"serviceLevelObjectives,omitempty"`
 	// serviceLevelObjectiveLabels are added to every SLO's rules, alerts and service levels.
 	// +optional
@@ -155,6 +156,7 @@ type RevisionTarget struct {
 	// "true" protects pods for their whole life, a duration such as "30m"
 	// protects them for that long after they start.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self == 'true' || self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+$')",message="must be \"true\" or a duration such as 30m or 1h30m"
 	KarpenterDoNotDisrupt string `json:"karpenterDoNotDisrupt,omitempty"`
 	// serviceAccountName of the pod; defaults to the app's service account, which Picchu creates.
@@ -201,6 +203,8 @@ type ExternalTest struct {
 	// revision times out, as a duration such as 2h.
 	// +optional
 	// +kubebuilder:default="2h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 90s, 30m or 2h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// lastUpdated is when the test runner last wrote this.

@@ -41,7 +41,8 @@ type ScaleInfo struct {
 	// targetRequestsRate is the autoscaler's target of requestsRateMetric per
 	// pod, as a quantity such as "50" or "500m".
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).sign() > 0",message="must be a positive quantity such as 50 or 2500m"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="must be a positive quantity such as 50 or 2500m"
 	TargetRequestsRate *string `json:"targetRequestsRate,omitempty"`
 	// requestsRateMetric is the per-pod metric (served by a metrics adapter)
 	// that targetRequestsRate applies to.
@@ -67,6 +68,7 @@ type WorkerScaleInfo struct {
 	TargetMessagesPerWorker *int32 `json:"targetMessagesPerWorker"`
 	// secondsToProcessOneJobString is how long one message takes to process, in seconds.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$')",message="must be a non-negative number of seconds such as 0.5 or 3"
 	SecondsToProcessOneJobString *string `json:"secondsToProcessOneJobString,omitempty"`
 	// maxDisruption is the share of workers that may be stopped at once, such as "10%".

@@ -15,6 +15,7 @@ type ServiceLevelObjective struct {
 	Enabled bool `json:"enabled,omitempty"`
 	// objectivePercentString is the objective in percent, such as "99.9".
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$') && double(self) <= 100.0",message="must be a percent from 0 to 100 such as 99.9"
 	ObjectivePercentString string `json:"objectivePercentString,omitempty"`
 	// serviceLevelIndicator gives the SLI queries and the canary check.
@@ -61,11 +62,13 @@ type SLICanaryConfig struct {
 	AllowancePercent float64 `json:"allowancePercent,omitempty"`
 	// allowancePercentString is allowancePercent as a string, such as "0.5".
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$') && double(self) <= 100.0",message="must be a percent from 0 to 100 such as 0.5"
 	AllowancePercentString string `json:"allowancePercentString,omitempty"`
 	// failAfter is how long the canary alert must hold before it fires, as a
 	// duration such as 1m (a Prometheus "for").
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 30s or 2m"
 	FailAfter string `json:"failAfter,omitempty"`
 }

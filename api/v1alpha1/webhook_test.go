@@ -95,7 +95,7 @@ func TestWebhooks_RejectWhatNeedsCode(t *testing.T) {
 			"spec.config.certificate-authority-data", "holds no PEM certificate"},
 		{"unparsable secret label selector", "ClusterSecrets", `{"source": {"namespace": "picchu", "labelSelector": "app in (a"}, "target": {"namespace": "app"}}`,
 			"spec.source.labelSelector", "Invalid value"},
-		{"unparsable cluster field selector", "ClusterSecrets", `{"source": {"namespace": "picchu"}, "target": {"namespace": "app", "fieldSelector": "metadata.name=="}}`,
+		{"unparsable cluster field selector", "ClusterSecrets", `{"source": {"namespace": "picchu"}, "target": {"namespace": "app", "fieldSelector": "metadata.name"}}`,
 			"spec.target.fieldSelector", "Invalid value"},
 	}
 	for _, tt := range tests {

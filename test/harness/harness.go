@@ -56,6 +56,10 @@ const (
 	AuthToken AuthMode = "token"
 )
 
+// attachOutput shows the API servers' and etcd's output when
+// PICCHU_TEST_CONTROL_PLANE_OUTPUT is set, to debug a server that fails to start.
+var attachOutput = os.Getenv("PICCHU_TEST_CONTROL_PLANE_OUTPUT") != ""
+
 // Options says what to start.
 type Options struct {
 	// Targets is the number of target clusters.
@@ -127,7 +131,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing:    true,
-		AttachControlPlaneOutput: false,
+		AttachControlPlaneOutput: attachOutput,
 	}}
 	if opts.Webhooks {
 		env.Delivery.Env.WebhookInstallOptions = envtest.WebhookInstallOptions{
@@ -146,9 +150,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			t.Auth = AuthToken
 		}
 		t.Env = &envtest.Environment{
-			Scheme:                scheme,
-			BinaryAssetsDirectory: assets,
-			CRDInstallOptions:     envtest.CRDInstallOptions{Paths: targetCRDs, ErrorIfPathMissing: true},
+			Scheme:                   scheme,
+			BinaryAssetsDirectory:    assets,
+			CRDInstallOptions:        envtest.CRDInstallOptions{Paths: targetCRDs, ErrorIfPathMissing: true},
+			AttachControlPlaneOutput: attachOutput,
 		}
 		if t.Auth == AuthToken {
 			if err := t.useTokenFile(tmpDir); err != nil {
@@ -178,6 +183,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 func (s *Server) start(_ context.Context) error {
 	cfg, err := s.Env.Start()
 	if err != nil {
+		// Start can fail after etcd or the API server are up (say, on a CRD
+		// the server rejects): stop what runs so no process outlives the test.
+		if stopErr := s.Env.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping after the failed start: %w", stopErr))
+		}
 		return fmt.Errorf("starting API server: %w", err)
 	}
 	s.Config = cfg

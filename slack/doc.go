@@ -1,0 +1,3 @@
+// Package slack sends release notifications (failures and rollbacks) to a
+// configured Slack channel.
+package slack
