@@ -167,9 +167,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	for _, t := range env.Targets {
 		servers = append(servers, &t.Server)
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	var g errgroup.Group
 	for _, s := range servers {
-		g.Go(func() error { return s.start(gctx) })
+		g.Go(s.start)
 	}
 	if err := g.Wait(); err != nil {
 		return env, err
@@ -180,7 +180,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return env, nil
 }
 
-func (s *Server) start(_ context.Context) error {
+func (s *Server) start() error {
 	cfg, err := s.Env.Start()
 	if err != nil {
 		// Start can fail after etcd or the API server are up (say, on a CRD
