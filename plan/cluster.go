@@ -1,0 +1,227 @@
+package plan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// FieldManager owns every field Picchu applies.
+const FieldManager = "picchu"
+
+// Plan brings one cluster closer to what a release wants.
+type Plan interface {
+	Apply(ctx context.Context, c *Cluster) error
+}
+
+// Func is a Plan written as a function.
+type Func func(ctx context.Context, c *Cluster) error
+
+// Apply runs f.
+func (f Func) Apply(ctx context.Context, c *Cluster) error { return f(ctx, c) }
+
+// All runs plans in order and stops at the first error.
+type All []Plan
+
+// Apply runs each plan in order.
+func (all All) Apply(ctx context.Context, c *Cluster) error {
+	for _, p := range all {
+		if err := p.Apply(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Cluster is a target cluster as plans see it: its Cluster object and a
+// client whose reads should come from an informer cache. It remembers what it
+// applied, so applying an unchanged object to an unchanged live object sends
+// no request. It is safe for concurrent use. Its methods' errors name the
+// object; ApplyFleet adds the cluster.
+type Cluster struct {
+	// Cluster is the Cluster object on the delivery cluster.
+	Cluster *picchuv1alpha1.Cluster
+	// Client reads and writes the target cluster.
+	Client client.Client
+	// Log is keyed by cluster.
+	Log logr.Logger
+
+	mu      sync.Mutex
+	applied map[objectKey]appliedObject
+}
+
+// NewCluster binds a client to a Cluster object.
+func NewCluster(cluster *picchuv1alpha1.Cluster, c client.Client, log logr.Logger) *Cluster {
+	return &Cluster{
+		Cluster: cluster,
+		Client:  c,
+		Log:     log.WithValues("cluster", cluster.Name),
+		applied: map[objectKey]appliedObject{},
+	}
+}
+
+// Name is the Cluster's name.
+func (c *Cluster) Name() string { return c.Cluster.Name }
+
+type objectKey struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+// appliedObject is what Picchu last applied to an object and the object's
+// resourceVersion right after.
+type appliedObject struct {
+	hash            [sha256.Size]byte
+	resourceVersion string
+}
+
+// Apply makes obj's fields, as given, true on the cluster with server-side
+// apply, and forgets fields Picchu applied before and obj no longer has. obj
+// is a complete desired object of any kind known to the client's scheme, or
+// unstructured. A live object labelled picchu.medium.engineering/ignore is
+// left as it is. Nothing is sent when obj equals what was last applied and
+// the live object has not changed since.
+func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
+	desired, err := c.toApply(obj)
+	if err != nil {
+		return err
+	}
+	key := objectKey{desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName()}
+	data, err := json.Marshal(desired.Object)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", c.describe(key), err)
+	}
+	hash := sha256.Sum256(data)
+
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(key.gvk)
+	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", c.describe(key), err)
+	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
+		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
+		return nil
+	case c.unchanged(key, hash, live.GetResourceVersion()):
+		return nil
+	}
+
+	if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
+		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s: %w", c.describe(key), err)
+	}
+	c.remember(key, appliedObject{hash: hash, resourceVersion: desired.GetResourceVersion()})
+	return nil
+}
+
+// Delete deletes obj from the cluster unless it is gone already or its live
+// object is labelled picchu.medium.engineering/ignore.
+func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, c.Client.Scheme())
+	if err != nil {
+		return fmt.Errorf("kind of %T: %w", obj, err)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	key := objectKey{gvk, obj.GetNamespace(), obj.GetName()}
+	switch err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		c.forget(key)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", c.describe(key), err)
+	}
+	return c.delete(ctx, key, live)
+}
+
+// DeleteAllOf deletes, for each kind, the objects in namespace that carry
+// all of the labels. Kinds the cluster does not serve are skipped, and so are
+// live objects labelled picchu.medium.engineering/ignore.
+func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[string]string, kinds ...schema.GroupVersionKind) error {
+	for _, gvk := range kinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		err := c.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels))
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if err := c.delete(ctx, objectKey{gvk, item.GetNamespace(), item.GetName()}, item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) delete(ctx context.Context, key objectKey, live *unstructured.Unstructured) error {
+	if live.GetLabels()[picchuv1alpha1.LabelIgnore] != "" {
+		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
+		return nil
+	}
+	if err := c.Client.Delete(ctx, live); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s: %w", c.describe(key), err)
+	}
+	c.forget(key)
+	return nil
+}
+
+// toApply turns a desired object into the unstructured form server-side
+// apply takes: with its kind, without status, creation time or resourceVersion.
+func (c *Cluster) toApply(obj client.Object) (*unstructured.Unstructured, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.Client.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("kind of %T: %w", obj, err)
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	delete(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	return u, nil
+}
+
+func (c *Cluster) unchanged(key objectKey, hash [sha256.Size]byte, resourceVersion string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.applied[key]
+	return ok && last.hash == hash && last.resourceVersion == resourceVersion
+}
+
+func (c *Cluster) remember(key objectKey, a appliedObject) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applied[key] = a
+}
+
+func (c *Cluster) forget(key objectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.applied, key)
+}
+
+func (c *Cluster) describe(key objectKey) string {
+	return fmt.Sprintf("%s %s/%s", key.gvk.Kind, key.namespace, key.name)
+}
