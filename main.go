@@ -23,11 +23,15 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/remote"
 )
 
 // leaderElectionID is the original's, so an old and a new operator never
 // lead at once.
 const leaderElectionID = "de705aec.picchu.medium.engineering"
+
+// clusterHealthTimeout bounds each health check of a target cluster.
+const clusterHealthTimeout = 5 * time.Second
 
 func main() {
 	ctx := ctrl.SetupSignalHandler()
@@ -145,6 +149,15 @@ func run(ctx context.Context, args []string) error {
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
+	}
+	registry := remote.NewRegistry(scheme, ctrl.Log.WithName("remote"), nil)
+	if err := (&controllers.ClusterReconciler{
+		Client:        mgr.GetClient(),
+		Registry:      registry,
+		HealthPeriod:  c.controllers.SyncPeriod,
+		HealthTimeout: clusterHealthTimeout,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
 	ready := healthz.Ping
 	if c.enableWebhooks {

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/harness"
 )
 
@@ -60,12 +62,13 @@ func get(url string) (int, string, error) {
 
 // TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster runs the
 // operator as "picchu --kubeconfig FILE" against a real API server, without
-// webhooks and with leader election, and checks its probes, its metrics and
-// its leader lease, then stops it.
+// webhooks and with leader election, and checks its probes, its metrics, its
+// leader lease and that it connects to a registered target cluster, then
+// stops it.
 func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, err := harness.Start(ctx, harness.Options{})
+	env, err := harness.Start(ctx, harness.Options{Targets: 1})
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			t.Errorf("stopping API server: %v", err)
@@ -125,6 +128,16 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 			return fmt.Errorf("lease has no holder")
+		}
+		return nil
+	})
+	waitFor(t, 30*time.Second, "the target cluster is Ready", func() error {
+		cl := &picchuv1alpha1.Cluster{}
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[0].Cluster), cl); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(cl.Status.Conditions, picchuv1alpha1.ConditionReady) {
+			return fmt.Errorf("conditions %+v", cl.Status.Conditions)
 		}
 		return nil
 	})

@@ -12,7 +12,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
 
-func cluster(config *picchuv1alpha1.ClusterConfig) *picchuv1alpha1.Cluster {
+func newCluster(config *picchuv1alpha1.ClusterConfig) *picchuv1alpha1.Cluster {
 	return &picchuv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "picchu"},
 		Spec:       picchuv1alpha1.ClusterSpec{Enabled: true, Config: config},
@@ -30,7 +30,7 @@ func Test_RESTConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := RESTConfig(cluster(server), secret(map[string][]byte{AuthInfoKey: token}))
+	cfg, err := RESTConfig(newCluster(server), secret(map[string][]byte{AuthInfoKey: token}))
 	if err != nil {
 		t.Fatalf("token: %v", err)
 	}
@@ -42,7 +42,7 @@ func Test_RESTConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err = RESTConfig(cluster(server), secret(map[string][]byte{AuthInfoKey: certs}))
+	cfg, err = RESTConfig(newCluster(server), secret(map[string][]byte{AuthInfoKey: certs}))
 	if err != nil {
 		t.Fatalf("client certificate: %v", err)
 	}
@@ -51,7 +51,7 @@ func Test_RESTConfig(t *testing.T) {
 	}
 
 	// The JSON users write by hand, with kubeconfig's key names.
-	cfg, err = RESTConfig(cluster(server), secret(map[string][]byte{AuthInfoKey: []byte(`{"username": "u", "password": "p"}`)}))
+	cfg, err = RESTConfig(newCluster(server), secret(map[string][]byte{AuthInfoKey: []byte(`{"username": "u", "password": "p"}`)}))
 	if err != nil || cfg.Username != "u" || cfg.Password != "p" {
 		t.Errorf("basic auth: %v %q %q", err, cfg.Username, cfg.Password)
 	}
@@ -65,9 +65,9 @@ func Test_RESTConfig_Errors(t *testing.T) {
 		secret  *corev1.Secret
 		want    string
 	}{
-		{"no config", cluster(nil), secret(map[string][]byte{AuthInfoKey: []byte(`{}`)}), "has no spec.config"},
-		{"no auth-info key", cluster(server), secret(map[string][]byte{"token": []byte("x")}), `has no "auth-info" key`},
-		{"auth-info is not JSON", cluster(server), secret(map[string][]byte{AuthInfoKey: []byte("token: x")}), `decoding "auth-info"`},
+		{"no config", newCluster(nil), secret(map[string][]byte{AuthInfoKey: []byte(`{}`)}), "has no spec.config"},
+		{"no auth-info key", newCluster(server), secret(map[string][]byte{"token": []byte("x")}), `has no "auth-info" key`},
+		{"auth-info is not JSON", newCluster(server), secret(map[string][]byte{AuthInfoKey: []byte("token: x")}), `decoding "auth-info"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +77,7 @@ func Test_RESTConfig_Errors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := RESTConfig(cluster(nil), secret(nil)); !errors.Is(err, ErrNoConfig) {
+	if _, err := RESTConfig(newCluster(nil), secret(nil)); !errors.Is(err, ErrNoConfig) {
 		t.Errorf("error = %v, want ErrNoConfig", err)
 	}
 }

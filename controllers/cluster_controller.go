@@ -1,0 +1,151 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/remote"
+)
+
+// Reasons of a Cluster's Ready and Stalled conditions.
+const (
+	ReasonConnected          = "Connected"
+	ReasonDisabled           = "Disabled"
+	ReasonUnreachable        = "Unreachable"
+	ReasonInvalidCredentials = "InvalidCredentials"
+)
+
+// ClusterReconciler keeps a client and cache per enabled Cluster in the
+// Registry, rebuilt when the Cluster or its Secret changes, and reports in
+// the Cluster's status whether its API server answers.
+type ClusterReconciler struct {
+	Client   client.Client
+	Registry *remote.Registry
+	// HealthPeriod is how often a cluster's API server is asked for its version.
+	HealthPeriod time.Duration
+	// HealthTimeout bounds that request.
+	HealthTimeout time.Duration
+}
+
+// SetupWithManager watches Clusters and the Secrets that hold their credentials.
+func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&picchuv1alpha1.Cluster{}).
+		// A Cluster's credentials are in the Secret of the same name.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, s client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()}}}
+		})).
+		Named("cluster").
+		Complete(r)
+}
+
+// Reconcile registers, re-registers or removes one Cluster and checks its health.
+func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cl := &picchuv1alpha1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cl); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Registry.Remove(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading cluster %s: %w", req.NamespacedName, err)
+	}
+	if !cl.DeletionTimestamp.IsZero() {
+		r.Registry.Remove(req.NamespacedName)
+		return ctrl.Result{}, r.setFinalizer(ctx, cl, false)
+	}
+	if !controllerutil.ContainsFinalizer(cl, picchuv1alpha1.FinalizerCluster) {
+		// The update's watch event brings the next run.
+		return ctrl.Result{}, r.setFinalizer(ctx, cl, true)
+	}
+
+	before := cl.DeepCopy()
+	result := r.connect(ctx, cl)
+	cl.Status.ObservedGeneration = cl.Generation
+	if equality.Semantic.DeepEqual(before.Status, cl.Status) {
+		return result, nil
+	}
+	if err := r.Client.Status().Patch(ctx, cl, client.MergeFrom(before)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing status of cluster %s: %w", req.NamespacedName, err)
+	}
+	return result, nil
+}
+
+// connect brings the registry in line with the Cluster and records the
+// outcome in its status.
+func (r *ClusterReconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ctrl.Result {
+	key := client.ObjectKeyFromObject(cl)
+	if !cl.Spec.Enabled {
+		r.Registry.Remove(key)
+		setReady(cl, metav1.ConditionFalse, ReasonDisabled, "spec.enabled is false", false)
+		return ctrl.Result{}
+	}
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, key, secret); err != nil {
+		r.Registry.Remove(key)
+		msg := fmt.Sprintf("reading secret %s: %v", key, err)
+		setReady(cl, metav1.ConditionFalse, ReasonInvalidCredentials, msg, true)
+		// A missing Secret's creation brings us back; other errors retry.
+		return ctrl.Result{RequeueAfter: r.HealthPeriod}
+	}
+	if _, err := r.Registry.Ensure(ctx, cl, secret); err != nil {
+		r.Registry.Remove(key)
+		setReady(cl, metav1.ConditionFalse, ReasonInvalidCredentials, err.Error(), true)
+		return ctrl.Result{} // only a change to the Cluster or Secret can help
+	}
+	version, err := r.Registry.ServerVersion(key, r.HealthTimeout)
+	if err != nil {
+		setReady(cl, metav1.ConditionFalse, ReasonUnreachable, err.Error(), false)
+		return ctrl.Result{RequeueAfter: r.HealthPeriod}
+	}
+	cl.Status.Kubernetes.Version = version
+	setReady(cl, metav1.ConditionTrue, ReasonConnected, "Kubernetes "+version, false)
+	return ctrl.Result{RequeueAfter: r.HealthPeriod}
+}
+
+// setReady sets the Ready and Stalled conditions and status.kubernetes.ready.
+func setReady(cl *picchuv1alpha1.Cluster, status metav1.ConditionStatus, reason, message string, stalled bool) {
+	cl.Status.Kubernetes.Ready = status == metav1.ConditionTrue
+	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{
+		Type: picchuv1alpha1.ConditionReady, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: cl.Generation,
+	})
+	if stalled {
+		meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: message,
+			ObservedGeneration: cl.Generation,
+		})
+	} else {
+		meta.RemoveStatusCondition(&cl.Status.Conditions, picchuv1alpha1.ConditionStalled)
+	}
+}
+
+func (r *ClusterReconciler) setFinalizer(ctx context.Context, cl *picchuv1alpha1.Cluster, present bool) error {
+	before := cl.DeepCopy()
+	var changed bool
+	if present {
+		changed = controllerutil.AddFinalizer(cl, picchuv1alpha1.FinalizerCluster)
+	} else {
+		changed = controllerutil.RemoveFinalizer(cl, picchuv1alpha1.FinalizerCluster)
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, cl, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating finalizer of cluster %s/%s: %w", cl.Namespace, cl.Name, err)
+	}
+	return nil
+}

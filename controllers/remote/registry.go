@@ -1,0 +1,211 @@
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// Registry keeps one client and one informer cache per target cluster, built
+// from the Cluster and its Secret, reused until either changes. The caches
+// hold only Picchu-managed objects (those labelled with an app). A change to
+// a remote ReplicaSet is reported to OnReplicaSet as the ReleaseManager
+// ("<app>-<target>" in the Cluster's namespace) that owns it.
+type Registry struct {
+	scheme       *runtime.Scheme
+	log          logr.Logger
+	onReplicaSet func(releaseManager types.NamespacedName)
+
+	mu       sync.Mutex
+	clusters map[types.NamespacedName]*entry
+}
+
+type entry struct {
+	cluster cluster.Cluster
+	config  *rest.Config
+	hash    [sha256.Size]byte
+	stop    context.CancelFunc
+}
+
+// NewRegistry returns an empty registry whose clients use scheme. When
+// onReplicaSet is not nil, it is called with the owning ReleaseManager of
+// every added, changed or deleted Picchu-managed ReplicaSet on any cluster.
+func NewRegistry(scheme *runtime.Scheme, log logr.Logger, onReplicaSet func(releaseManager types.NamespacedName)) *Registry {
+	return &Registry{
+		scheme:       scheme,
+		log:          log,
+		onReplicaSet: onReplicaSet,
+		clusters:     map[types.NamespacedName]*entry{},
+	}
+}
+
+// Ensure makes the registry hold a started cluster for the Cluster built from
+// its current spec and Secret. It rebuilds the cluster only when the server,
+// CA or credentials changed, and reports whether it did. The caches start in
+// the background: an unreachable cluster never blocks Ensure.
+func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret *corev1.Secret) (rebuilt bool, err error) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	hash, err := credentialsHash(c, secret)
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.clusters[key]; ok {
+		if old.hash == hash {
+			return false, nil
+		}
+		old.stop()
+		delete(r.clusters, key)
+	}
+	cfg, err := RESTConfig(c, secret)
+	if err != nil {
+		return false, err
+	}
+	managed, err := labels.NewRequirement(picchuv1alpha1.LabelApp, selection.Exists, nil)
+	if err != nil {
+		return false, fmt.Errorf("building label selector: %w", err)
+	}
+	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+		o.Scheme = r.scheme
+		o.Cache.DefaultLabelSelector = labels.NewSelector().Add(*managed)
+	})
+	if err != nil {
+		return false, fmt.Errorf("cluster %s: creating client: %w", key, err)
+	}
+	// The cluster runs until it is replaced or removed, not for this request.
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	log := r.log.WithValues("cluster", key.String())
+	go func() {
+		if err := cl.Start(runCtx); err != nil {
+			log.Error(err, "remote cache stopped")
+		}
+	}()
+	if r.onReplicaSet != nil {
+		go r.watchReplicaSets(runCtx, cl.GetCache(), c.Namespace, log)
+	}
+	r.clusters[key] = &entry{cluster: cl, config: cfg, hash: hash, stop: stop}
+	return true, nil
+}
+
+// Get returns the cluster registered for key.
+func (r *Registry) Get(key types.NamespacedName) (cluster.Cluster, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.clusters[key]
+	if !ok {
+		return nil, false
+	}
+	return e.cluster, true
+}
+
+// Remove stops and forgets the cluster registered for key, if any.
+func (r *Registry) Remove(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.clusters[key]; ok {
+		e.stop()
+		delete(r.clusters, key)
+	}
+}
+
+// ServerVersion asks the cluster registered for key for its version, within timeout.
+func (r *Registry) ServerVersion(key types.NamespacedName, timeout time.Duration) (string, error) {
+	r.mu.Lock()
+	e, ok := r.clusters[key]
+	r.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("cluster %s is not registered", key)
+	}
+	cfg := rest.CopyConfig(e.config)
+	cfg.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("cluster %s: building discovery client: %w", key, err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("cluster %s: %w", key, err)
+	}
+	return v.GitVersion, nil
+}
+
+// watchReplicaSets reports the owning ReleaseManager of every changed
+// Picchu-managed ReplicaSet. It waits for the cache to start, so it runs in
+// its own goroutine.
+func (r *Registry) watchReplicaSets(ctx context.Context, c cache.Cache, namespace string, log logr.Logger) {
+	// The cluster may be unreachable now; keep trying until it answers or
+	// the cluster is replaced.
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: time.Minute}
+	var informer cache.Informer
+	for {
+		var err error
+		if informer, err = c.GetInformer(ctx, &appsv1.ReplicaSet{}); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Error(err, "watching ReplicaSets; retrying")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff.Step()):
+		}
+	}
+	send := func(obj any) {
+		rs, ok := obj.(*appsv1.ReplicaSet)
+		if !ok {
+			if tomb, isTomb := obj.(toolscache.DeletedFinalStateUnknown); isTomb {
+				rs, ok = tomb.Obj.(*appsv1.ReplicaSet)
+			}
+		}
+		if !ok {
+			return
+		}
+		app, target := rs.Labels[picchuv1alpha1.LabelApp], rs.Labels[picchuv1alpha1.LabelTarget]
+		if app == "" || target == "" {
+			return
+		}
+		r.onReplicaSet(types.NamespacedName{Namespace: namespace, Name: app + "-" + target})
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    send,
+		UpdateFunc: func(_, obj any) { send(obj) },
+		DeleteFunc: send,
+	}); err != nil {
+		log.Error(err, "watching ReplicaSets")
+	}
+}
+
+// credentialsHash identifies what a cluster's client is built from.
+func credentialsHash(c *picchuv1alpha1.Cluster, secret *corev1.Secret) ([sha256.Size]byte, error) {
+	data, err := json.Marshal(struct {
+		Config *picchuv1alpha1.ClusterConfig
+		Auth   []byte
+	}{c.Spec.Config, secret.Data[AuthInfoKey]})
+	if err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("cluster %s/%s: hashing credentials: %w", c.Namespace, c.Name, err)
+	}
+	return sha256.Sum256(data), nil
+}
