@@ -159,6 +159,12 @@ func run(ctx context.Context, args []string) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
+	if err := (&controllers.RevisionReconciler{
+		Client:                  mgr.GetClient(),
+		MaxConcurrentReconciles: c.controllers.ConcurrentRevisions,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the revision controller: %w", err)
+	}
 	ready := healthz.Ping
 	if c.enableWebhooks {
 		if err := picchuv1alpha1.SetupWebhooksWithManager(mgr); err != nil {

@@ -72,6 +72,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "setting up cluster controller:", err)
 		return 1
 	}
+	if err := (&controllers.RevisionReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up revision controller:", err)
+		return 1
+	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager stopped:", err)

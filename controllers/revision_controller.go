@@ -1,0 +1,194 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// RevisionReconciler makes sure every (app, target) of a Revision has its
+// ReleaseManager, keeps the Revision's app and fleet labels, and mirrors each
+// target's release state from the ReleaseManager into the Revision's status.
+type RevisionReconciler struct {
+	Client                  client.Client
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager watches Revisions and the ReleaseManagers of their apps.
+func (r *RevisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&picchuv1alpha1.Revision{}).
+		Watches(&picchuv1alpha1.ReleaseManager{}, handler.EnqueueRequestsFromMapFunc(r.revisionsOfApp)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		Named("revision").
+		Complete(r)
+}
+
+// revisionsOfApp maps a ReleaseManager to the Revisions of its app.
+func (r *RevisionReconciler) revisionsOfApp(ctx context.Context, obj client.Object) []reconcile.Request {
+	rm, ok := obj.(*picchuv1alpha1.ReleaseManager)
+	if !ok {
+		return nil
+	}
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace),
+		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing revisions of a release manager's app", "app", rm.Spec.App)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(revs.Items))
+	for i := range revs.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&revs.Items[i])})
+	}
+	return reqs
+}
+
+// ReleaseManagerName is the name of the ReleaseManager of an app in a target.
+func ReleaseManagerName(app, target string) string { return app + "-" + target }
+
+// Reconcile runs the phases for one Revision: labels, release managers, status.
+func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rev := &picchuv1alpha1.Revision{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rev.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if err := r.ensureLabels(ctx, rev); err != nil {
+		return ctrl.Result{}, err
+	}
+	var rms []*picchuv1alpha1.ReleaseManager
+	for i := range rev.Spec.Targets {
+		rm, err := r.ensureReleaseManager(ctx, rev, &rev.Spec.Targets[i])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		rms = append(rms, rm)
+	}
+	return ctrl.Result{}, r.mirrorStatus(ctx, rev, rms)
+}
+
+// ensureLabels sets the app label and one fleet label per target, and
+// removes fleet labels of fleets the Revision no longer targets.
+func (r *RevisionReconciler) ensureLabels(ctx context.Context, rev *picchuv1alpha1.Revision) error {
+	want := RevisionLabels(rev)
+	if maps.Equal(want, rev.Labels) {
+		return nil
+	}
+	before := rev.DeepCopy()
+	rev.Labels = want
+	if err := r.Client.Patch(ctx, rev, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("labelling revision %s/%s: %w", rev.Namespace, rev.Name, err)
+	}
+	return nil
+}
+
+// RevisionLabels returns a Revision's labels as Picchu keeps them: the
+// user's, plus the app label and "fleet.picchu.medium.engineering/<fleet>"
+// for each target's fleet, without fleet labels of fleets not targeted.
+func RevisionLabels(rev *picchuv1alpha1.Revision) map[string]string {
+	out := map[string]string{}
+	for k, v := range rev.Labels {
+		if !strings.HasPrefix(k, picchuv1alpha1.LabelFleetPrefix) {
+			out[k] = v
+		}
+	}
+	out[picchuv1alpha1.LabelApp] = rev.Spec.App.Name
+	for _, t := range rev.Spec.Targets {
+		out[picchuv1alpha1.LabelFleetPrefix+t.Fleet] = ""
+	}
+	return out
+}
+
+// ensureReleaseManager creates the ReleaseManager of the Revision's app in
+// target if it does not exist, and returns it.
+func (r *RevisionReconciler) ensureReleaseManager(ctx context.Context, rev *picchuv1alpha1.Revision, target *picchuv1alpha1.RevisionTarget) (*picchuv1alpha1.ReleaseManager, error) {
+	key := client.ObjectKey{Namespace: rev.Namespace, Name: ReleaseManagerName(rev.Spec.App.Name, target.Name)}
+	rm := &picchuv1alpha1.ReleaseManager{}
+	err := r.Client.Get(ctx, key, rm)
+	if err == nil {
+		return rm, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading release manager %s: %w", key, err)
+	}
+	rm = &picchuv1alpha1.ReleaseManager{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      key.Name,
+			Namespace: key.Namespace,
+			Labels: map[string]string{
+				picchuv1alpha1.LabelApp:    rev.Spec.App.Name,
+				picchuv1alpha1.LabelTarget: target.Name,
+				picchuv1alpha1.LabelFleet:  target.Fleet,
+			},
+		},
+		Spec: picchuv1alpha1.ReleaseManagerSpec{App: rev.Spec.App.Name, Target: target.Name, Fleet: target.Fleet},
+	}
+	if err := r.Client.Create(ctx, rm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating release manager %s: %w", key, err)
+	}
+	return rm, nil
+}
+
+// mirrorStatus copies each target's state, traffic and scale for this tag
+// from its ReleaseManager, and writes the status only when it changed.
+func (r *RevisionReconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
+	before := rev.DeepCopy()
+	rev.Status.ObservedGeneration = rev.Generation
+	rev.Status.Targets = TargetStatuses(rev.Spec.App.Tag, rms)
+	rev.Status.Summary = Summary(rev.Status.Targets)
+	if equality.Semantic.DeepEqual(before.Status, rev.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, rev, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing status of revision %s/%s: %w", rev.Namespace, rev.Name, err)
+	}
+	return nil
+}
+
+// TargetStatuses returns, per ReleaseManager, what it records for tag.
+func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager) []picchuv1alpha1.RevisionTargetStatus {
+	out := make([]picchuv1alpha1.RevisionTargetStatus, 0, len(rms))
+	for _, rm := range rms {
+		ts := picchuv1alpha1.RevisionTargetStatus{Name: rm.Spec.Target}
+		for _, s := range rm.Status.Revisions {
+			if s.Tag != tag {
+				continue
+			}
+			ts.State = s.State.Current
+			ts.Scale = picchuv1alpha1.RevisionScaleStatus{Current: s.Scale.Current, Desired: s.Scale.Desired, Peak: s.Scale.Peak}
+			ts.Release = picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: s.CurrentPercent, PeakPercent: s.PeakPercent}
+		}
+		out = append(out, ts)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Summary is the one-line view of the targets "kubectl get revisions" shows,
+// such as "production=releasing 40% staging=released 100%".
+func Summary(targets []picchuv1alpha1.RevisionTargetStatus) string {
+	parts := make([]string, 0, len(targets))
+	for _, t := range targets {
+		state := t.State
+		if state == "" {
+			state = "pending"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s %d%%", t.Name, state, t.Release.CurrentPercent))
+	}
+	return strings.Join(parts, " ")
+}

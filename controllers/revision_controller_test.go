@@ -1,0 +1,107 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+func revision(name, tag string, labels map[string]string, targets ...picchuv1alpha1.RevisionTarget) *picchuv1alpha1.Revision {
+	return &picchuv1alpha1.Revision{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: labels},
+		Spec: picchuv1alpha1.RevisionSpec{
+			App:     picchuv1alpha1.RevisionApp{Name: "shop", Tag: tag, Image: "shop:" + tag},
+			Targets: targets,
+		},
+	}
+}
+
+// TestRevisionReconciler_ReleaseManagersLabelsAndStatus applies Revisions of
+// one app to two targets and checks the ReleaseManagers, the Revision labels
+// (including on a Revision created with none) and the mirrored status.
+func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
+	ctx := context.Background()
+	c := env.Delivery.Client
+	production := picchuv1alpha1.RevisionTarget{Name: "production", Fleet: "production"}
+	staging := picchuv1alpha1.RevisionTarget{Name: "staging", Fleet: "staging"}
+
+	v1 := revision("shop-v1", "v1", nil, production, staging)
+	if err := c.Create(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	v2 := revision("shop-v2", "v2", map[string]string{"team": "checkout", picchuv1alpha1.LabelFleetPrefix + "old": ""}, production)
+	if err := c.Create(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, target := range []picchuv1alpha1.RevisionTarget{production, staging} {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		eventually(t, 20*time.Second, "release manager shop-"+target.Name, func() error {
+			return c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "shop-" + target.Name}, rm)
+		})
+		wantLabels := map[string]string{picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelTarget: target.Name, picchuv1alpha1.LabelFleet: target.Fleet}
+		if !maps.Equal(rm.Labels, wantLabels) || rm.Spec.App != "shop" || rm.Spec.Target != target.Name || rm.Spec.Fleet != target.Fleet {
+			t.Errorf("release manager %s: labels %v spec %+v", rm.Name, rm.Labels, rm.Spec)
+		}
+	}
+	rms := &picchuv1alpha1.ReleaseManagerList{}
+	if err := c.List(ctx, rms, client.InNamespace(env.Namespace), client.MatchingLabels{picchuv1alpha1.LabelApp: "shop"}); err != nil || len(rms.Items) != 2 {
+		t.Fatalf("%d release managers for shop (%v), want one per target: 2", len(rms.Items), err)
+	}
+
+	wantLabels := map[string]map[string]string{
+		"shop-v1": {picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelFleetPrefix + "production": "", picchuv1alpha1.LabelFleetPrefix + "staging": ""},
+		"shop-v2": {picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelFleetPrefix + "production": "", "team": "checkout"},
+	}
+	for name, want := range wantLabels {
+		eventually(t, 20*time.Second, "labels of "+name, func() error {
+			rev := &picchuv1alpha1.Revision{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, rev); err != nil {
+				return err
+			}
+			if !maps.Equal(rev.Labels, want) {
+				return fmt.Errorf("labels %v, want %v", rev.Labels, want)
+			}
+			return nil
+		})
+	}
+
+	// Picchu's release record for v1 in production shows up in v1's status.
+	rm := &picchuv1alpha1.ReleaseManager{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "shop-production"}, rm); err != nil {
+		t.Fatal(err)
+	}
+	rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
+		Tag: "v1", State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "releasing", Target: "released"},
+		CurrentPercent: 40, PeakPercent: 40, ReleaseEligible: true,
+		Scale: picchuv1alpha1.ReleaseManagerRevisionScaleStatus{Current: 3, Desired: 4, Peak: 3},
+	}}
+	if err := c.Status().Update(ctx, rm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "v1's status mirrors its release managers", func() error {
+		rev := &picchuv1alpha1.Revision{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(v1), rev); err != nil {
+			return err
+		}
+		if rev.Status.Summary != "production=releasing 40% staging=pending 0%" {
+			return fmt.Errorf("summary %q", rev.Status.Summary)
+		}
+		prod := rev.Status.Targets[0]
+		if prod.Name != "production" || prod.Release.CurrentPercent != 40 || prod.Release.PeakPercent != 40 ||
+			prod.Scale != (picchuv1alpha1.RevisionScaleStatus{Current: 3, Desired: 4, Peak: 3}) {
+			return fmt.Errorf("production status %+v", prod)
+		}
+		if rev.Status.ObservedGeneration != rev.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", rev.Status.ObservedGeneration, rev.Generation)
+		}
+		return nil
+	})
+}
