@@ -32,24 +32,6 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// waitFor polls check every 100ms until it returns nil or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
-}
-
 func get(url string) (int, string, error) {
 	resp, err := http.Get(url) //nolint:gosec // test URL on loopback
 	if err != nil {
@@ -102,7 +84,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 		})
 	}()
 
-	waitFor(t, 30*time.Second, "readyz answers 200", func() error {
+	harness.Eventually(t, 30*time.Second, "readyz answers 200", func() error {
 		select {
 		case err := <-done:
 			return fmt.Errorf("run returned early: %w", err)
@@ -120,7 +102,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	if code, _, err := get("http://" + probeAddr + "/healthz"); err != nil || code != http.StatusOK {
 		t.Fatalf("healthz: %d %v", code, err)
 	}
-	waitFor(t, 30*time.Second, "leader lease is held", func() error {
+	harness.Eventually(t, 30*time.Second, "leader lease is held", func() error {
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}
 		if err := env.Delivery.Client.Get(ctx, key, lease); err != nil {
@@ -131,7 +113,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, 30*time.Second, "the target cluster is Ready", func() error {
+	harness.Eventually(t, 30*time.Second, "the target cluster is Ready", func() error {
 		cl := &picchuv1alpha1.Cluster{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[0].Cluster), cl); err != nil {
 			return err

@@ -84,29 +84,11 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// eventually polls check every 100ms until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
-}
-
 // readiness waits until the Cluster's Ready condition has status and reason.
 func readiness(t *testing.T, name string, status metav1.ConditionStatus, reason string) *picchuv1alpha1.Cluster {
 	t.Helper()
 	cl := &picchuv1alpha1.Cluster{}
-	eventually(t, 30*time.Second, fmt.Sprintf("cluster %s Ready=%s (%s)", name, status, reason), func() error {
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("cluster %s Ready=%s (%s)", name, status, reason), func() error {
 		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: name}, cl); err != nil {
 			return err
 		}
@@ -229,7 +211,7 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 	if err := env.Delivery.Client.Delete(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "deleted cluster is gone and unregistered", func() error {
+	harness.Eventually(t, 30*time.Second, "deleted cluster is gone and unregistered", func() error {
 		if err := env.Delivery.Client.Get(ctx, key, &picchuv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}
