@@ -11,9 +11,6 @@ const (
 	LabelTarget = "picchu.medium.engineering/target"
 	// LabelFleet names the fleet of a Cluster or ReleaseManager.
 	LabelFleet = "picchu.medium.engineering/fleet"
-	// LabelOwnerName and LabelOwnerType name the delivery object that owns a remote object.
-	LabelOwnerName = "picchu.medium.engineering/ownerName"
-	LabelOwnerType = "picchu.medium.engineering/ownerType"
 	// LabelIgnore on a live object makes Picchu leave it alone.
 	LabelIgnore = "picchu.medium.engineering/ignore"
 	// LabelPodTag is set on pods so that DestinationRule subsets select one tag.
