@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 
@@ -89,7 +90,11 @@ type Target struct {
 	Auth AuthMode
 	// Cluster is the registered Cluster as created.
 	Cluster *picchuv1alpha1.Cluster
-	token   string
+	// Proxy is the address the Cluster is registered with: stopping it
+	// makes the target unreachable for the operator (not for the test's
+	// own Client), starting it brings the target back.
+	Proxy *Proxy
+	token string
 }
 
 // Env is a delivery cluster and its targets.
@@ -209,6 +214,14 @@ func (e *Env) register(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("target %s: %w", t.Name, err)
 		}
+		server, err := url.Parse(t.Config.Host)
+		if err != nil {
+			return fmt.Errorf("target %s: parsing server address %q: %w", t.Name, t.Config.Host, err)
+		}
+		if t.Proxy, err = newProxy(server.Host); err != nil {
+			return fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		server.Host = t.Proxy.Addr
 		authInfo, err := remote.AuthInfoJSON(user)
 		if err != nil {
 			return fmt.Errorf("target %s: %w", t.Name, err)
@@ -229,7 +242,7 @@ func (e *Env) register(ctx context.Context) error {
 			Spec: picchuv1alpha1.ClusterSpec{
 				Enabled: true,
 				Config: &picchuv1alpha1.ClusterConfig{
-					Server:                   t.Config.Host,
+					Server:                   server.String(),
 					CertificateAuthorityData: t.Config.CAData,
 				},
 			},
@@ -267,6 +280,13 @@ func (e *Env) Stop() error {
 	servers := []*Server{e.Delivery}
 	for _, t := range e.Targets {
 		servers = append(servers, &t.Server)
+	}
+	for _, t := range e.Targets {
+		if t.Proxy != nil {
+			if err := t.Proxy.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("target %s: stopping proxy: %w", t.Name, err))
+			}
+		}
 	}
 	for _, s := range servers {
 		if s == nil || s.Env == nil || s.Config == nil {

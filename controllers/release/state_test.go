@@ -1,0 +1,124 @@
+package release
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+func TestNext(t *testing.T) {
+	to := DefaultTimeouts
+	for _, tc := range []struct {
+		name string
+		f    Facts
+		want Step
+	}{
+		{"new build starts deploying with a deadline",
+			Facts{Now: t0, RevisionExists: true},
+			Step{State: Deploying, Action: Sync, Due: t0.Add(15 * time.Minute)}},
+		{"created deploys",
+			Facts{Now: t0, State: Created, Since: t0.Add(-time.Minute), RevisionExists: true},
+			Step{State: Deploying, Action: Sync, Due: t0.Add(15 * time.Minute)}},
+		{"created too long times out",
+			Facts{Now: t0, State: Created, Since: t0.Add(-61 * time.Minute), RevisionExists: true},
+			Step{State: TimingOut}},
+		{"created without revision is deleted",
+			Facts{Now: t0, State: Created, Since: t0},
+			Step{State: Deleting, Action: Delete, Then: Deleted}},
+		{"deploying, not yet deployed: sync and come back at the deadline",
+			Facts{Now: t0, State: Deploying, Since: t0.Add(-time.Minute), RevisionExists: true, Deployment: NotDeployed},
+			Step{State: Deploying, Action: Sync, Due: t0.Add(14 * time.Minute)}},
+		{"deploying, unknown: hold on data it cannot see, deadline still runs",
+			Facts{Now: t0, State: Deploying, Since: t0.Add(-time.Minute), RevisionExists: true, Deployment: Unknown},
+			Step{State: Deploying, Action: Sync, Due: t0.Add(14 * time.Minute)}},
+		{"deploying and deployed: deployed once the sync succeeds",
+			Facts{Now: t0, State: Deploying, Since: t0.Add(-time.Minute), RevisionExists: true, Deployment: IsDeployed},
+			Step{State: Deploying, Action: Sync, Then: Deployed}},
+		{"deployed at the deadline still counts",
+			Facts{Now: t0, State: Deploying, Since: t0.Add(-20 * time.Minute), RevisionExists: true, Deployment: IsDeployed},
+			Step{State: Deploying, Action: Sync, Then: Deployed}},
+		{"deploy deadline passed",
+			Facts{Now: t0, State: Deploying, Since: t0.Add(-15 * time.Minute), RevisionExists: true, Deployment: NotDeployed},
+			Step{State: TimingOut}},
+		{"deploying without revision is deleted",
+			Facts{Now: t0, State: Deploying, Since: t0},
+			Step{State: Deleting, Action: Delete, Then: Deleted}},
+		{"deployed stays deployed",
+			Facts{Now: t0, State: Deployed, Since: t0, RevisionExists: true, Deployment: IsDeployed, Percent: 100},
+			Step{State: Deployed, Action: Sync}},
+		{"deployed holds while a cluster cannot be seen",
+			Facts{Now: t0, State: Deployed, Since: t0, RevisionExists: true, Deployment: Unknown},
+			Step{State: Deployed, Action: Sync}},
+		{"deployed that lost replicas deploys again",
+			Facts{Now: t0, State: Deployed, Since: t0, RevisionExists: true, Deployment: NotDeployed},
+			Step{State: Deploying, Action: Sync, Due: t0.Add(15 * time.Minute)}},
+		{"deployed without revision and traffic is deleted",
+			Facts{Now: t0, State: Deployed, Since: t0},
+			Step{State: Deleting, Action: Delete, Then: Deleted}},
+		{"deployed without revision keeps serving until traffic moves",
+			Facts{Now: t0, State: Deployed, Since: t0, Percent: 100},
+			Step{State: Deleting, Action: Sync}},
+		{"deleting with traffic keeps serving",
+			Facts{Now: t0, State: Deleting, Since: t0, Percent: 40},
+			Step{State: Deleting, Action: Sync}},
+		{"deleting without traffic deletes",
+			Facts{Now: t0, State: Deleting, Since: t0},
+			Step{State: Deleting, Action: Delete, Then: Deleted}},
+		{"deleting whose revision came back deploys",
+			Facts{Now: t0, State: Deleting, Since: t0, RevisionExists: true},
+			Step{State: Deploying, Action: Sync, Due: t0.Add(15 * time.Minute)}},
+		{"deleted is dropped",
+			Facts{Now: t0, State: Deleted, Since: t0},
+			Step{State: Deleted, Drop: true}},
+		{"deleted whose revision came back deploys",
+			Facts{Now: t0, State: Deleted, Since: t0, RevisionExists: true},
+			Step{State: Deploying, Action: Sync, Due: t0.Add(15 * time.Minute)}},
+		{"timingout is stuck",
+			Facts{Now: t0, State: TimingOut, Since: t0, RevisionExists: true, Deployment: IsDeployed},
+			Step{State: TimingOut}},
+		{"a redeploying build whose revision is gone serves until traffic moves",
+			Facts{Now: t0, State: Deploying, Since: t0, Percent: 100},
+			Step{State: Deleting, Action: Sync}},
+		{"timingout without revision is deleted",
+			Facts{Now: t0, State: TimingOut, Since: t0},
+			Step{State: Deleting, Action: Delete, Then: Deleted}},
+		{"a state of the release engine is held and reported",
+			Facts{Now: t0, State: "canaryingdatadog", Since: t0, RevisionExists: true},
+			Step{State: "canaryingdatadog", Unknown: true}},
+		{"missing timestamps never time out",
+			Facts{Now: t0, State: Deploying, RevisionExists: true, Deployment: NotDeployed},
+			Step{State: Deploying, Action: Sync, Due: time.Time{}.Add(15 * time.Minute)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Next(tc.f, to); got != tc.want {
+				t.Errorf("Next(%+v)\n got %+v\nwant %+v", tc.f, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzNext feeds Next any stored status: it never panics, always names a
+// state, never asks to act on an unknown state, and only deletes a build
+// that takes no traffic.
+func FuzzNext(f *testing.F) {
+	f.Add("deploying", int64(0), int64(60), true, 2, int32(0))
+	f.Add("", int64(-1), int64(0), false, 0, int32(100))
+	f.Add("canarying", int64(1<<40), int64(-5), true, 1, int32(-3))
+	f.Fuzz(func(t *testing.T, state string, since, now int64, exists bool, deployment int, percent int32) {
+		facts := Facts{
+			Now: time.Unix(now, 0), State: State(state), Since: time.Unix(since, 0),
+			RevisionExists: exists, Deployment: Deployment(deployment), Percent: percent,
+		}
+		s := Next(facts, DefaultTimeouts)
+		if s.State == "" {
+			t.Fatalf("no state for %+v", facts)
+		}
+		if s.Unknown && (s.Action != Hold || s.Then != "") {
+			t.Fatalf("acts on unknown state: %+v", s)
+		}
+		if s.Action == Delete && percent > 0 {
+			t.Fatalf("deletes a build with %d%% of traffic: %+v -> %+v", percent, facts, s)
+		}
+	})
+}
