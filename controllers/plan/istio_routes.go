@@ -1,0 +1,248 @@
+package plan
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	istioapi "istio.io/api/networking/v1alpha3"
+	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// Route name prefixes. Routes are sorted by name, so tagged routes, which
+// match a header, come before the release routes they would otherwise shadow.
+const (
+	taggedRoutePrefix  = "00_tagged-"
+	releaseRoutePrefix = "01_release-"
+)
+
+// ingresses in the order their match blocks are written.
+var ingresses = []picchuv1alpha1.Ingress{picchuv1alpha1.IngressPrivate, picchuv1alpha1.IngressPublic}
+
+// VirtualService is the app's VirtualService: per port, a header route to
+// each tagged release and a weighted route over the releases with traffic,
+// matched on the mesh and on the cluster's ingress gateways. It is nil when
+// there are no routes, so the caller deletes a stale one.
+func VirtualService(r Routing, cluster *picchuv1alpha1.Cluster) (*istionetworking.VirtualService, error) {
+	host := meshHost(r.App, r.Target)
+	var routes []*istioapi.HTTPRoute
+	var hosts []string
+	gateways := []string{meshGateway}
+	for i := range r.Ports {
+		p := &r.Ports[i]
+		m := r.portMatches(p, cluster)
+		policy, err := r.portPolicy(p)
+		if err != nil {
+			return nil, fmt.Errorf("port %s: %w", p.Name, err)
+		}
+		portRoutes := r.portRoutes(p, m.matches, policy)
+		if len(portRoutes) == 0 {
+			continue
+		}
+		routes = append(routes, portRoutes...)
+		hosts = append(hosts, m.hosts...)
+		gateways = append(gateways, m.gateways...)
+	}
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(routes, func(a, b *istioapi.HTTPRoute) int { return strings.Compare(a.Name, b.Name) })
+	return &istionetworking.VirtualService{
+		ObjectMeta: r.objectMeta(),
+		Spec: istioapi.VirtualService{
+			Hosts:    append([]string{host}, sortedSet(hosts, host)...),
+			Gateways: sortedSet(gateways),
+			Http:     routes,
+		},
+	}, nil
+}
+
+// portMatchSet is where a port's traffic comes from: its match blocks, and
+// the ingress hosts and gateways they name.
+type portMatchSet struct {
+	matches         []*istioapi.HTTPMatchRequest
+	hosts, gateways []string
+}
+
+// portMatches matches the port's traffic from the mesh and from each ingress
+// it is exposed on whose gateway the cluster configures. An ingress with no
+// hosts for the port gets no match block: one without an authority would
+// take all of the gateway's traffic on that port.
+func (r Routing) portMatches(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) portMatchSet {
+	set := portMatchSet{matches: []*istioapi.HTTPMatchRequest{{
+		Gateways: []string{meshGateway},
+		Port:     uint32(p.Port),
+		Uri:      &istioapi.StringMatch{MatchType: &istioapi.StringMatch_Prefix{Prefix: "/"}},
+	}}}
+	for _, ingress := range ingresses {
+		gateway, domains := clusterIngress(cluster, ingress)
+		if gateway == "" || !p.ExposedOn(ingress) {
+			continue
+		}
+		hosts := r.ingressHosts(p, ingress, domains)
+		if len(hosts) == 0 {
+			continue
+		}
+		authority := &istioapi.StringMatch{MatchType: &istioapi.StringMatch_Regex{Regex: authorityRegex(hosts)}}
+		ports := []int32{p.IngressPort}
+		if p.IngressPort == 443 {
+			// Plain HTTP on the same hosts, for gateways that terminate TLS or redirect.
+			ports = append(ports, 80)
+		}
+		for _, port := range ports {
+			set.matches = append(set.matches, &istioapi.HTTPMatchRequest{
+				Gateways: []string{gateway}, Port: uint32(port), Authority: proto.Clone(authority).(*istioapi.StringMatch),
+			})
+		}
+		set.hosts = append(set.hosts, hosts...)
+		set.gateways = append(set.gateways, gateway)
+	}
+	return set
+}
+
+// clusterIngress is the gateway and default domains of one of the cluster's ingresses.
+func clusterIngress(cluster *picchuv1alpha1.Cluster, ingress picchuv1alpha1.Ingress) (string, []string) {
+	if cluster == nil {
+		return "", nil
+	}
+	info := cluster.Spec.Ingresses.Private
+	if ingress == picchuv1alpha1.IngressPublic {
+		info = cluster.Spec.Ingresses.Public
+	}
+	return info.Gateway, info.DefaultDomains
+}
+
+// ingressHosts are the hosts routed to the port on an ingress: the port's
+// own and, on the ingress's default port only, "<namespace>.<domain>" for
+// each default domain, plus "<app>.<domain>" when the target is its fleet.
+func (r Routing) ingressHosts(p *picchuv1alpha1.PortInfo, ingress picchuv1alpha1.Ingress, domains []string) []string {
+	hosts := slices.Clone(p.Hosts)
+	if r.DefaultIngressPorts[string(ingress)] == p.Name {
+		for _, domain := range domains {
+			hosts = append(hosts, Namespace(r.App, r.Target)+"."+domain)
+			if r.Target == r.Fleet {
+				hosts = append(hosts, r.App+"."+domain)
+			}
+		}
+	}
+	return sortedSet(hosts)
+}
+
+// authorityRegex matches an authority that is one of hosts, literally, with
+// an optional port: ^(a\.example\.com|b\.example\.com)(:[0-9]+)?$.
+func authorityRegex(hosts []string) string {
+	quoted := make([]string, len(hosts))
+	for i, h := range hosts {
+		quoted[i] = regexp.QuoteMeta(h)
+	}
+	return "^(" + strings.Join(quoted, "|") + ")(:[0-9]+)?$"
+}
+
+// routePolicy is what every route of a port carries besides its matches and destinations.
+type routePolicy struct {
+	retries *istioapi.HTTPRetry
+	timeout *durationpb.Duration
+	fault   *istioapi.HTTPFaultInjection
+}
+
+// portPolicy reads the port's retries and timeout and picks its fault: the
+// last one that selects the port's number or every port.
+func (r Routing) portPolicy(p *picchuv1alpha1.PortInfo) (routePolicy, error) {
+	var policy routePolicy
+	var err error
+	cfg := p.Istio.HTTP
+	if policy.timeout, err = parseRouteDuration(cfg.Timeout); err != nil {
+		return policy, fmt.Errorf("istio.http.timeout %q: %w", cfg.Timeout, err)
+	}
+	if rt := cfg.Retries; rt != nil {
+		policy.retries = &istioapi.HTTPRetry{Attempts: rt.Attempts, RetryOn: rt.RetryOn}
+		if policy.retries.PerTryTimeout, err = parseRouteDuration(rt.PerTryTimeout); err != nil {
+			return policy, fmt.Errorf("istio.http.retries.perTryTimeout %q: %w", rt.PerTryTimeout, err)
+		}
+	}
+	for i, f := range r.Faults {
+		if f.PortSelector != nil && int64(f.PortSelector.Number) != int64(p.Port) {
+			continue
+		}
+		fault, err := convertFault(f.Fault)
+		if err != nil {
+			return policy, fmt.Errorf("fault %d: %w", i, err)
+		}
+		if fault != nil {
+			policy.fault = fault
+		}
+	}
+	return policy, nil
+}
+
+// portRoutes are the port's tagged routes and its release route.
+func (r Routing) portRoutes(p *picchuv1alpha1.PortInfo, matches []*istioapi.HTTPMatchRequest, policy routePolicy) []*istioapi.HTTPRoute {
+	var routes []*istioapi.HTTPRoute
+	for _, rel := range r.Releases {
+		if !rel.Tagged || rel.TagRoutingHeader == "" {
+			continue
+		}
+		// Header names are case-insensitive; Istio wants them lower case.
+		header := strings.ToLower(rel.TagRoutingHeader)
+		tagged := cloneMatches(matches)
+		for _, m := range tagged {
+			m.Headers = map[string]*istioapi.StringMatch{header: {MatchType: &istioapi.StringMatch_Exact{Exact: rel.Tag}}}
+		}
+		routes = append(routes, policy.route(taggedRoutePrefix+rel.Tag+"-"+p.Name, tagged,
+			[]*istioapi.HTTPRouteDestination{r.destination(p, rel.Tag, 100)}))
+	}
+	var weighted []*istioapi.HTTPRouteDestination
+	for _, rel := range r.Releases {
+		if rel.Weight > 0 {
+			weighted = append(weighted, r.destination(p, rel.Tag, rel.Weight))
+		}
+	}
+	if len(weighted) > 0 {
+		routes = append(routes, policy.route(releaseRoutePrefix+p.Name, cloneMatches(matches), weighted))
+	}
+	return routes
+}
+
+func (r Routing) destination(p *picchuv1alpha1.PortInfo, tag string, weight int32) *istioapi.HTTPRouteDestination {
+	return &istioapi.HTTPRouteDestination{
+		Destination: &istioapi.Destination{
+			Host: meshHost(r.App, r.Target), Subset: tag, Port: &istioapi.PortSelector{Number: uint32(p.Port)},
+		},
+		Weight: weight,
+	}
+}
+
+// route builds a route carrying its own copy of the policy, so no two routes share a message.
+func (policy routePolicy) route(name string, matches []*istioapi.HTTPMatchRequest, to []*istioapi.HTTPRouteDestination) *istioapi.HTTPRoute {
+	route := &istioapi.HTTPRoute{Name: name, Match: matches, Route: to}
+	if policy.retries != nil {
+		route.Retries = proto.Clone(policy.retries).(*istioapi.HTTPRetry)
+	}
+	if policy.timeout != nil {
+		route.Timeout = proto.Clone(policy.timeout).(*durationpb.Duration)
+	}
+	if policy.fault != nil {
+		route.Fault = proto.Clone(policy.fault).(*istioapi.HTTPFaultInjection)
+	}
+	return route
+}
+
+func cloneMatches(matches []*istioapi.HTTPMatchRequest) []*istioapi.HTTPMatchRequest {
+	out := make([]*istioapi.HTTPMatchRequest, len(matches))
+	for i, m := range matches {
+		out[i] = proto.Clone(m).(*istioapi.HTTPMatchRequest)
+	}
+	return out
+}
+
+// sortedSet returns values sorted, without duplicates or any of except.
+func sortedSet(values []string, except ...string) []string {
+	out := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return slices.Contains(except, v) })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
