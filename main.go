@@ -150,7 +150,8 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
-	registry := remote.NewRegistry(scheme, ctrl.Log.WithName("remote"), nil)
+	remoteEvents := controllers.NewRemoteEvents()
+	registry := remote.NewRegistry(scheme, ctrl.Log.WithName("remote"), remoteEvents.Notify)
 	if err := (&controllers.ClusterReconciler{
 		Client:        mgr.GetClient(),
 		Registry:      registry,
@@ -164,6 +165,17 @@ func run(ctx context.Context, args []string) error {
 		MaxConcurrentReconciles: c.controllers.ConcurrentRevisions,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the revision controller: %w", err)
+	}
+	if err := (&controllers.ReleaseManagerReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Registry:                registry,
+		RemoteEvents:            remoteEvents,
+		Recorder:                mgr.GetEventRecorder("picchu"),
+		SyncPeriod:              c.controllers.SyncPeriod,
+		MaxConcurrentReconciles: c.controllers.ConcurrentReleaseManagers,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the release manager controller: %w", err)
 	}
 	ready := healthz.Ping
 	if c.enableWebhooks {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -30,8 +31,9 @@ func revision(name, tag string, labels map[string]string, targets ...picchuv1alp
 func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	ctx := context.Background()
 	c := env.Delivery.Client
-	production := picchuv1alpha1.RevisionTarget{Name: "production", Fleet: "production"}
-	staging := picchuv1alpha1.RevisionTarget{Name: "staging", Fleet: "staging"}
+	// Fleets without clusters: this test is about the Revision controller.
+	production := picchuv1alpha1.RevisionTarget{Name: "production", Fleet: "nowhere"}
+	staging := picchuv1alpha1.RevisionTarget{Name: "staging", Fleet: "nowhere-staging"}
 
 	v1 := revision("shop-v1", "v1", nil, production, staging)
 	if err := c.Create(ctx, v1); err != nil {
@@ -48,6 +50,7 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 			return c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "shop-" + target.Name}, rm)
 		})
 		wantLabels := map[string]string{picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelTarget: target.Name, picchuv1alpha1.LabelFleet: target.Fleet}
+		delete(rm.Labels, picchuv1alpha1.LabelIgnore)
 		if !maps.Equal(rm.Labels, wantLabels) || rm.Spec.App != "shop" || rm.Spec.Target != target.Name || rm.Spec.Fleet != target.Fleet {
 			t.Errorf("release manager %s: labels %v spec %+v", rm.Name, rm.Labels, rm.Spec)
 		}
@@ -58,8 +61,8 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	}
 
 	wantLabels := map[string]map[string]string{
-		"shop-v1": {picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelFleetPrefix + "production": "", picchuv1alpha1.LabelFleetPrefix + "staging": ""},
-		"shop-v2": {picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelFleetPrefix + "production": "", "team": "checkout"},
+		"shop-v1": {picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelFleetPrefix + "nowhere": "", picchuv1alpha1.LabelFleetPrefix + "nowhere-staging": ""},
+		"shop-v2": {picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelFleetPrefix + "nowhere": "", "team": "checkout"},
 	}
 	for name, want := range wantLabels {
 		harness.Eventually(t, 20*time.Second, "labels of "+name, func() error {
@@ -74,17 +77,32 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 		})
 	}
 
-	// Picchu's release record for v1 in production shows up in v1's status.
-	rm := &picchuv1alpha1.ReleaseManager{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "shop-production"}, rm); err != nil {
+	// Picchu's release record for v1 in production shows up in v1's
+	// status. The record is written here, with the release manager
+	// controller told to leave this one alone.
+	key := client.ObjectKey{Namespace: env.Namespace, Name: "shop-production"}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := c.Get(ctx, key, rm); err != nil {
+			return err
+		}
+		rm.Labels[picchuv1alpha1.LabelIgnore] = "true"
+		return c.Update(ctx, rm)
+	}); err != nil {
 		t.Fatal(err)
 	}
-	rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
-		Tag: "v1", State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "releasing", Target: "released"},
-		CurrentPercent: 40, PeakPercent: 40, ReleaseEligible: true,
-		Scale: picchuv1alpha1.ReleaseManagerRevisionScaleStatus{Current: 3, Desired: 4, Peak: 3},
-	}}
-	if err := c.Status().Update(ctx, rm); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := c.Get(ctx, key, rm); err != nil {
+			return err
+		}
+		rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
+			Tag: "v1", State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "releasing", Target: "released"},
+			CurrentPercent: 40, PeakPercent: 40, ReleaseEligible: true,
+			Scale: picchuv1alpha1.ReleaseManagerRevisionScaleStatus{Current: 3, Desired: 4, Peak: 3},
+		}}
+		return c.Status().Update(ctx, rm)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 20*time.Second, "v1's status mirrors its release managers", func() error {
@@ -92,7 +110,7 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(v1), rev); err != nil {
 			return err
 		}
-		if rev.Status.Summary != "production=releasing 40% staging=pending 0%" {
+		if rev.Status.Summary != "production=releasing 40% staging=deploying 0%" {
 			return fmt.Errorf("summary %q", rev.Status.Summary)
 		}
 		prod := rev.Status.Targets[0]

@@ -58,12 +58,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "creating manager:", err)
 		return 1
 	}
+	remoteEvents := controllers.NewRemoteEvents()
 	registry = remote.NewRegistry(env.Scheme, ctrl.Log.WithName("remote"), func(rm types.NamespacedName) {
+		remoteEvents.Notify(rm)
 		select {
 		case replicaSetEvents <- rm:
 		default: // the test reads only the first few
 		}
 	})
+	registry.WrapTransport = targetWrites.wrap
 	if err := (&controllers.ClusterReconciler{
 		Client: mgr.GetClient(), Registry: registry,
 		// Short, so that the tests see an unreachable cluster come back soon.
@@ -74,6 +77,16 @@ func run(m *testing.M) int {
 	}
 	if err := (&controllers.RevisionReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up revision controller:", err)
+		return 1
+	}
+	if err := (&controllers.ReleaseManagerReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
+		Recorder: mgr.GetEventRecorder("picchu"),
+		// Long, so that only events can explain a prompt reaction.
+		SyncPeriod:     10 * time.Minute,
+		ClusterTimeout: 5 * time.Second,
+	}).SetupWithManager(mgr); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up release manager controller:", err)
 		return 1
 	}
 	go func() {

@@ -73,6 +73,26 @@ type ReleaseManagerStatus struct {
 	// revisions holds the release state of every build of the app in this target.
 	// +optional
 	Revisions []ReleaseManagerRevisionStatus `json:"revisions,omitempty"`
+	// clusters are the enabled Clusters of the fleet and whether Picchu
+	// could observe and update the app on each the last time it tried.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ReleaseManagerClusterStatus `json:"clusters,omitempty"`
+}
+
+// ReleaseManagerClusterStatus is how one cluster of the fleet took the last sync.
+type ReleaseManagerClusterStatus struct {
+	// name of the Cluster.
+	Name string `json:"name"`
+	// live is false for a hot standby cluster, which gets every object but
+	// does not count for readiness or replica division.
+	Live bool `json:"live"`
+	// synced says the last sync observed and updated the cluster.
+	Synced bool `json:"synced"`
+	// message says why the cluster was not synced.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ReleasingStatus names the newest build taking traffic.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -35,6 +37,10 @@ type Registry struct {
 	scheme       *runtime.Scheme
 	log          logr.Logger
 	onReplicaSet func(releaseManager types.NamespacedName)
+
+	// WrapTransport, when set before the first Ensure, wraps the transport
+	// of every client the registry builds (tests count requests with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*entry
@@ -82,6 +88,9 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 	if err != nil {
 		return false, err
 	}
+	if r.WrapTransport != nil {
+		cfg.Wrap(r.WrapTransport)
+	}
 	managed, err := labels.NewRequirement(picchuv1alpha1.LabelApp, selection.Exists, nil)
 	if err != nil {
 		return false, fmt.Errorf("building label selector: %w", err)
@@ -89,6 +98,8 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = r.scheme
 		o.Cache.DefaultLabelSelector = labels.NewSelector().Add(*managed)
+		// Plans read objects of any kind as unstructured: from the cache too.
+		o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	})
 	if err != nil {
 		return false, fmt.Errorf("cluster %s: creating client: %w", key, err)

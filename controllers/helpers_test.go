@@ -1,0 +1,176 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/test/harness"
+)
+
+// targetWrites counts the requests that change something on target
+// clusters, made through the operator's clients.
+var targetWrites = &writeCounter{}
+
+type writeCounter struct {
+	mu       sync.Mutex
+	requests []string
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			w.mu.Lock()
+			w.requests = append(w.requests, r.Method+" "+r.URL.Path)
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// since returns the writes made after the first n.
+func (w *writeCounter) since(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.requests[n:]...)
+}
+
+func (w *writeCounter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.requests)
+}
+
+// reconciles is how many runs the named controller finished, from
+// controller-runtime's metrics.
+func reconciles(t *testing.T, controller string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// appRevision is a realistic Revision of app in the harness fleet.
+func appRevision(app, tag string, fleet string) *picchuv1alpha1.Revision {
+	def := int32(2)
+	return &picchuv1alpha1.Revision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: app + "-" + tag, Namespace: env.Namespace,
+			Labels: map[string]string{picchuv1alpha1.LabelApp: app},
+		},
+		Spec: picchuv1alpha1.RevisionSpec{
+			App:              picchuv1alpha1.RevisionApp{Name: app, Tag: tag, Image: "registry.example/" + app + ":" + tag},
+			TagRoutingHeader: "MEDIUM-TAG",
+			Targets: []picchuv1alpha1.RevisionTarget{{
+				Name: "production", Fleet: fleet,
+				Ports: []picchuv1alpha1.PortInfo{
+					{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModePublic, Hosts: []string{app + ".example.com"}},
+					{Name: "status", Port: 4444, ContainerPort: 4444, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModeLocal},
+				},
+				Scale:          picchuv1alpha1.ScaleInfo{Min: &def, Default: def, Max: 4},
+				ConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"config": app + "-" + tag}},
+				Release:        picchuv1alpha1.ReleaseInfo{Eligible: true, Max: 100, TTL: 86400},
+				Istio:          &picchuv1alpha1.IstioConfig{Sidecar: &picchuv1alpha1.SidecarConfig{EgressHosts: []string{"istio-system/*"}}},
+			}},
+		},
+	}
+}
+
+// config creates, on the delivery cluster, the ConfigMap and Secret a build selects.
+func config(t *testing.T, app, tag string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"config": app + "-" + tag}
+	for _, obj := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: app + "-" + tag + "-env", Namespace: env.Namespace, Labels: labels},
+			Data: map[string]string{"MODE": "production"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: app + "-" + tag + "-secrets", Namespace: env.Namespace, Labels: labels},
+			Data: map[string][]byte{"TOKEN": []byte("s3cret")}},
+	} {
+		if err := env.Delivery.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// replicaSet waits for the build's ReplicaSet on a target.
+func replicaSet(t *testing.T, target *harness.Target, app, tag string) *appsv1.ReplicaSet {
+	t.Helper()
+	rs := &appsv1.ReplicaSet{}
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("ReplicaSet %s of %s on %s", tag, app, target.Name), func() error {
+		return target.Client.Get(context.Background(), client.ObjectKey{Namespace: app + "-production", Name: tag}, rs)
+	})
+	return rs
+}
+
+// makeReady does what the ReplicaSet controller and kubelets would: it
+// reports every replica of the build's ReplicaSet available.
+func makeReady(t *testing.T, target *harness.Target, app, tag string) {
+	t.Helper()
+	rs := replicaSet(t, target, app, tag)
+	n := *rs.Spec.Replicas
+	rs.Status = appsv1.ReplicaSetStatus{
+		Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: n, AvailableReplicas: n, ObservedGeneration: rs.Generation,
+	}
+	if err := target.Client.Status().Update(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// buildState waits until the release manager of app records tag in state.
+func buildState(t *testing.T, timeout time.Duration, app, tag, state string) *picchuv1alpha1.ReleaseManager {
+	t.Helper()
+	rm := &picchuv1alpha1.ReleaseManager{}
+	harness.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, state), func() error {
+		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
+			return err
+		}
+		for _, r := range rm.Status.Revisions {
+			if r.Tag == tag {
+				if r.State.Current != state {
+					return fmt.Errorf("state %s", r.State.Current)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no status for %s: %+v", tag, rm.Status.Revisions)
+	})
+	return rm
+}
+
+// condition returns the ReleaseManager's condition of type t, or nil.
+func condition(rm *picchuv1alpha1.ReleaseManager, t string) *metav1.Condition {
+	return meta.FindStatusCondition(rm.Status.Conditions, t)
+}

@@ -1,0 +1,21 @@
+package plan
+
+import (
+	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// IstioObject is a reference to the app's Istio object of kind
+// (DestinationRule, VirtualService or Sidecar), to delete it.
+func IstioObject(app, target, kind string) client.Object {
+	meta := metav1.ObjectMeta{Name: app, Namespace: Namespace(app, target)}
+	switch kind {
+	case "DestinationRule":
+		return &istionetworking.DestinationRule{ObjectMeta: meta}
+	case "VirtualService":
+		return &istionetworking.VirtualService{ObjectMeta: meta}
+	default:
+		return &istionetworking.Sidecar{ObjectMeta: meta}
+	}
+}

@@ -1,0 +1,273 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pplan "github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/plan"
+)
+
+// decide runs the pure decisions: each build's next state, then traffic.
+func (s *snapshot) decide(t release.Timeouts) {
+	candidates := make([]release.Candidate, len(s.incarnations))
+	for i, inc := range s.incarnations {
+		var since time.Time
+		if inc.status.State.LastUpdated != nil {
+			since = inc.status.State.LastUpdated.Time
+		}
+		inc.step = release.Next(release.Facts{
+			Now:            s.now,
+			State:          release.State(inc.status.State.Current),
+			Since:          since,
+			RevisionExists: inc.revision != nil,
+			Deployment:     s.observation.Deployment(inc.tag),
+			Percent:        inc.status.CurrentPercent,
+		}, t)
+		candidates[i] = release.Candidate{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent}
+	}
+	for i, w := range release.Weights(candidates) {
+		s.incarnations[i].weight = w
+	}
+}
+
+// buildKinds are the kinds of a build's objects on a cluster, deleted with it.
+var buildKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
+	{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"},
+	{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"},
+}
+
+// act applies the decided plans to every usable cluster of the fleet at once.
+func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) plan.Results {
+	var usable []*plan.Cluster
+	byName := map[string]*fleetCluster{}
+	for _, fc := range s.fleet {
+		if fc.plans != nil {
+			usable = append(usable, fc.plans)
+			byName[fc.obj.Name] = fc
+		}
+	}
+	live := s.observation.LiveClusters()
+	return plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+		return s.applyTo(ctx, c, byName[c.Name()], live)
+	}), r.ClusterTimeout)
+}
+
+// applyTo brings one cluster to the decided state: the app's namespace and
+// access, each build's config and ReplicaSet, the builds being deleted
+// gone, then the Service, PDB and Istio routing over the builds that remain.
+func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluster, liveClusters int) error {
+	app, target := s.rm.Spec.App, s.rm.Spec.Target
+	ns := pplan.Namespace(app, target)
+	newest := s.newestRevision()
+	if newest != nil {
+		for _, obj := range []client.Object{
+			pplan.AppNamespace(app, target),
+			pplan.ServiceAccount(app, target, newest.target.AWS.IAM.RoleARN),
+			pplan.ExternalMetricsRole(app, target),
+			pplan.ExternalMetricsRoleBinding(app, target),
+		} {
+			if err := c.Apply(ctx, obj); err != nil {
+				return err
+			}
+		}
+	}
+	for _, inc := range s.incarnations {
+		switch {
+		case inc.step.Action == release.Sync && inc.revision != nil:
+			if err := s.syncBuild(ctx, c, fc, inc, liveClusters); err != nil {
+				return fmt.Errorf("build %s: %w", inc.tag, err)
+			}
+		case inc.step.Action == release.Delete:
+			if err := c.DeleteAllOf(ctx, ns, pplan.TagSelector(app, target, inc.tag), buildKinds...); err != nil {
+				return fmt.Errorf("deleting build %s: %w", inc.tag, err)
+			}
+		}
+	}
+	if newest == nil {
+		return nil
+	}
+	return s.syncRouting(ctx, c, fc, newest)
+}
+
+// newestRevision is the newest build whose Revision exists, preferring a deployed one.
+func (s *snapshot) newestRevision() *incarnation {
+	var first *incarnation
+	for _, inc := range s.incarnations {
+		if inc.revision == nil {
+			continue
+		}
+		if inc.step.State == release.Deployed {
+			return inc
+		}
+		if first == nil {
+			first = inc
+		}
+	}
+	return first
+}
+
+// syncBuild applies a build's config copies and ReplicaSet, and deletes
+// config copies its selector no longer selects.
+func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int) error {
+	app, target := s.rm.Spec.App, s.rm.Spec.Target
+	ns := pplan.Namespace(app, target)
+	var configMaps, secrets []string
+	want := map[string]bool{}
+	for i := range inc.configMaps {
+		cm := pplan.ConfigMapCopy(app, target, inc.tag, &inc.configMaps[i])
+		if err := c.Apply(ctx, cm); err != nil {
+			return err
+		}
+		configMaps = append(configMaps, cm.Name)
+		want["ConfigMap/"+cm.Name] = true
+	}
+	for i := range inc.secrets {
+		secret := pplan.SecretCopy(app, target, inc.tag, &inc.secrets[i])
+		if err := c.Apply(ctx, secret); err != nil {
+			return err
+		}
+		secrets = append(secrets, secret.Name)
+		want["Secret/"+secret.Name] = true
+	}
+	if err := pruneConfig(ctx, c, ns, pplan.TagSelector(app, target, inc.tag), want); err != nil {
+		return err
+	}
+	// Until the release engine sizes builds by their traffic, every build
+	// runs its full share, so whichever takes the traffic can carry it.
+	replicas := release.ReplicasPerCluster(inc.target.Scale.Default, 100, liveClusters, fc.factor)
+	return c.Apply(ctx, pplan.ReplicaSet(pplan.Build{
+		App: app, Target: target, Tag: inc.tag, Image: inc.revision.Spec.App.Image,
+		Spec: inc.target, Replicas: replicas, ConfigMaps: configMaps, Secrets: secrets,
+	}))
+}
+
+// pruneConfig deletes a build's config copies that are not wanted any more.
+func pruneConfig(ctx context.Context, c *plan.Cluster, ns string, selector map[string]string, want map[string]bool) error {
+	cms := &corev1.ConfigMapList{}
+	if err := c.Client.List(ctx, cms, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
+		return fmt.Errorf("listing config copies: %w", err)
+	}
+	for i := range cms.Items {
+		if !want["ConfigMap/"+cms.Items[i].Name] {
+			if err := c.Delete(ctx, &cms.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	secrets := &corev1.SecretList{}
+	if err := c.Client.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
+		return fmt.Errorf("listing secret copies: %w", err)
+	}
+	for i := range secrets.Items {
+		if !want["Secret/"+secrets.Items[i].Name] {
+			if err := c.Delete(ctx, &secrets.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// syncRouting applies the app's Service, PDB and Istio objects, and
+// deletes the Istio objects that are no longer wanted.
+func (s *snapshot) syncRouting(ctx context.Context, c *plan.Cluster, fc *fleetCluster, newest *incarnation) error {
+	app, target := s.rm.Spec.App, s.rm.Spec.Target
+	routing := s.routing(newest)
+	if err := c.Apply(ctx, pplan.Service(app, target, routing.Ports)); err != nil {
+		return err
+	}
+	if err := c.Apply(ctx, pplan.PodDisruptionBudget(app, target, newest.target.PodDisruptionBudget)); err != nil {
+		return err
+	}
+	dr, err := pplan.DestinationRule(routing)
+	if err != nil {
+		return err
+	}
+	vs, err := pplan.VirtualService(routing, fc.obj)
+	if err != nil {
+		return err
+	}
+	sidecar := pplan.Sidecar(routing)
+	meta := func(kind string) client.Object { return pplan.IstioObject(app, target, kind) }
+	// A DestinationRule's subsets must exist before routes send traffic to them.
+	for _, step := range []struct {
+		kind string
+		obj  client.Object
+	}{{"DestinationRule", nilIfNil(dr)}, {"VirtualService", nilIfNil(vs)}, {"Sidecar", nilIfNil(sidecar)}} {
+		if step.obj != nil {
+			err = c.Apply(ctx, step.obj)
+		} else {
+			err = c.Delete(ctx, meta(step.kind))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// routing is what the app's Istio objects are built from.
+func (s *snapshot) routing(newest *incarnation) pplan.Routing {
+	r := pplan.Routing{
+		App: s.rm.Spec.App, Target: s.rm.Spec.Target, Fleet: s.rm.Spec.Fleet,
+		DefaultIngressPorts: newest.target.DefaultIngressPorts,
+		Faults:              s.faults,
+	}
+	if newest.target.Istio != nil && newest.target.Istio.Sidecar != nil {
+		r.EgressHosts = newest.target.Istio.Sidecar.EgressHosts
+	}
+	// Ports: the newest deployed build's definition of each name wins, then
+	// those of builds still deploying.
+	seen := map[string]bool{}
+	for _, deployedFirst := range []bool{true, false} {
+		for _, inc := range s.incarnations {
+			if inc.revision == nil || (inc.step.State == release.Deployed) != deployedFirst {
+				continue
+			}
+			for _, p := range inc.target.Ports {
+				if !seen[p.Name] {
+					seen[p.Name] = true
+					r.Ports = append(r.Ports, p)
+				}
+			}
+		}
+	}
+	for _, inc := range s.incarnations {
+		deployed := inc.revision != nil && inc.step.State == release.Deployed
+		if !deployed && inc.weight == 0 {
+			continue
+		}
+		rel := pplan.Release{Tag: inc.tag, Weight: inc.weight, Tagged: deployed}
+		if inc.revision != nil {
+			rel.TagRoutingHeader = inc.revision.Spec.TagRoutingHeader
+			if inc.target.Istio != nil {
+				rel.TrafficPolicy = inc.target.Istio.TrafficPolicy
+			}
+		}
+		r.Releases = append(r.Releases, rel)
+	}
+	return r
+}
+
+// nilIfNil turns a typed nil pointer into an untyped nil interface.
+func nilIfNil[T any, P interface {
+	*T
+	client.Object
+}](p P) client.Object {
+	if p == nil {
+		return nil
+	}
+	return p
+}

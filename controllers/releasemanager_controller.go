@@ -1,0 +1,277 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/plan"
+)
+
+// ReleaseManagerReconciler releases one app in one target to every cluster
+// of the target's fleet. Each run takes a snapshot (the app's Revisions, the
+// fleet's Clusters and what their caches show), decides each build's next
+// state and traffic with the pure functions of package release, applies the
+// plans to every cluster at once, and records the outcome in the
+// ReleaseManager's status.
+type ReleaseManagerReconciler struct {
+	Client client.Client
+	// APIReader reads ReleaseManagers from the API server rather than the
+	// cache, so a run always starts from the status the last run wrote.
+	// Client is used when nil.
+	APIReader client.Reader
+	Registry  *remote.Registry
+	// RemoteEvents brings changes of remote ReplicaSets.
+	RemoteEvents *RemoteEvents
+	// Recorder records events on ReleaseManagers; may be nil.
+	Recorder events.EventRecorder
+	// SyncPeriod is the safety resync: the longest a ReleaseManager goes
+	// without a run when nothing happens.
+	SyncPeriod time.Duration
+	// ClusterTimeout bounds the work on one cluster in one run.
+	ClusterTimeout time.Duration
+	// Timeouts bound the time builds may spend in a state.
+	Timeouts release.Timeouts
+	// MaxConcurrentReconciles is the number of apps released at once.
+	MaxConcurrentReconciles int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	clusters map[types.NamespacedName]*clusterHandle
+}
+
+// clusterHandle keeps, per target cluster, the plan.Cluster that remembers
+// what was applied, for as long as the registry keeps the same client.
+type clusterHandle struct {
+	remote cluster.Cluster
+	plans  *plan.Cluster
+}
+
+// SetupWithManager watches ReleaseManagers, the Revisions, Clusters and
+// config of their apps, and remote ReplicaSets.
+func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.SyncPeriod <= 0 {
+		r.SyncPeriod = 15 * time.Second
+	}
+	if r.ClusterTimeout <= 0 {
+		r.ClusterTimeout = 30 * time.Second
+	}
+	if r.Timeouts == (release.Timeouts{}) {
+		r.Timeouts = release.DefaultTimeouts
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.clusters = map[types.NamespacedName]*clusterHandle{}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&picchuv1alpha1.ReleaseManager{}, builder.WithPredicates(metadataOrSpecChanged())).
+		Watches(&picchuv1alpha1.Revision{}, handler.EnqueueRequestsFromMapFunc(releaseManagersOfRevision),
+			builder.WithPredicates(metadataOrSpecChanged())).
+		Watches(&picchuv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfCluster)).
+		Watches(&picchuv1alpha1.FaultInjector{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfApp)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		Named("releasemanager")
+	if r.RemoteEvents != nil {
+		b = b.WatchesRawSource(r.RemoteEvents)
+	}
+	return b.Complete(r)
+}
+
+// metadataOrSpecChanged lets through creations, deletions and updates that
+// change more than the status, so Picchu does not react to its own status
+// writes.
+func metadataOrSpecChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() ||
+			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+			len(o.GetFinalizers()) != len(n.GetFinalizers())
+	}}
+}
+
+// releaseManagersOfRevision maps a Revision to the ReleaseManager of each of its targets.
+func releaseManagersOfRevision(_ context.Context, obj client.Object) []reconcile.Request {
+	rev, ok := obj.(*picchuv1alpha1.Revision)
+	if !ok {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(rev.Spec.Targets))
+	for _, t := range rev.Spec.Targets {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
+			Namespace: rev.Namespace, Name: ReleaseManagerName(rev.Spec.App.Name, t.Name),
+		}})
+	}
+	return reqs
+}
+
+// releaseManagersOfCluster maps a Cluster to the ReleaseManagers of its fleet.
+func (r *ReleaseManagerReconciler) releaseManagersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	fleet := obj.GetLabels()[picchuv1alpha1.LabelFleet]
+	if fleet == "" {
+		return nil
+	}
+	return r.listReleaseManagers(ctx, obj.GetNamespace(), client.MatchingLabels{picchuv1alpha1.LabelFleet: fleet})
+}
+
+// releaseManagersOfApp maps an object labelled with an app (a FaultInjector) to its ReleaseManagers.
+func (r *ReleaseManagerReconciler) releaseManagersOfApp(ctx context.Context, obj client.Object) []reconcile.Request {
+	app := obj.GetLabels()[picchuv1alpha1.LabelApp]
+	if app == "" {
+		return nil
+	}
+	return r.listReleaseManagers(ctx, obj.GetNamespace(), client.MatchingLabels{picchuv1alpha1.LabelApp: app})
+}
+
+// releaseManagersOfConfig maps a ConfigMap or Secret to the ReleaseManagers
+// of the Revisions whose configSelector selects it.
+func (r *ReleaseManagerReconciler) releaseManagersOfConfig(ctx context.Context, obj client.Object) []reconcile.Request {
+	if len(obj.GetLabels()) == 0 {
+		return nil
+	}
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := r.Client.List(ctx, revs, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing revisions for a config change", "object", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range revs.Items {
+		rev := &revs.Items[i]
+		for _, t := range rev.Spec.Targets {
+			if sel, err := configSelector(t.ConfigSelector); err == nil && sel != nil && sel.Matches(labelsOf(obj)) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
+					Namespace: rev.Namespace, Name: ReleaseManagerName(rev.Spec.App.Name, t.Name),
+				}})
+			}
+		}
+	}
+	return reqs
+}
+
+func (r *ReleaseManagerReconciler) listReleaseManagers(ctx context.Context, namespace string, sel client.MatchingLabels) []reconcile.Request {
+	rms := &picchuv1alpha1.ReleaseManagerList{}
+	if err := r.Client.List(ctx, rms, client.InNamespace(namespace), sel); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing release managers", "namespace", namespace, "labels", sel)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(rms.Items))
+	for i := range rms.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rms.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile runs one release step for one app in one target.
+func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rm := &picchuv1alpha1.ReleaseManager{}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, req.NamespacedName, rm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading release manager %s: %w", req.NamespacedName, err)
+	}
+	if rm.Labels[picchuv1alpha1.LabelIgnore] != "" {
+		return ctrl.Result{}, nil
+	}
+	if !rm.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, rm)
+	}
+	if controllerutil.AddFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
+		if err := r.Client.Update(ctx, rm); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer to release manager %s: %w", req.NamespacedName, err)
+		}
+	}
+
+	snap, err := r.snapshot(ctx, rm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(snap.revisions) == 0 {
+		// No Revision of the app is left for this target: the finalizer
+		// removes its namespace, and everything in it, from the fleet.
+		if err := r.Client.Delete(ctx, rm); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting release manager %s with no revisions left: %w", req.NamespacedName, err)
+		}
+		return ctrl.Result{}, nil
+	}
+	snap.decide(r.Timeouts)
+	results := r.act(ctx, snap)
+	return r.record(ctx, snap, results)
+}
+
+// finalize deletes the app's namespace from every cluster of the fleet,
+// then lets the ReleaseManager go. An enabled cluster that cannot be reached
+// holds the finalizer until it can.
+func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
+		return ctrl.Result{}, nil
+	}
+	fleet, err := r.fleet(ctx, rm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var usable []*plan.Cluster
+	for _, fc := range fleet {
+		if fc.plans == nil {
+			return ctrl.Result{RequeueAfter: r.SyncPeriod}, fmt.Errorf("removing app %s from cluster %s: %s", rm.Spec.App, fc.obj.Name, fc.problem)
+		}
+		usable = append(usable, fc.plans)
+	}
+	ns := appNamespace(rm)
+	results := plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+		return c.Delete(ctx, ns)
+	}), r.ClusterTimeout)
+	if err := results.Err(); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing app %s from its clusters: %w", rm.Spec.App, err)
+	}
+	controllerutil.RemoveFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager)
+	if err := r.Client.Update(ctx, rm); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer of release manager %s/%s: %w", rm.Namespace, rm.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// handle returns the plan.Cluster for the registry's current client of a
+// cluster, keeping it while the client stays the same.
+func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cluster) *plan.Cluster {
+	key := client.ObjectKeyFromObject(cl)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.clusters[key]; ok && h.remote == remoteCluster {
+		return h.plans
+	}
+	h := &clusterHandle{
+		remote: remoteCluster,
+		plans:  plan.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), ctrl.Log.WithName("plan")),
+	}
+	r.clusters[key] = h
+	return h.plans
+}

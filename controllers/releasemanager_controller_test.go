@@ -1,0 +1,289 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/test/harness"
+)
+
+// TestReleaseManager_DeploysABuildToEveryCluster applies a Revision and
+// checks every object it brings to both clusters, then that the build is
+// deployed right after its ReplicaSets are ready (the sync period is ten
+// minutes, so only remote events can explain it) and takes the traffic.
+func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
+	ctx := context.Background()
+	const app = "store"
+	config(t, app, "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision(app, "v1", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	ns := app + "-production"
+	for _, target := range env.Targets {
+		c := target.Client
+		rs := replicaSet(t, target, app, "v1")
+		pod := rs.Spec.Template.Spec
+		if *rs.Spec.Replicas != 1 || pod.Containers[0].Image != "registry.example/store:v1" ||
+			rs.Spec.Template.Labels[picchuv1alpha1.LabelPodTag] != "v1" || rs.Labels[picchuv1alpha1.LabelTag] != "v1" {
+			t.Errorf("%s: ReplicaSet replicas %d (want 2 over 2 clusters: 1), image %s, labels %v",
+				target.Name, *rs.Spec.Replicas, pod.Containers[0].Image, rs.Spec.Template.Labels)
+		}
+		var envFrom []string
+		for _, e := range pod.Containers[0].EnvFrom {
+			switch {
+			case e.ConfigMapRef != nil:
+				envFrom = append(envFrom, "cm:"+e.ConfigMapRef.Name)
+			case e.SecretRef != nil:
+				envFrom = append(envFrom, "secret:"+e.SecretRef.Name)
+			}
+		}
+		if !slices.Equal(envFrom, []string{"cm:store-v1-env", "secret:store-v1-secrets"}) {
+			t.Errorf("%s: envFrom %v", target.Name, envFrom)
+		}
+		if pod.Containers[0].ReadinessProbe == nil || pod.Containers[0].ReadinessProbe.HTTPGet.Path != "/running" {
+			t.Errorf("%s: no default readiness probe on the status port", target.Name)
+		}
+
+		harness.Eventually(t, 10*time.Second, target.Name+": app objects", func() error {
+			nsObj := &corev1.Namespace{}
+			if err := c.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+				return err
+			}
+			if nsObj.Labels["istio-injection"] != "enabled" {
+				return fmt.Errorf("namespace labels %v", nsObj.Labels)
+			}
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "store-v1-env"}, cm); err != nil {
+				return err
+			}
+			if cm.Data["MODE"] != "production" || cm.Labels[picchuv1alpha1.LabelTag] != "v1" || cm.Labels["config"] != "" {
+				return fmt.Errorf("config copy %v labels %v", cm.Data, cm.Labels)
+			}
+			secret := &corev1.Secret{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "store-v1-secrets"}, secret); err != nil {
+				return err
+			}
+			if string(secret.Data["TOKEN"]) != "s3cret" {
+				return fmt.Errorf("secret copy %v", secret.Data)
+			}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, &corev1.ServiceAccount{}); err != nil {
+				return err
+			}
+			binding := &rbacv1.RoleBinding{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "store-external-metrics"}, binding); err != nil {
+				return err
+			}
+			if binding.RoleRef.Name != "store-external-metrics" || binding.Subjects[0].Name != app {
+				return fmt.Errorf("role binding %+v", binding)
+			}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "store-external-metrics"}, &rbacv1.Role{}); err != nil {
+				return err
+			}
+			svc := &corev1.Service{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, svc); err != nil {
+				return err
+			}
+			if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[0].Name != "http" || svc.Spec.Ports[0].Port != 80 {
+				return fmt.Errorf("service ports %+v", svc.Spec.Ports)
+			}
+			pdb := &policyv1.PodDisruptionBudget{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, pdb); err != nil {
+				return err
+			}
+			if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.String() != "10%" {
+				return fmt.Errorf("pdb %+v", pdb.Spec)
+			}
+			return nil
+		})
+	}
+	rm := buildState(t, 10*time.Second, app, "v1", "deploying")
+	if c := condition(rm, picchuv1alpha1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("deploying without Reconciling=True: %+v", c)
+	}
+
+	makeReady(t, env.Targets[0], app, "v1")
+	start := time.Now()
+	makeReady(t, env.Targets[1], app, "v1")
+	rm = buildState(t, 2*time.Second, app, "v1", "deployed")
+	t.Logf("deployed %v after the last ReplicaSet became ready (sync period 10m)", time.Since(start).Round(time.Millisecond))
+
+	harness.Eventually(t, 5*time.Second, "v1 takes the traffic", func() error {
+		rm = buildState(t, time.Second, app, "v1", "deployed")
+		st := rm.Status.Revisions[0]
+		if st.CurrentPercent != 100 || st.PeakPercent != 100 || rm.Status.Releasing == nil || rm.Status.Releasing.Tag != "v1" {
+			return fmt.Errorf("status %+v releasing %+v", st, rm.Status.Releasing)
+		}
+		if c := condition(rm, picchuv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready %+v", c)
+		}
+		return nil
+	})
+	st := rm.Status.Revisions[0]
+	if st.DeployingStartTimestamp == nil || st.State.LastUpdated == nil || st.RevisionTimestamp == nil ||
+		!st.ReleaseEligible || st.TTL != 86400 || st.Scale.Current != 2 || st.Scale.Desired != 2 {
+		t.Errorf("v1 status %+v", st)
+	}
+	if len(rm.Status.Clusters) != 2 || !rm.Status.Clusters[0].Synced || !rm.Status.Clusters[1].Synced {
+		t.Errorf("clusters %+v", rm.Status.Clusters)
+	}
+	harness.Eventually(t, 5*time.Second, "revision status mirrors the release", func() error {
+		rev := &picchuv1alpha1.Revision{}
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "store-v1"}, rev); err != nil {
+			return err
+		}
+		if rev.Status.Summary != "production=deployed 100%" {
+			return fmt.Errorf("summary %q", rev.Status.Summary)
+		}
+		return nil
+	})
+}
+
+// TestReleaseManager_NoWritesWhenNothingChanged runs the release manager of
+// a deployed app again and again: the target clusters get no write.
+func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
+	ctx := context.Background()
+	const app = "quiet"
+	config(t, app, "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision(app, "v1", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		makeReady(t, target, app, "v1")
+	}
+	harness.Eventually(t, 10*time.Second, "quiet is ready", func() error {
+		rm := buildState(t, time.Second, app, "v1", "deployed")
+		if c := condition(rm, picchuv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready %+v", c)
+		}
+		return nil
+	})
+
+	writes := targetWrites.count()
+	runs := reconciles(t, "releasemanager")
+	key := client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}
+	for i := range 5 {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := env.Delivery.Client.Get(ctx, key, rm); err != nil {
+			t.Fatal(err)
+		}
+		// An annotation change makes the controller run; it changes nothing.
+		rm.Annotations = map[string]string{"test/poke": fmt.Sprint(i)}
+		if err := env.Delivery.Client.Update(ctx, rm); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, 10*time.Second, "another run", func() error {
+			if got := reconciles(t, "releasemanager"); got < runs+float64(i+1) {
+				return fmt.Errorf("%v runs", got-runs)
+			}
+			return nil
+		})
+	}
+	if w := targetWrites.since(writes); len(w) != 0 {
+		t.Errorf("%d writes to target clusters while nothing changed: %v", len(w), w)
+	}
+}
+
+// TestReleaseManager_DeletingRevisions deletes an older build, then the last
+// one: the first takes its ReplicaSet and config copies with it, the last
+// the app's namespace.
+func TestReleaseManager_DeletingRevisions(t *testing.T) {
+	ctx := context.Background()
+	const app = "gone"
+	config(t, app, "v1")
+	config(t, app, "v2")
+	v1, v2 := appRevision(app, "v1", env.Fleet), appRevision(app, "v2", env.Fleet)
+	v1.Annotations = map[string]string{picchuv1alpha1.AnnotationGitCommitterTimestamp: "2026-11-01T10:00:00Z"}
+	v2.Annotations = map[string]string{picchuv1alpha1.AnnotationGitCommitterTimestamp: "2026-11-02T10:00:00Z"}
+	for _, rev := range []*picchuv1alpha1.Revision{v1, v2} {
+		if err := env.Delivery.Client.Create(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, target := range env.Targets {
+		makeReady(t, target, app, "v1")
+		makeReady(t, target, app, "v2")
+	}
+	buildState(t, 10*time.Second, app, "v1", "deployed")
+	buildState(t, 10*time.Second, app, "v2", "deployed")
+
+	if err := env.Delivery.Client.Delete(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	ns := app + "-production"
+	for _, target := range env.Targets {
+		harness.Eventually(t, 10*time.Second, target.Name+": v1 removed", func() error {
+			for _, obj := range []client.Object{
+				&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "v1"}},
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gone-v1-env"}},
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "gone-v1-secrets"}},
+			} {
+				err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, obj)
+				if !apierrors.IsNotFound(err) {
+					return fmt.Errorf("%T %s still there (%v)", obj, obj.GetName(), err)
+				}
+			}
+			return nil
+		})
+		for _, obj := range []client.Object{&appsv1.ReplicaSet{}, &corev1.ConfigMap{}} {
+			name := "v2"
+			if _, ok := obj.(*corev1.ConfigMap); ok {
+				name = "gone-v2-env"
+			}
+			if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+				t.Errorf("%s: v2's %T went too: %v", target.Name, obj, err)
+			}
+		}
+	}
+	harness.Eventually(t, 10*time.Second, "v1 forgotten", func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
+			return err
+		}
+		if len(rm.Status.Revisions) != 1 || rm.Status.Revisions[0].Tag != "v2" || rm.Status.Revisions[0].CurrentPercent != 100 {
+			return fmt.Errorf("revisions %+v", rm.Status.Revisions)
+		}
+		return nil
+	})
+
+	if err := env.Delivery.Client.Delete(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		harness.Eventually(t, 10*time.Second, target.Name+": namespace removed", func() error {
+			nsObj := &corev1.Namespace{}
+			err := target.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			case !nsObj.DeletionTimestamp.IsZero():
+				// No namespace controller runs here to finish the job.
+				return nil
+			}
+			return fmt.Errorf("namespace %s is not being deleted", ns)
+		})
+	}
+	harness.Eventually(t, 10*time.Second, "release manager gone", func() error {
+		err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, &picchuv1alpha1.ReleaseManager{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+}
+
+var _ = controllers.ReleaseManagerName

@@ -1,0 +1,303 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	pplan "github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/plan"
+)
+
+// snapshot is everything one release step is decided from.
+type snapshot struct {
+	rm        *picchuv1alpha1.ReleaseManager
+	now       time.Time
+	revisions []*picchuv1alpha1.Revision
+	// incarnations are the app's builds in this target, newest first.
+	incarnations []*incarnation
+	fleet        []*fleetCluster
+	observation  release.Observation
+	faults       []picchuv1alpha1.HTTPPortFault
+}
+
+// incarnation is one build of the app in the target.
+type incarnation struct {
+	tag string
+	// revision and target are nil once the Revision is gone.
+	revision *picchuv1alpha1.Revision
+	target   *picchuv1alpha1.RevisionTarget
+	// status is what the ReleaseManager recorded for the build so far.
+	status picchuv1alpha1.ReleaseManagerRevisionStatus
+	// order sorts builds: the commit time, else the Revision's creation.
+	order time.Time
+	// configMaps and secrets are the build's config on the delivery cluster.
+	configMaps []corev1.ConfigMap
+	secrets    []corev1.Secret
+
+	// The decision.
+	step   release.Step
+	weight int32
+}
+
+// fleetCluster is an enabled Cluster of the fleet.
+type fleetCluster struct {
+	obj    *picchuv1alpha1.Cluster
+	live   bool
+	factor float64
+	// plans is nil when the cluster cannot be used; problem says why.
+	plans   *plan.Cluster
+	problem string
+}
+
+func (r *ReleaseManagerReconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
+	s := &snapshot{rm: rm, now: r.Now()}
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace),
+		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
+		return nil, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
+	}
+	byTag := map[string]*incarnation{}
+	for i := range revs.Items {
+		rev := &revs.Items[i]
+		if !rev.DeletionTimestamp.IsZero() || rev.Spec.App.Name != rm.Spec.App {
+			continue
+		}
+		target := targetOf(rev, rm.Spec.Target)
+		if target == nil {
+			continue
+		}
+		target.DefaultRouting()
+		s.revisions = append(s.revisions, rev)
+		inc := &incarnation{tag: rev.Spec.App.Tag, revision: rev, target: target, order: revisionOrder(rev)}
+		if err := r.readConfig(ctx, inc); err != nil {
+			return nil, err
+		}
+		byTag[inc.tag] = inc
+	}
+	for _, st := range rm.Status.Revisions {
+		inc, ok := byTag[st.Tag]
+		if !ok {
+			inc = &incarnation{tag: st.Tag, order: statusOrder(st)}
+			byTag[st.Tag] = inc
+		}
+		inc.status = *st.DeepCopy()
+	}
+	for _, inc := range byTag {
+		s.incarnations = append(s.incarnations, inc)
+	}
+	slices.SortFunc(s.incarnations, func(a, b *incarnation) int {
+		if c := b.order.Compare(a.order); c != 0 {
+			return c
+		}
+		return strings.Compare(b.tag, a.tag)
+	})
+
+	fleet, err := r.fleet(ctx, rm)
+	if err != nil {
+		return nil, err
+	}
+	s.fleet = fleet
+	s.observation = r.observe(ctx, rm, fleet)
+
+	faults := &picchuv1alpha1.FaultInjectorList{}
+	if err := r.Client.List(ctx, faults, client.InNamespace(rm.Namespace),
+		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
+		return nil, fmt.Errorf("listing fault injectors of app %s: %w", rm.Spec.App, err)
+	}
+	slices.SortFunc(faults.Items, func(a, b picchuv1alpha1.FaultInjector) int { return strings.Compare(a.Name, b.Name) })
+	for _, fi := range faults.Items {
+		if t := fi.Labels[picchuv1alpha1.LabelTarget]; t == "" || t == rm.Spec.Target {
+			s.faults = append(s.faults, fi.Spec.HTTPPortFaults...)
+		}
+	}
+	return s, nil
+}
+
+// targetOf returns a copy of the Revision's spec for target, or nil.
+func targetOf(rev *picchuv1alpha1.Revision, target string) *picchuv1alpha1.RevisionTarget {
+	for i := range rev.Spec.Targets {
+		if rev.Spec.Targets[i].Name == target {
+			return rev.Spec.Targets[i].DeepCopy()
+		}
+	}
+	return nil
+}
+
+// revisionOrder is the commit time of a Revision's build when its
+// annotation says it (RFC 3339 or Unix seconds), else its creation time.
+func revisionOrder(rev *picchuv1alpha1.Revision) time.Time {
+	if t, ok := parseTimestamp(rev.Annotations[picchuv1alpha1.AnnotationGitCommitterTimestamp]); ok {
+		return t
+	}
+	return rev.CreationTimestamp.Time
+}
+
+func statusOrder(st picchuv1alpha1.ReleaseManagerRevisionStatus) time.Time {
+	switch {
+	case st.GitTimestamp != nil:
+		return st.GitTimestamp.Time
+	case st.RevisionTimestamp != nil:
+		return st.RevisionTimestamp.Time
+	}
+	return time.Time{}
+}
+
+func parseTimestamp(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, true
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(n, 0), true
+	}
+	return time.Time{}, false
+}
+
+// readConfig reads the ConfigMaps and Secrets the build's configSelector selects.
+func (r *ReleaseManagerReconciler) readConfig(ctx context.Context, inc *incarnation) error {
+	sel, err := configSelector(inc.target.ConfigSelector)
+	if err != nil || sel == nil {
+		// Admission rejects a bad selector; one that slipped through selects nothing.
+		return nil
+	}
+	ns := inc.revision.Namespace
+	cms := &corev1.ConfigMapList{}
+	if err := r.Client.List(ctx, cms, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("listing config maps of %s/%s: %w", ns, inc.revision.Name, err)
+	}
+	secrets := &corev1.SecretList{}
+	if err := r.Client.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("listing secrets of %s/%s: %w", ns, inc.revision.Name, err)
+	}
+	inc.configMaps, inc.secrets = cms.Items, secrets.Items
+	slices.SortFunc(inc.configMaps, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(inc.secrets, func(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) })
+	return nil
+}
+
+// configSelector parses a configSelector; nil selects nothing.
+func configSelector(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("configSelector: %w", err)
+	}
+	if sel.Empty() {
+		return nil, nil
+	}
+	return sel, nil
+}
+
+func labelsOf(obj client.Object) labels.Set { return labels.Set(obj.GetLabels()) }
+
+// fleet lists the enabled Clusters of the ReleaseManager's fleet, with the
+// client of each that the registry can give and is ready.
+func (r *ReleaseManagerReconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) ([]*fleetCluster, error) {
+	list := &picchuv1alpha1.ClusterList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(rm.Namespace),
+		client.MatchingLabels{picchuv1alpha1.LabelFleet: rm.Spec.Fleet}); err != nil {
+		return nil, fmt.Errorf("listing clusters of fleet %s: %w", rm.Spec.Fleet, err)
+	}
+	var out []*fleetCluster
+	for i := range list.Items {
+		cl := &list.Items[i]
+		if !cl.Spec.Enabled || !cl.DeletionTimestamp.IsZero() {
+			continue
+		}
+		fc := &fleetCluster{obj: cl, live: !cl.Spec.HotStandby}
+		factor := ""
+		if cl.Spec.ScalingFactorString != nil {
+			factor = *cl.Spec.ScalingFactorString
+		}
+		var err error
+		fc.factor, err = release.ScalingFactor(factor)
+		ready := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionReady)
+		remoteCluster, registered := r.Registry.Get(client.ObjectKeyFromObject(cl))
+		switch {
+		case err != nil:
+			fc.problem = err.Error()
+		case !registered:
+			fc.problem = "not connected yet"
+		case ready == nil || ready.Status != metav1.ConditionTrue:
+			fc.problem = "not ready"
+			if ready != nil {
+				fc.problem = fmt.Sprintf("not ready: %s: %s", ready.Reason, ready.Message)
+			}
+		default:
+			fc.plans = r.handle(cl, remoteCluster)
+		}
+		out = append(out, fc)
+	}
+	slices.SortFunc(out, func(a, b *fleetCluster) int { return strings.Compare(a.obj.Name, b.obj.Name) })
+	return out, nil
+}
+
+// observe reads the app's ReplicaSets from every usable cluster's cache at once.
+func (r *ReleaseManagerReconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseManager, fleet []*fleetCluster) release.Observation {
+	obs := make(release.Observation, len(fleet))
+	index := map[string]int{}
+	var usable []*plan.Cluster
+	for i, fc := range fleet {
+		obs[i] = release.ClusterObservation{Name: fc.obj.Name, Live: fc.live}
+		index[fc.obj.Name] = i
+		if fc.plans != nil {
+			usable = append(usable, fc.plans)
+		}
+	}
+	var mu sync.Mutex
+	results := plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+		list := &appsv1.ReplicaSetList{}
+		if err := c.Client.List(ctx, list, client.InNamespace(pplan.Namespace(rm.Spec.App, rm.Spec.Target)),
+			client.MatchingLabels(pplan.AppSelector(rm.Spec.App, rm.Spec.Target))); err != nil {
+			return fmt.Errorf("observing ReplicaSets: %w", err)
+		}
+		tags := map[string]release.Replicas{}
+		for _, rs := range list.Items {
+			tag := rs.Labels[picchuv1alpha1.LabelTag]
+			if tag == "" || !rs.DeletionTimestamp.IsZero() {
+				continue
+			}
+			desired := int32(1)
+			if rs.Spec.Replicas != nil {
+				desired = *rs.Spec.Replicas
+			}
+			tags[tag] = release.Replicas{Desired: desired, Available: rs.Status.AvailableReplicas}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		o := &obs[index[c.Name()]]
+		o.Observed, o.Tags = true, tags
+		return nil
+	}), r.ClusterTimeout)
+	for _, res := range results {
+		if res.Err != nil {
+			fc := fleet[index[res.Cluster]]
+			fc.problem = res.Err.Error()
+			fc.plans = nil
+		}
+	}
+	return obs
+}
+
+// appNamespace is the app's namespace object on every cluster.
+func appNamespace(rm *picchuv1alpha1.ReleaseManager) *corev1.Namespace {
+	return pplan.AppNamespace(rm.Spec.App, rm.Spec.Target)
+}

@@ -1,0 +1,229 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/plan"
+)
+
+// Reasons of a ReleaseManager's conditions.
+const (
+	ReasonSynced              = "Synced"
+	ReasonProgressing         = "Progressing"
+	ReasonClustersUnavailable = "ClustersUnavailable"
+	ReasonTimedOut            = "TimedOut"
+	ReasonUnknownState        = "UnknownState"
+)
+
+// again is how soon a ReleaseManager runs again after a state change, so
+// the next state's work starts at once.
+const again = 10 * time.Millisecond
+
+// record writes the outcome of a run into the ReleaseManager's status (only
+// when it changed), emits an event per state change and says when to run again.
+func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, results plan.Results) (ctrl.Result, error) {
+	rm := s.rm
+	before := rm.Status.DeepCopy()
+	failed := map[string]string{}
+	for _, res := range results {
+		if res.Err != nil {
+			failed[res.Cluster] = res.Err.Error()
+		}
+	}
+	// An action is done when it succeeded on every cluster it must reach:
+	// the live ones for a sync, all of them for a deletion.
+	syncedLive, syncedAll := true, true
+	rm.Status.Clusters = rm.Status.Clusters[:0]
+	var unavailable []string
+	for _, fc := range s.fleet {
+		cs := picchuv1alpha1.ReleaseManagerClusterStatus{Name: fc.obj.Name, Live: fc.live, Synced: true}
+		if fc.plans == nil {
+			cs.Synced, cs.Message = false, fc.problem
+		} else if msg, ok := failed[fc.obj.Name]; ok {
+			cs.Synced, cs.Message = false, msg
+		}
+		if !cs.Synced {
+			syncedAll = false
+			syncedLive = syncedLive && !fc.live
+			unavailable = append(unavailable, fc.obj.Name)
+		}
+		rm.Status.Clusters = append(rm.Status.Clusters, cs)
+	}
+	if s.observation.LiveClusters() == 0 {
+		syncedLive = false
+	}
+
+	now := metav1.NewTime(s.now)
+	var statuses []picchuv1alpha1.ReleaseManagerRevisionStatus
+	var changed, progressing, timedOut []string
+	var unknown []string
+	due := time.Time{}
+	rm.Status.Releasing = nil
+	for _, inc := range s.incarnations {
+		if inc.step.Drop {
+			continue
+		}
+		state := inc.step.State
+		done := syncedLive
+		if inc.step.Action == release.Delete {
+			done = syncedAll
+		}
+		if inc.step.Then != "" && done {
+			state = inc.step.Then
+		}
+		if state == release.Deleted && inc.revision == nil {
+			// Gone everywhere and not coming back: nothing left to record.
+			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, inc.status.State.Current, state))
+			continue
+		}
+		st := r.incarnationStatus(inc, state, now, s.observation)
+		if string(state) != inc.status.State.Current {
+			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, displayState(inc.status.State.Current), state))
+		}
+		switch {
+		case inc.step.Unknown:
+			unknown = append(unknown, fmt.Sprintf("%s is in %q", inc.tag, state))
+		case state == release.TimingOut:
+			timedOut = append(timedOut, inc.tag)
+		case state == release.Created || state == release.Deploying || state == release.Deleting:
+			progressing = append(progressing, fmt.Sprintf("%s %s", inc.tag, state))
+		}
+		if !inc.step.Due.IsZero() && (due.IsZero() || inc.step.Due.Before(due)) {
+			due = inc.step.Due
+		}
+		if st.CurrentPercent > 0 && rm.Status.Releasing == nil {
+			rm.Status.Releasing = &picchuv1alpha1.ReleasingStatus{Tag: st.Tag, Percent: st.CurrentPercent}
+		}
+		statuses = append(statuses, st)
+	}
+	rm.Status.Revisions = statuses
+	rm.Status.ObservedGeneration = rm.Generation
+	setConditions(rm, unavailable, progressing, timedOut, unknown)
+
+	var err error
+	if !equality.Semantic.DeepEqual(*before, rm.Status) {
+		rm.Status.LastUpdated = &now
+		if err = r.Client.Status().Update(ctx, rm); apierrors.IsConflict(err) {
+			// Someone else changed the ReleaseManager: decide again from it.
+			ctrl.LoggerFrom(ctx).V(1).Info("status changed meanwhile; running again")
+			return ctrl.Result{RequeueAfter: again}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing status of release manager %s/%s: %w", rm.Namespace, rm.Name, err)
+		}
+	}
+	if r.Recorder != nil {
+		for _, c := range changed {
+			r.Recorder.Eventf(rm, nil, corev1.EventTypeNormal, "StateChanged", "Release", "%s", c)
+		}
+	}
+	if err := results.Err(); err != nil {
+		return ctrl.Result{}, fmt.Errorf("release manager %s/%s: %w", rm.Namespace, rm.Name, err)
+	}
+	if len(changed) > 0 {
+		return ctrl.Result{RequeueAfter: again}, nil
+	}
+	next := r.SyncPeriod
+	if !due.IsZero() {
+		next = min(next, max(due.Sub(s.now), again))
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+func displayState(s string) string {
+	if s == "" {
+		return "new"
+	}
+	return s
+}
+
+// incarnationStatus is the recorded status of a build after this run.
+func (r *ReleaseManagerReconciler) incarnationStatus(inc *incarnation, state release.State, now metav1.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
+	st := *inc.status.DeepCopy()
+	st.Tag = inc.tag
+	if string(state) != st.State.Current {
+		st.State.Current = string(state)
+		st.State.LastUpdated = &now
+		if state == release.Deploying {
+			st.DeployingStartTimestamp = &now
+		}
+	}
+	st.State.Target = string(state)
+	if inc.weight != st.CurrentPercent {
+		st.CurrentPercent = inc.weight
+		st.LastUpdated = &now
+	}
+	st.PeakPercent = max(st.PeakPercent, st.CurrentPercent)
+	st.Deleted = inc.revision == nil
+	if inc.revision != nil {
+		created := inc.revision.CreationTimestamp
+		st.RevisionTimestamp = &created
+		if t, ok := parseTimestamp(inc.revision.Annotations[picchuv1alpha1.AnnotationGitCommitterTimestamp]); ok {
+			git := metav1.NewTime(t)
+			st.GitTimestamp = &git
+		}
+		// Eligibility and TTL follow the Revision only until the build is
+		// deployed; after that the release record owns them.
+		if state == release.Created || state == release.Deploying {
+			st.ReleaseEligible = inc.target.Release.Eligible
+			st.TTL = inc.target.Release.TTL
+		}
+	}
+	live := obs.Live(inc.tag)
+	st.Scale.Current = live.Available
+	st.Scale.Desired = live.Desired
+	st.Scale.Peak = max(st.Scale.Peak, live.Available)
+	return st
+}
+
+// setConditions sets Ready, Reconciling and Stalled in the kstatus style.
+func setConditions(rm *picchuv1alpha1.ReleaseManager, unavailable, progressing, timedOut, unknown []string) {
+	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rm.Generation,
+		})
+	}
+	switch {
+	case len(unknown) > 0:
+		msg := "held: " + strings.Join(unknown, ", ") + ", a state this version of Picchu does not handle"
+		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, ReasonUnknownState, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnknownState, msg)
+	case len(timedOut) > 0:
+		msg := "timed out: " + strings.Join(timedOut, ", ")
+		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, ReasonTimedOut, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonTimedOut, msg)
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
+	}
+	switch {
+	case len(unavailable) > 0:
+		msg := "not synced on " + strings.Join(unavailable, ", ")
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonClustersUnavailable, msg)
+		if len(unknown) == 0 && len(timedOut) == 0 {
+			set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonClustersUnavailable, msg)
+		}
+	case len(progressing) > 0:
+		msg := strings.Join(progressing, ", ")
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, msg)
+		if len(unknown) == 0 && len(timedOut) == 0 {
+			set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, msg)
+		}
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionReconciling)
+		if len(unknown) == 0 && len(timedOut) == 0 {
+			set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSynced, "every build is in its state on every cluster")
+		}
+	}
+}
