@@ -13,7 +13,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
@@ -131,6 +135,9 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 		}
 		return nil
 	})
+	for _, target := range env.Targets {
+		checkRouting(t, target, app, map[string]int32{"v1": 100})
+	}
 	st := rm.Status.Revisions[0]
 	if st.DeployingStartTimestamp == nil || st.State.LastUpdated == nil || st.RevisionTimestamp == nil ||
 		!st.ReleaseEligible || st.TTL != 86400 || st.Scale.Current != 2 || st.Scale.Desired != 2 {
@@ -175,13 +182,10 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	runs := reconciles(t, "releasemanager")
 	key := client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}
 	for i := range 5 {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := env.Delivery.Client.Get(ctx, key, rm); err != nil {
-			t.Fatal(err)
-		}
 		// An annotation change makes the controller run; it changes nothing.
-		rm.Annotations = map[string]string{"test/poke": fmt.Sprint(i)}
-		if err := env.Delivery.Client.Update(ctx, rm); err != nil {
+		rm := &picchuv1alpha1.ReleaseManager{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		poke := fmt.Sprintf(`{"metadata":{"annotations":{"test/poke":"%d"}}}`, i)
+		if err := env.Delivery.Client.Patch(ctx, rm, client.RawPatch(types.MergePatchType, []byte(poke))); err != nil {
 			t.Fatal(err)
 		}
 		harness.Eventually(t, 10*time.Second, "another run", func() error {
@@ -247,6 +251,9 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 			}
 		}
 	}
+	for _, target := range env.Targets {
+		checkRouting(t, target, app, map[string]int32{"v2": 100})
+	}
 	harness.Eventually(t, 10*time.Second, "v1 forgotten", func() error {
 		rm := &picchuv1alpha1.ReleaseManager{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
@@ -287,3 +294,251 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 }
 
 var _ = controllers.ReleaseManagerName
+
+// checkRouting checks the app's Istio objects on a target: one subset per
+// deployed build, the release route's weights, header routes per build,
+// the gateways of the public port, and the Sidecar.
+func checkRouting(t *testing.T, target *harness.Target, app string, weights map[string]int32) {
+	t.Helper()
+	ctx := context.Background()
+	ns := app + "-production"
+	host := app + "." + ns + ".svc.cluster.local"
+	harness.Eventually(t, 10*time.Second, target.Name+": routing of "+app, func() error {
+		dr := &istionetworking.DestinationRule{}
+		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, dr); err != nil {
+			return err
+		}
+		var subsets []string
+		for _, s := range dr.Spec.Subsets {
+			if s.Labels[picchuv1alpha1.LabelPodTag] != s.Name {
+				return fmt.Errorf("subset %s selects %v", s.Name, s.Labels)
+			}
+			subsets = append(subsets, s.Name)
+		}
+		if dr.Spec.Host != host || len(subsets) != len(weights) {
+			return fmt.Errorf("destination rule host %s subsets %v, want %d", dr.Spec.Host, subsets, len(weights))
+		}
+		vs := &istionetworking.VirtualService{}
+		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, vs); err != nil {
+			return err
+		}
+		if !slices.Equal(vs.Spec.Gateways, []string{"istio-system/private", "istio-system/public", "mesh"}) {
+			return fmt.Errorf("gateways %v", vs.Spec.Gateways)
+		}
+		if !slices.Contains(vs.Spec.Hosts, app+".example.com") || !slices.Contains(vs.Spec.Hosts, host) {
+			return fmt.Errorf("hosts %v", vs.Spec.Hosts)
+		}
+		got := map[string]int32{}
+		var names []string
+		for _, route := range vs.Spec.Http {
+			names = append(names, route.Name)
+			if route.Name != "01_release-http" {
+				continue
+			}
+			for _, d := range route.Route {
+				if d.Destination.Host != host || d.Destination.Port.GetNumber() != 80 {
+					return fmt.Errorf("destination %+v", d.Destination)
+				}
+				got[d.Destination.Subset] = d.Weight
+			}
+		}
+		for tag, w := range weights {
+			if w == 0 {
+				delete(weights, tag)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(weights) {
+			return fmt.Errorf("release weights %v, want %v (routes %v)", got, weights, names)
+		}
+		for tag := range weights {
+			if !slices.Contains(names, "00_tagged-"+tag+"-http") {
+				return fmt.Errorf("no header route for %s: %v", tag, names)
+			}
+		}
+		sidecar := &istionetworking.Sidecar{}
+		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, sidecar); err != nil {
+			return err
+		}
+		if len(sidecar.Spec.Egress) != 1 || !slices.Equal(sidecar.Spec.Egress[0].Hosts, []string{"istio-system/*"}) {
+			return fmt.Errorf("sidecar egress %+v", sidecar.Spec.Egress)
+		}
+		return nil
+	})
+}
+
+// TestReleaseManager_UnreachableClusterAndOtherFleets takes one cluster of
+// the production fleet away: its apps report it in the Cluster's and the
+// ReleaseManager's status while an app of another fleet deploys meanwhile;
+// when the cluster returns, its objects converge.
+func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
+	ctx := context.Background()
+	away := env.Targets[1]
+	if err := away.Proxy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = away.Proxy.Start()
+		}
+	}()
+	readiness(t, away.Name, metav1.ConditionFalse, controllers.ReasonUnreachable)
+
+	// Another fleet, whose one cluster is the API server of target-0.
+	other := &picchuv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "other-0", Namespace: env.Namespace, Labels: map[string]string{picchuv1alpha1.LabelFleet: "other"}},
+		Spec:       *env.Targets[0].Cluster.Spec.DeepCopy(),
+	}
+	secret := &corev1.Secret{}
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: env.Targets[0].Name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Delivery.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: other.Name, Namespace: env.Namespace}, Data: secret.Data,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Delivery.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Delivery.Client.Delete(ctx, other) }()
+
+	config(t, "cart", "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision("cart", "v1", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	config(t, "search", "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision("search", "v1", "other")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The other fleet deploys all the way.
+	makeReady(t, env.Targets[0], "search", "v1")
+	buildState(t, 10*time.Second, "search", "v1", "deployed")
+
+	// The production fleet deploys where it can and says where it cannot.
+	replicaSet(t, env.Targets[0], "cart", "v1")
+	makeReady(t, env.Targets[0], "cart", "v1")
+	harness.Eventually(t, 10*time.Second, "cart reports "+away.Name, func() error {
+		rm := buildState(t, time.Second, "cart", "v1", "deploying")
+		var cs *picchuv1alpha1.ReleaseManagerClusterStatus
+		for i := range rm.Status.Clusters {
+			if rm.Status.Clusters[i].Name == away.Name {
+				cs = &rm.Status.Clusters[i]
+			}
+		}
+		if cs == nil || cs.Synced || cs.Message == "" {
+			return fmt.Errorf("cluster status %+v", rm.Status.Clusters)
+		}
+		c := condition(rm, picchuv1alpha1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controllers.ReasonClustersUnavailable {
+			return fmt.Errorf("ready %+v", c)
+		}
+		return nil
+	})
+	if err := away.Client.Get(ctx, client.ObjectKey{Namespace: "cart-production", Name: "v1"}, &appsv1.ReplicaSet{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("cart reached the cluster that was away: %v", err)
+	}
+
+	if err := away.Proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	readiness(t, away.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	makeReady(t, away, "cart", "v1")
+	buildState(t, 10*time.Second, "cart", "v1", "deployed")
+	checkRouting(t, away, "cart", map[string]int32{"v1": 100})
+}
+
+// TestReleaseManager_FollowsAClusterToANewServer points a Cluster at a new
+// address: the next build reaches it there, with no restart.
+func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
+	ctx := context.Background()
+	target := env.Targets[0]
+	readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	config(t, "blog", "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision("blog", "v1", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	replicaSet(t, target, "blog", "v1")
+
+	// Move the cluster from its proxy to the API server's own address,
+	// and take the proxy away: only the new address works.
+	if err := target.Proxy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = target.Proxy.Start() }()
+	cl := &picchuv1alpha1.Cluster{}
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(target.Cluster), cl); err != nil {
+		t.Fatal(err)
+	}
+	oldServer := cl.Spec.Config.Server
+	cl.Spec.Config.Server = target.Config.Host
+	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(target.Cluster), cl); err == nil {
+			cl.Spec.Config.Server = oldServer
+			_ = env.Delivery.Client.Update(ctx, cl)
+		}
+	}()
+	readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+
+	config(t, "blog", "v2")
+	if err := env.Delivery.Client.Create(ctx, appRevision("blog", "v2", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	replicaSet(t, target, "blog", "v2")
+	makeReady(t, target, "blog", "v2")
+	makeReady(t, env.Targets[1], "blog", "v2")
+	buildState(t, 10*time.Second, "blog", "v2", "deployed")
+}
+
+// TestReleaseManager_HotStandbyAndScalingFactor makes one cluster a hot
+// standby with a scaling factor: it gets the build, scaled by its factor, but
+// replicas are divided over the live cluster only, and the build is deployed
+// once the live cluster runs it.
+func TestReleaseManager_HotStandbyAndScalingFactor(t *testing.T) {
+	ctx := context.Background()
+	live, standby := env.Targets[0], env.Targets[1]
+	cl := &picchuv1alpha1.Cluster{}
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(standby.Cluster), cl); err != nil {
+		t.Fatal(err)
+	}
+	before := cl.Spec.DeepCopy()
+	factor := "1.5"
+	cl.Spec.HotStandby, cl.Spec.ScalingFactorString = true, &factor
+	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(standby.Cluster), cl); err != nil {
+				return err
+			}
+			cl.Spec = *before
+			return env.Delivery.Client.Update(ctx, cl)
+		}); err != nil {
+			t.Errorf("restoring %s: %v", standby.Name, err)
+		}
+	}()
+
+	config(t, "wiki", "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision("wiki", "v1", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	// scale.default 2 over one live cluster: 2 there, 2 × 1.5 on the standby.
+	for target, want := range map[*harness.Target]int32{live: 2, standby: 3} {
+		if got := *replicaSet(t, target, "wiki", "v1").Spec.Replicas; got != want {
+			t.Errorf("%s: %d replicas, want %d", target.Name, got, want)
+		}
+	}
+	makeReady(t, live, "wiki", "v1")
+	rm := buildState(t, 10*time.Second, "wiki", "v1", "deployed")
+	for _, cs := range rm.Status.Clusters {
+		if cs.Live != (cs.Name == live.Name) || !cs.Synced {
+			t.Errorf("cluster status %+v", cs)
+		}
+	}
+}

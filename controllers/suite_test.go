@@ -51,6 +51,17 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting clusters:", err)
 		return 1
 	}
+	// Ingress gateways, as a real fleet has them.
+	for _, target := range env.Targets {
+		target.Cluster.Spec.Ingresses = picchuv1alpha1.ClusterIngresses{
+			Public:  picchuv1alpha1.IngressInfo{Gateway: "istio-system/public", DefaultDomains: []string{"example.net"}},
+			Private: picchuv1alpha1.IngressInfo{Gateway: "istio-system/private", DefaultDomains: []string{"internal.example.net"}},
+		}
+		if err := env.Delivery.Client.Update(ctx, target.Cluster); err != nil {
+			fmt.Fprintln(os.Stderr, "configuring ingresses:", err)
+			return 1
+		}
+	}
 	mgr, err := ctrl.NewManager(env.Delivery.Config, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 	})
