@@ -542,3 +542,71 @@ func TestReleaseManager_HotStandbyAndScalingFactor(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseManager_FaultInjector adds a FaultInjector for an app: its
+// fault appears on the app's routes of that port in every cluster, and
+// goes when the FaultInjector does.
+func TestReleaseManager_FaultInjector(t *testing.T) {
+	ctx := context.Background()
+	config(t, "chaos", "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision("chaos", "v1", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		makeReady(t, target, "chaos", "v1")
+	}
+	buildState(t, 10*time.Second, "chaos", "v1", "deployed")
+	fi := &picchuv1alpha1.FaultInjector{
+		ObjectMeta: metav1.ObjectMeta{Name: "chaos-aborts", Namespace: env.Namespace, Labels: map[string]string{picchuv1alpha1.LabelApp: "chaos"}},
+		Spec: picchuv1alpha1.FaultInjectorSpec{HTTPPortFaults: []picchuv1alpha1.HTTPPortFault{{
+			PortSelector: &picchuv1alpha1.PortSelector{Number: 80},
+			Fault: &picchuv1alpha1.HTTPFaultInjection{Abort: &picchuv1alpha1.FaultAbort{
+				HTTPStatus: 503, Percentage: &picchuv1alpha1.Percent{Value: 50},
+			}},
+		}}},
+	}
+	if err := env.Delivery.Client.Create(ctx, fi); err != nil {
+		t.Fatal(err)
+	}
+	aborts := func(target *harness.Target) (map[string]int32, error) {
+		vs := &istionetworking.VirtualService{}
+		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: "chaos-production", Name: "chaos"}, vs); err != nil {
+			return nil, err
+		}
+		out := map[string]int32{}
+		for _, r := range vs.Spec.Http {
+			if r.Fault != nil && r.Fault.Abort != nil {
+				out[r.Name] = r.Fault.Abort.GetHttpStatus()
+			}
+		}
+		return out, nil
+	}
+	for _, target := range env.Targets {
+		harness.Eventually(t, 10*time.Second, target.Name+": aborts on port 80's routes", func() error {
+			got, err := aborts(target)
+			if err != nil {
+				return err
+			}
+			want := map[string]int32{"00_tagged-v1-http": 503, "01_release-http": 503}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("aborts %v, want %v", got, want)
+			}
+			return nil
+		})
+	}
+	if err := env.Delivery.Client.Delete(ctx, fi); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		harness.Eventually(t, 10*time.Second, target.Name+": aborts gone", func() error {
+			got, err := aborts(target)
+			if err != nil {
+				return err
+			}
+			if len(got) != 0 {
+				return fmt.Errorf("aborts %v", got)
+			}
+			return nil
+		})
+	}
+}
