@@ -7,6 +7,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -154,26 +155,19 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 }
 
 // pruneConfig deletes a build's config copies that are not wanted any more.
+// want holds "<Kind>/<name>" of the copies to keep.
 func pruneConfig(ctx context.Context, c *plan.Cluster, ns string, selector map[string]string, want map[string]bool) error {
-	cms := &corev1.ConfigMapList{}
-	if err := c.Client.List(ctx, cms, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
-		return fmt.Errorf("listing config copies: %w", err)
-	}
-	for i := range cms.Items {
-		if !want["ConfigMap/"+cms.Items[i].Name] {
-			if err := c.Delete(ctx, &cms.Items[i]); err != nil {
-				return err
-			}
+	for _, kind := range []string{"ConfigMap", "Secret"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
+		if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
+			return fmt.Errorf("listing %s copies: %w", kind, err)
 		}
-	}
-	secrets := &corev1.SecretList{}
-	if err := c.Client.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
-		return fmt.Errorf("listing secret copies: %w", err)
-	}
-	for i := range secrets.Items {
-		if !want["Secret/"+secrets.Items[i].Name] {
-			if err := c.Delete(ctx, &secrets.Items[i]); err != nil {
-				return err
+		for i := range list.Items {
+			if !want[kind+"/"+list.Items[i].GetName()] {
+				if err := c.Delete(ctx, &list.Items[i]); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -170,10 +170,14 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	for _, target := range env.Targets {
 		makeReady(t, target, app, "v1")
 	}
-	harness.Eventually(t, 10*time.Second, "quiet is ready", func() error {
+	harness.Eventually(t, 10*time.Second, "quiet is ready and serving", func() error {
 		rm := buildState(t, time.Second, app, "v1", "deployed")
 		if c := condition(rm, picchuv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("ready %+v", c)
+		}
+		// The run that records the traffic applied the routes before.
+		if rm.Status.Revisions[0].CurrentPercent != 100 {
+			return fmt.Errorf("percent %d", rm.Status.Revisions[0].CurrentPercent)
 		}
 		return nil
 	})

@@ -21,19 +21,13 @@ func convertTrafficPolicy(in *picchuv1alpha1.TrafficPolicy) (*istioapi.TrafficPo
 	if in == nil {
 		return nil, nil
 	}
-	out := &istioapi.TrafficPolicy{}
-	var err error
-	if out.LoadBalancer, err = convertLoadBalancer(in.LoadBalancer); err != nil {
-		return nil, fmt.Errorf("loadBalancer.%w", err)
+	common, err := convertPolicySettings(in.LoadBalancer, in.ConnectionPool, in.OutlierDetection, in.TLS)
+	if err != nil {
+		return nil, err
 	}
-	if out.ConnectionPool, err = convertConnectionPool(in.ConnectionPool); err != nil {
-		return nil, fmt.Errorf("connectionPool.%w", err)
-	}
-	if out.OutlierDetection, err = convertOutlierDetection(in.OutlierDetection); err != nil {
-		return nil, fmt.Errorf("outlierDetection.%w", err)
-	}
-	if out.Tls, err = convertTLS(in.TLS); err != nil {
-		return nil, fmt.Errorf("tls.%w", err)
+	out := &istioapi.TrafficPolicy{
+		LoadBalancer: common.loadBalancer, ConnectionPool: common.connectionPool,
+		OutlierDetection: common.outlierDetection, Tls: common.tls,
 	}
 	for i := range in.PortLevelSettings {
 		p, err := convertPortTrafficPolicy(&in.PortLevelSettings[i])
@@ -46,22 +40,43 @@ func convertTrafficPolicy(in *picchuv1alpha1.TrafficPolicy) (*istioapi.TrafficPo
 }
 
 func convertPortTrafficPolicy(in *picchuv1alpha1.PortTrafficPolicy) (*istioapi.TrafficPolicy_PortTrafficPolicy, error) {
-	out := &istioapi.TrafficPolicy_PortTrafficPolicy{}
+	common, err := convertPolicySettings(in.LoadBalancer, in.ConnectionPool, in.OutlierDetection, in.TLS)
+	if err != nil {
+		return nil, err
+	}
+	out := &istioapi.TrafficPolicy_PortTrafficPolicy{
+		LoadBalancer: common.loadBalancer, ConnectionPool: common.connectionPool,
+		OutlierDetection: common.outlierDetection, Tls: common.tls,
+	}
 	if in.Port != nil {
 		out.Port = &istioapi.PortSelector{Number: in.Port.Number}
 	}
+	return out, nil
+}
+
+// policySettings are the settings a traffic policy and a port's policy share.
+type policySettings struct {
+	loadBalancer     *istioapi.LoadBalancerSettings
+	connectionPool   *istioapi.ConnectionPoolSettings
+	outlierDetection *istioapi.OutlierDetection
+	tls              *istioapi.ClientTLSSettings
+}
+
+func convertPolicySettings(lb *picchuv1alpha1.LoadBalancerSettings, cp *picchuv1alpha1.ConnectionPoolSettings,
+	od *picchuv1alpha1.OutlierDetection, tls *picchuv1alpha1.ClientTLSSettings) (policySettings, error) {
+	var out policySettings
 	var err error
-	if out.LoadBalancer, err = convertLoadBalancer(in.LoadBalancer); err != nil {
-		return nil, fmt.Errorf("loadBalancer.%w", err)
+	if out.loadBalancer, err = convertLoadBalancer(lb); err != nil {
+		return out, fmt.Errorf("loadBalancer.%w", err)
 	}
-	if out.ConnectionPool, err = convertConnectionPool(in.ConnectionPool); err != nil {
-		return nil, fmt.Errorf("connectionPool.%w", err)
+	if out.connectionPool, err = convertConnectionPool(cp); err != nil {
+		return out, fmt.Errorf("connectionPool.%w", err)
 	}
-	if out.OutlierDetection, err = convertOutlierDetection(in.OutlierDetection); err != nil {
-		return nil, fmt.Errorf("outlierDetection.%w", err)
+	if out.outlierDetection, err = convertOutlierDetection(od); err != nil {
+		return out, fmt.Errorf("outlierDetection.%w", err)
 	}
-	if out.Tls, err = convertTLS(in.TLS); err != nil {
-		return nil, fmt.Errorf("tls.%w", err)
+	if out.tls, err = convertTLS(tls); err != nil {
+		return out, fmt.Errorf("tls.%w", err)
 	}
 	return out, nil
 }
