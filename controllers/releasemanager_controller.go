@@ -216,7 +216,13 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	if len(snap.revisions) == 0 {
 		// No Revision of the app is left for this target: the finalizer
-		// removes its namespace, and everything in it, from the fleet.
+		// removes its namespace, and everything in it, from the fleet. The
+		// cache may lag behind a Revision just created, so the API server
+		// confirms before anything is deleted.
+		if left, err := r.revisionsLeft(ctx, rm); err != nil || left {
+			// The Revision's watch event comes once the cache has it.
+			return ctrl.Result{RequeueAfter: time.Second}, err
+		}
 		if err := r.Client.Delete(ctx, rm); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting release manager %s with no revisions left: %w", req.NamespacedName, err)
 		}
@@ -225,6 +231,26 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	snap.decide(r.Timeouts)
 	results := r.act(ctx, snap)
 	return r.record(ctx, snap, results)
+}
+
+// revisionsLeft asks the API server whether any Revision of the app still
+// targets the ReleaseManager's target.
+func (r *ReleaseManagerReconciler) revisionsLeft(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (bool, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := reader.List(ctx, revs, client.InNamespace(rm.Namespace),
+		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
+		return false, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
+	}
+	for i := range revs.Items {
+		if revs.Items[i].DeletionTimestamp.IsZero() && targetOf(&revs.Items[i], rm.Spec.Target) != nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // finalize deletes the app's namespace from every cluster of the fleet,
@@ -241,7 +267,7 @@ func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alp
 	var usable []*plan.Cluster
 	for _, fc := range fleet {
 		if fc.plans == nil {
-			return ctrl.Result{RequeueAfter: r.SyncPeriod}, fmt.Errorf("removing app %s from cluster %s: %s", rm.Spec.App, fc.obj.Name, fc.problem)
+			return ctrl.Result{}, fmt.Errorf("removing app %s from cluster %s: %s", rm.Spec.App, fc.obj.Name, fc.problem)
 		}
 		usable = append(usable, fc.plans)
 	}
