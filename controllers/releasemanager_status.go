@@ -88,7 +88,7 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, inc.status.State.Current, state))
 			continue
 		}
-		st := r.incarnationStatus(inc, state, now, s.observation)
+		st := incarnationStatus(inc, state, now, s.observation)
 		if string(state) != inc.status.State.Current {
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, displayState(inc.status.State.Current), state))
 		}
@@ -150,7 +150,7 @@ func displayState(s string) string {
 }
 
 // incarnationStatus is the recorded status of a build after this run.
-func (r *ReleaseManagerReconciler) incarnationStatus(inc *incarnation, state release.State, now metav1.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
+func incarnationStatus(inc *incarnation, state release.State, now metav1.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
 	st := *inc.status.DeepCopy()
 	st.Tag = inc.tag
 	if string(state) != st.State.Current {
