@@ -1,7 +1,9 @@
 package schedule
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -14,14 +16,18 @@ const (
 	humane   = picchuv1alpha1.ScheduleHumane
 )
 
-var laZone = mustLoad("America/Los_Angeles")
+// laZone is loaded once for the helpers; TestMain stops if it cannot be.
+var laZone, laErr = time.LoadLocation("America/Los_Angeles")
 
-func mustLoad(name string) *time.Location {
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		panic(err)
+// est is a zone other than LA's, three hours ahead of it in winter.
+var est = time.FixedZone("EST", -5*60*60)
+
+func TestMain(m *testing.M) {
+	if laErr != nil {
+		fmt.Fprintln(os.Stderr, "load America/Los_Angeles:", laErr)
+		os.Exit(1)
 	}
-	return loc
+	os.Exit(m.Run())
 }
 
 // la is a wall-clock time in America/Los_Angeles.
@@ -43,7 +49,7 @@ func newCalendar(t *testing.T, enabled bool) *Calendar {
 	return c
 }
 
-// holidays lists every holiday of the calendar in at least two years, on the
+// holidayDates lists every holiday of the calendar in at least two years, on the
 // day it is observed.
 var holidayDates = []struct {
 	name string
@@ -200,8 +206,8 @@ func TestPermits(t *testing.T) {
 		{"inhumane tuesday 02:00 UTC is MLK day in LA", inhumane, utc(2025, time.January, 21, 2, 0), false},
 		{"humane 15:00 UTC is 07:00 PST", humane, utc(2025, time.January, 14, 15, 0), true},
 		{"humane 14:59 UTC is 06:59 PST", humane, utc(2025, time.January, 14, 14, 59), false},
-		{"humane 09:00 EST is 06:00 PST", humane, time.Date(2025, time.January, 14, 9, 0, 0, 0, mustLoad("America/New_York")), false},
-		{"humane 16:00 EST is 13:00 PST", humane, time.Date(2025, time.January, 14, 16, 0, 0, 0, mustLoad("America/New_York")), true},
+		{"humane 09:00 EST is 06:00 PST", humane, time.Date(2025, time.January, 14, 9, 0, 0, 0, est), false},
+		{"humane 16:00 EST is 13:00 PST", humane, time.Date(2025, time.January, 14, 16, 0, 0, 0, est), true},
 
 		// DST change days (Sundays) and the Mondays after them
 		{"inhumane on spring-forward sunday", inhumane, la(2025, time.March, 9, 12, 0), false},
