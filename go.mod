@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/kedacore/keda/v2 v2.20.1
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.85.0
+	github.com/rickar/cal/v2 v2.1.13
 	github.com/slok/sloth v0.11.0
 	golang.org/x/sync v0.20.0
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
