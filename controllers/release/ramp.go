@@ -18,10 +18,7 @@ const (
 // MaxPercent is the most traffic a build may take: release.max, where 0
 // (unset) and anything above 100 mean 100.
 func MaxPercent(r picchuv1alpha1.ReleaseInfo) int32 {
-	if r.Max <= 0 || r.Max > 100 {
-		return 100
-	}
-	return r.Max
+	return percentCap(r.Max)
 }
 
 // NextPercent returns the percent of traffic a build steps to from current.
