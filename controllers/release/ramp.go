@@ -1,0 +1,89 @@
+package release
+
+import (
+	"time"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// The schema defaults of a release's steps. A field left at its zero value
+// takes these, so a ReleaseInfo that never went through admission still ramps.
+const (
+	defaultIncrement int32 = 5
+	defaultStart     int32 = 10
+	defaultFactor    int32 = 2
+	defaultStepDelay       = 10 * time.Second
+)
+
+// MaxPercent is the most traffic a build may take: release.max, where 0
+// (unset) and anything above 100 mean 100.
+func MaxPercent(r picchuv1alpha1.ReleaseInfo) int32 {
+	return percentCap(r.Max)
+}
+
+// NextPercent returns the percent of traffic a build steps to from current.
+//
+//   - Above max it returns max at once: lowering max scales down immediately.
+//   - At max it stays there.
+//   - Linear adds increment; geometric multiplies by factor, or jumps to start
+//     while current is below it. Either result is capped at max.
+//
+// Below max the result is always above current, so a ramp never stalls,
+// whatever the stored spec holds. Fields at their zero value take the schema
+// defaults (increment 5, start 10, factor 2); values admission rejects are
+// raised to the nearest accepted one (increment and start at least 1, factor
+// at least 2), so a factor of 1 or less doubles rather than stalling at start
+// (the original's bug 22). A strategy other than linear ramps geometrically,
+// the schema default.
+func NextPercent(r picchuv1alpha1.ReleaseInfo, current int32) int32 {
+	limit := MaxPercent(r)
+	current = max(current, 0)
+	if current >= limit {
+		return limit
+	}
+	var next int64
+	if r.ScalingStrategy == picchuv1alpha1.ScalingStrategyLinear {
+		next = int64(current) + int64(increment(r.LinearScaling))
+	} else {
+		start, factor := geometric(r.GeometricScaling)
+		next = int64(current) * int64(factor)
+		if current < start {
+			next = int64(start)
+		}
+	}
+	// Progress is guaranteed even if the rules above ever stop providing it.
+	next = max(next, int64(current)+1)
+	return int32(min(next, int64(limit)))
+}
+
+// StepDelay returns how long a build stays at a percent before its next
+// step: the delay of its strategy (geometric unless linear), 10 s when
+// unset, never negative.
+func StepDelay(r picchuv1alpha1.ReleaseInfo) time.Duration {
+	d := r.GeometricScaling.Delay
+	if r.ScalingStrategy == picchuv1alpha1.ScalingStrategyLinear {
+		d = r.LinearScaling.Delay
+	}
+	if d == nil {
+		return defaultStepDelay
+	}
+	return max(d.Duration, 0)
+}
+
+func increment(l picchuv1alpha1.LinearScaling) int32 {
+	if l.Increment == 0 {
+		return defaultIncrement
+	}
+	return max(l.Increment, 1)
+}
+
+func geometric(g picchuv1alpha1.GeometricScaling) (start, factor int32) {
+	start, factor = g.Start, g.Factor
+	if start == 0 {
+		start = defaultStart
+	}
+	if factor == 0 {
+		factor = defaultFactor
+	}
+	return max(start, 1), max(factor, 2)
+}

@@ -1,0 +1,263 @@
+package release
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"testing/quick"
+)
+
+// inc builds an Incarnation whose ramp has no step due (Next = Percent).
+func inc(tag string, s State, percent int32) Incarnation {
+	return Incarnation{Tag: tag, State: s, Percent: percent, Next: percent}
+}
+
+func (i Incarnation) canary(p int32) Incarnation { i.Canary = p; return i }
+func (i Incarnation) next(p int32) Incarnation   { i.Next = p; return i }
+func (i Incarnation) upTo(p int32) Incarnation   { i.Max = p; return i }
+
+func TestAllocate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		incs    []Incarnation
+		want    []int32
+		ramping int
+		lost    []int
+	}{
+		{"no builds", nil, []int32{}, -1, nil},
+		{"nothing releasable", []Incarnation{inc("v2", Deployed, 0), inc("v1", Retired, 0)},
+			[]int32{0, 0}, -1, nil},
+		{"a first-ever canary serves everything",
+			[]Incarnation{inc("v1", Canarying, 0).canary(10)}, []int32{100}, -1, nil},
+		{"a canary takes its percent from the released build",
+			[]Incarnation{inc("v2", Canarying, 0).canary(10), inc("v1", Released, 100)}, []int32{10, 90}, 1, nil},
+		{"a canaried build is not routed",
+			[]Incarnation{inc("v2", Canaried, 10).canary(10), inc("v1", Released, 90)}, []int32{0, 100}, 1, nil},
+		{"a pending release is not routed",
+			[]Incarnation{inc("v2", PendingRelease, 10), inc("v1", Released, 90)}, []int32{0, 100}, 1, nil},
+		{"a ramp step takes from the older build",
+			[]Incarnation{inc("v2", Releasing, 10).next(20), inc("v1", Released, 90)}, []int32{20, 80}, 0, nil},
+		{"no step due keeps the split",
+			[]Incarnation{inc("v2", Releasing, 40), inc("v1", Released, 60)}, []int32{40, 60}, 0, nil},
+		{"a completed ramp leaves the older build with nothing",
+			[]Incarnation{inc("v2", Releasing, 80).next(100), inc("v1", Released, 20)}, []int32{100, 0}, 0, []int{1}},
+		{"the oldest build gives up traffic first",
+			[]Incarnation{inc("v3", Releasing, 0).next(10), inc("v2", Released, 30), inc("v1", Released, 70)},
+			[]int32{10, 30, 60}, 0, nil},
+		{"canary, ramp and drain at once",
+			[]Incarnation{inc("v4", Canarying, 0).canary(5), inc("v3", Releasing, 20).next(40), inc("v2", Released, 80)},
+			[]int32{5, 40, 55}, 1, nil},
+		{"canaries come first and the ramp gets what is left",
+			[]Incarnation{inc("v3", Canarying, 0).canary(30), inc("v2", Canarying, 0).canary(30), inc("v1", Releasing, 0).next(100)},
+			[]int32{30, 30, 40}, 2, nil},
+		{"canaries asking for more than 100 are cut",
+			[]Incarnation{inc("v3", Canarying, 0).canary(60), inc("v2", Canarying, 0).canary(60), inc("v1", Released, 100)},
+			[]int32{60, 40, 0}, 2, nil},
+		{"with only canaries the newest takes what is left",
+			[]Incarnation{inc("v2", Canarying, 10).canary(10), inc("v1", Canarying, 20).canary(20)},
+			[]int32{80, 20}, -1, nil},
+		{"a failing build gives its traffic back to the released one",
+			[]Incarnation{inc("v2", Failing, 50), inc("v1", Released, 50).next(70)}, []int32{30, 70}, 1, nil},
+		{"a failing build keeps serving when nothing else can",
+			[]Incarnation{inc("v2", Failing, 100), inc("v1", Retired, 0)}, []int32{100, 0}, 0, nil},
+		{"a retiring build serves beside a canary when no release runs",
+			[]Incarnation{inc("v2", Canarying, 0).canary(10), inc("v1", Retiring, 100)}, []int32{10, 90}, 1, nil},
+		{"a leaving build never grows from Next",
+			[]Incarnation{inc("v2", Canarying, 0).canary(10), inc("v1", Deleting, 50).next(100), inc("v0", Retiring, 50)},
+			[]int32{10, 50, 40}, 1, nil},
+		{"leaving builds without traffic are not routed",
+			[]Incarnation{inc("v3", Releasing, 100), inc("v2", Retiring, 0), inc("v1", Failed, 0)}, []int32{100, 0, 0}, 0, nil},
+		{"a lowered max moves traffic to the older build when it can take it",
+			[]Incarnation{inc("v2", Released, 100).upTo(50).next(50), inc("v1", Released, 100)}, []int32{50, 50}, 0, nil},
+		{"a lowered max keeps traffic when nothing else can take it",
+			[]Incarnation{inc("v1", Released, 100).upTo(50).next(50)}, []int32{100}, 0, nil},
+		{"an older build above its max is trimmed",
+			[]Incarnation{inc("v2", Releasing, 40), inc("v1", Released, 60).upTo(50)}, []int32{50, 50}, 0, nil},
+		{"a canary above its max is capped",
+			[]Incarnation{inc("v2", Canarying, 0).canary(30).upTo(20), inc("v1", Released, 100)}, []int32{20, 80}, 1, nil},
+		{"percents out of range are clamped, not trusted",
+			[]Incarnation{inc("v2", Releasing, 150).next(200), inc("v1", Released, -20)}, []int32{100, 0}, 0, []int{1}},
+		{"stored percents summing under 100 are topped up by the ramping build",
+			[]Incarnation{inc("v2", Releasing, 20), inc("v1", Released, 30)}, []int32{70, 30}, 0, nil},
+		{"a legacy state holds no traffic",
+			[]Incarnation{inc("v2", "canaryingdatadog", 100), inc("v1", Released, 0)}, []int32{0, 100}, 1, nil},
+		{"only releasing and released lose eligibility",
+			[]Incarnation{inc("v3", Releasing, 90).next(100), inc("v2", Retiring, 5), inc("v1", Released, 5)},
+			[]int32{100, 0, 0}, 0, []int{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Allocate(tc.incs)
+			if !slices.Equal(a.Percent, tc.want) {
+				t.Errorf("Percent = %v, want %v", a.Percent, tc.want)
+			}
+			if a.Ramping != tc.ramping {
+				t.Errorf("Ramping = %d, want %d", a.Ramping, tc.ramping)
+			}
+			var lost []int
+			for i, l := range a.LostEligibility {
+				if l {
+					lost = append(lost, i)
+				}
+			}
+			if !slices.Equal(lost, tc.lost) {
+				t.Errorf("LostEligibility at %v, want %v", lost, tc.lost)
+			}
+			if err := checkAllocation(tc.incs, a); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// fuzzStates are the states an incarnation may hold, plus a legacy one.
+var fuzzStates = []State{
+	Created, Deploying, Deployed, PendingTest, Testing, Tested, Canarying, Canaried, PendingRelease,
+	Releasing, Released, Retiring, Retired, Failing, Failed, Deleting, Deleted, TimingOut, "canaryingdatadog",
+}
+
+// decodeIncarnations turns 5 bytes per build into incarnations: a state and
+// four percents in [-28, 227], so out-of-range values are common.
+func decodeIncarnations(data []byte) []Incarnation {
+	var incs []Incarnation
+	for i := 0; i+5 <= len(data) && len(incs) < 16; i += 5 {
+		pct := func(b byte) int32 { return int32(b) - 28 }
+		incs = append(incs, Incarnation{
+			Tag:   fmt.Sprintf("v%d", i/5),
+			State: fuzzStates[int(data[i])%len(fuzzStates)], Percent: pct(data[i+1]),
+			Canary: pct(data[i+2]), Max: pct(data[i+3]), Next: pct(data[i+4]),
+		})
+	}
+	return incs
+}
+
+func encodeIncarnations(incs ...Incarnation) []byte {
+	var data []byte
+	for _, inc := range incs {
+		b := func(p int32) byte { return byte(p + 28) }
+		data = append(data, byte(slices.Index(fuzzStates, inc.State)),
+			b(inc.Percent), b(inc.Canary), b(inc.Max), b(inc.Next))
+	}
+	return data
+}
+
+// TestAllocate_Invariants checks the invariants on random builds.
+func TestAllocate_Invariants(t *testing.T) {
+	prop := func(data []byte) bool {
+		incs := decodeIncarnations(data)
+		if err := checkAllocation(incs, Allocate(incs)); err != nil {
+			t.Log(err)
+			return false
+		}
+		return true
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 20000}); err != nil {
+		t.Error(err)
+	}
+}
+
+// FuzzAllocate feeds Allocate any builds: it never panics and always keeps
+// the invariants of checkAllocation.
+func FuzzAllocate(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(encodeIncarnations(inc("v1", Canarying, 0).canary(10)))
+	f.Add(encodeIncarnations(inc("v2", Canarying, 0).canary(10), inc("v1", Released, 100)))
+	f.Add(encodeIncarnations(inc("v2", Releasing, 10).next(20), inc("v1", Released, 90)))
+	f.Add(encodeIncarnations(inc("v3", Canarying, 0).canary(60), inc("v2", Releasing, 20).next(40), inc("v1", Failing, 80)))
+	f.Add(encodeIncarnations(inc("v2", Released, 100).upTo(50).next(50), inc("v1", Retiring, 0)))
+	f.Add(encodeIncarnations(inc("v2", Releasing, 150).next(199), inc("v1", Released, -20).upTo(-5)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		incs := decodeIncarnations(data)
+		if err := checkAllocation(incs, Allocate(incs)); err != nil {
+			t.Fatalf("%v\nbuilds: %+v", err, incs)
+		}
+	})
+}
+
+// checkAllocation checks Allocate's result against its contract, derived
+// from the states alone rather than from the walk.
+func checkAllocation(incs []Incarnation, a Allocation) error {
+	if len(a.Percent) != len(incs) || len(a.LostEligibility) != len(incs) {
+		return fmt.Errorf("lengths %d and %d for %d builds", len(a.Percent), len(a.LostEligibility), len(incs))
+	}
+	isReleasable := func(inc Incarnation) bool {
+		switch inc.State {
+		case Canarying, Releasing, Released:
+			return true
+		case Retiring, Deleting, Failing:
+			return inc.Percent > 0
+		}
+		return false
+	}
+	// The ramping build is the newest releasing or released one, else the
+	// newest leaving one with traffic; the receiver of what is left is the
+	// ramping build, else the newest canary.
+	ramping := slices.IndexFunc(incs, func(i Incarnation) bool { return i.State == Releasing || i.State == Released })
+	if ramping < 0 {
+		ramping = slices.IndexFunc(incs, func(i Incarnation) bool { return isReleasable(i) && i.State != Canarying })
+	}
+	if a.Ramping != ramping {
+		return fmt.Errorf("ramping %d, want %d", a.Ramping, ramping)
+	}
+	receiver := ramping
+	if receiver < 0 {
+		receiver = slices.IndexFunc(incs, func(i Incarnation) bool { return i.State == Canarying })
+	}
+	var sum, canaries int32
+	full := true // every build but the ramping one got all it asked for
+	for i, inc := range incs {
+		p := a.Percent[i]
+		sum += p
+		if p < 0 || p > 100 {
+			return fmt.Errorf("%s gets %d%%", inc.Tag, p)
+		}
+		if !isReleasable(inc) && p != 0 {
+			return fmt.Errorf("%s is %s and gets %d%%", inc.Tag, inc.State, p)
+		}
+		lost := i > ramping && ramping >= 0 && p == 0 && (inc.State == Releasing || inc.State == Released)
+		if a.LostEligibility[i] != lost {
+			return fmt.Errorf("%s LostEligibility %v, want %v", inc.Tag, a.LostEligibility[i], lost)
+		}
+		if i == receiver || !isReleasable(inc) {
+			continue
+		}
+		limit := percentCap(inc.Max)
+		if inc.State == Canarying {
+			limit = min(limit, clampPercent(inc.Canary))
+			canaries += p
+		} else if i != ramping {
+			// Older builds only keep or lose traffic.
+			limit = min(limit, clampPercent(inc.Percent))
+		}
+		if p > limit {
+			return fmt.Errorf("%s (%s) gets %d%%, above its limit %d%%", inc.Tag, inc.State, p, limit)
+		}
+		full = full && p == limit
+	}
+	if receiver < 0 {
+		if sum != 0 {
+			return fmt.Errorf("nothing releasable, yet %d%% allocated", sum)
+		}
+		return nil
+	}
+	if sum != 100 {
+		return fmt.Errorf("weights sum to %d", sum)
+	}
+	if ramping >= 0 {
+		r := incs[ramping]
+		want := clampPercent(r.Next)
+		if r.State != Releasing && r.State != Released {
+			want = clampPercent(r.Percent)
+		}
+		want = min(want, percentCap(r.Max))
+		p := a.Percent[ramping]
+		// The ramp gets its step unless canaries took the room, and more only
+		// when every other build already has all it may have.
+		if p < min(want, 100-canaries) {
+			return fmt.Errorf("ramping %s gets %d%%, below its step %d%%", r.Tag, p, want)
+		}
+		if p > want && !full {
+			return fmt.Errorf("ramping %s gets %d%% above its step %d%% while others could take it", r.Tag, p, want)
+		}
+	}
+	return nil
+}
