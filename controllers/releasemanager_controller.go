@@ -188,11 +188,7 @@ func (r *ReleaseManagerReconciler) listReleaseManagers(ctx context.Context, name
 // Reconcile runs one release step for one app in one target.
 func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rm := &picchuv1alpha1.ReleaseManager{}
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	if err := reader.Get(ctx, req.NamespacedName, rm); err != nil {
+	if err := r.uncached().Get(ctx, req.NamespacedName, rm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
@@ -214,7 +210,7 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(snap.revisions) == 0 {
+	if !snap.hasRevisions() {
 		// No Revision of the app is left for this target: the finalizer
 		// removes its namespace, and everything in it, from the fleet. The
 		// cache may lag behind a Revision just created, so the API server
@@ -233,15 +229,19 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	return r.record(ctx, snap, results)
 }
 
+// uncached reads from the API server, or from the cache without an APIReader.
+func (r *ReleaseManagerReconciler) uncached() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
 // revisionsLeft asks the API server whether any Revision of the app still
 // targets the ReleaseManager's target.
 func (r *ReleaseManagerReconciler) revisionsLeft(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (bool, error) {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := reader.List(ctx, revs, client.InNamespace(rm.Namespace),
+	if err := r.uncached().List(ctx, revs, client.InNamespace(rm.Namespace),
 		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
 		return false, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
 	}

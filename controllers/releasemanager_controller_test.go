@@ -297,8 +297,6 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 	})
 }
 
-var _ = controllers.ReleaseManagerName
-
 // checkRouting checks the app's Istio objects on a target: one subset per
 // deployed build, the release route's weights, header routes per build,
 // the gateways of the public port, and the Sidecar.

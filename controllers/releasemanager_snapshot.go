@@ -24,9 +24,8 @@ import (
 
 // snapshot is everything one release step is decided from.
 type snapshot struct {
-	rm        *picchuv1alpha1.ReleaseManager
-	now       time.Time
-	revisions []*picchuv1alpha1.Revision
+	rm  *picchuv1alpha1.ReleaseManager
+	now time.Time
 	// incarnations are the app's builds in this target, newest first.
 	incarnations []*incarnation
 	fleet        []*fleetCluster
@@ -81,7 +80,6 @@ func (r *ReleaseManagerReconciler) snapshot(ctx context.Context, rm *picchuv1alp
 			continue
 		}
 		target.DefaultRouting()
-		s.revisions = append(s.revisions, rev)
 		inc := &incarnation{tag: rev.Spec.App.Tag, revision: rev, target: target, order: revisionOrder(rev)}
 		if err := r.readConfig(ctx, inc); err != nil {
 			return nil, err
@@ -125,6 +123,16 @@ func (r *ReleaseManagerReconciler) snapshot(ctx context.Context, rm *picchuv1alp
 		}
 	}
 	return s, nil
+}
+
+// hasRevisions says whether any Revision of the app targets the target.
+func (s *snapshot) hasRevisions() bool {
+	for _, inc := range s.incarnations {
+		if inc.revision != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // targetOf returns a copy of the Revision's spec for target, or nil.
