@@ -18,12 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/controllers/schedule"
 )
 
 // leaderElectionID is the original's, so an old and a new operator never
@@ -75,6 +79,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.controllers.PrometheusEnabled, "prometheus-enabled", true, "query Prometheus for SLO and canary alerts")
 	fs.BoolVar(&c.controllers.HumaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.controllers.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
+	fs.DurationVar(&c.controllers.Timeouts.Created, "created-timeout", release.DefaultTimeouts.Created, "how long a build may stay in created before it times out")
+	fs.DurationVar(&c.controllers.Timeouts.Deploying, "deploying-timeout", release.DefaultTimeouts.Deploying, "how long a build may take to deploy on every live cluster before it times out")
+	fs.DurationVar(&c.controllers.Timeouts.Testing, "external-test-timeout", release.DefaultTimeouts.Testing, "how long an external test may go without a report when the Revision's externalTest.timeout is not set")
 	c.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -87,6 +94,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.controllers.ConcurrentRevisions < 1 || c.controllers.ConcurrentReleaseManagers < 1 {
 		return nil, errors.New("--concurrent-revisions and --concurrent-release-managers must be at least 1")
+	}
+	if c.controllers.Timeouts.Created <= 0 || c.controllers.Timeouts.Deploying <= 0 || c.controllers.Timeouts.Testing <= 0 {
+		return nil, errors.New("--created-timeout, --deploying-timeout and --external-test-timeout must be positive")
 	}
 	c.controllers.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
 	return c, nil
@@ -150,6 +160,13 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
+	calendar, err := schedule.New(c.controllers.HumaneReleasesEnabled)
+	if err != nil {
+		return err
+	}
+	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering release metrics: %w", err)
+	}
 	remoteEvents := controllers.NewRemoteEvents()
 	registry := remote.NewRegistry(scheme, ctrl.Log.WithName("remote"), remoteEvents.Notify)
 	if err := (&controllers.ClusterReconciler{
@@ -174,6 +191,8 @@ func run(ctx context.Context, args []string) error {
 		Recorder:                mgr.GetEventRecorder("picchu"),
 		SyncPeriod:              c.controllers.SyncPeriod,
 		MaxConcurrentReconciles: c.controllers.ConcurrentReleaseManagers,
+		Timeouts:                c.controllers.Timeouts,
+		Calendar:                calendar,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release manager controller: %w", err)
 	}

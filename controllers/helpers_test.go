@@ -101,8 +101,13 @@ func appRevision(app, tag string, fleet string) *picchuv1alpha1.Revision {
 				},
 				Scale:          picchuv1alpha1.ScaleInfo{Min: &def, Default: def, Max: 4},
 				ConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"config": app + "-" + tag}},
-				Release:        picchuv1alpha1.ReleaseInfo{Eligible: true, Max: 100, TTL: 86400},
-				Istio:          &picchuv1alpha1.IstioConfig{Sidecar: &picchuv1alpha1.SidecarConfig{EgressHosts: []string{"istio-system/*"}}},
+				Release: picchuv1alpha1.ReleaseInfo{
+					Eligible: true, Max: 100, TTL: 86400, Schedule: picchuv1alpha1.ScheduleAlways,
+					// Short steps, so a release ramps within a test's patience.
+					ScalingStrategy:  picchuv1alpha1.ScalingStrategyGeometric,
+					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: 300 * time.Millisecond}},
+				},
+				Istio: &picchuv1alpha1.IstioConfig{Sidecar: &picchuv1alpha1.SidecarConfig{EgressHosts: []string{"istio-system/*"}}},
 			}},
 		},
 	}

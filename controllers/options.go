@@ -1,6 +1,10 @@
 package controllers
 
-import "time"
+import (
+	"time"
+
+	"github.com/medium/picchu/controllers/release"
+)
 
 // Options are the operator-wide settings the reconcilers share, set from
 // main's command-line flags (named as the original's).
@@ -23,4 +27,7 @@ type Options struct {
 	// ServiceLevelsNamespace is where Sloth service levels are written on
 	// target clusters; empty turns them off.
 	ServiceLevelsNamespace string
+	// Timeouts bound the time a build may spend in created, deploying and
+	// under external test.
+	Timeouts release.Timeouts
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -16,38 +15,20 @@ import (
 	"github.com/medium/picchu/plan"
 )
 
-// decide runs the pure decisions: each build's next state, then traffic.
-func (s *snapshot) decide(t release.Timeouts) {
-	candidates := make([]release.Candidate, len(s.incarnations))
-	for i, inc := range s.incarnations {
-		var since time.Time
-		if inc.status.State.LastUpdated != nil {
-			since = inc.status.State.LastUpdated.Time
-		}
-		inc.step = release.Next(release.Facts{
-			Now:            s.now,
-			State:          release.State(inc.status.State.Current),
-			Since:          since,
-			RevisionExists: inc.revision != nil,
-			Deployment:     s.observation.Deployment(inc.tag),
-			Percent:        inc.status.CurrentPercent,
-		}, t)
-		candidates[i] = release.Candidate{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent}
-	}
-	for i, w := range release.Weights(candidates) {
-		s.incarnations[i].weight = w
-	}
-}
-
-// buildKinds are the kinds of a build's objects on a cluster, deleted with it.
-var buildKinds = []schema.GroupVersionKind{
-	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "Secret"},
+// autoscalerKinds are the kinds of a build's autoscaler objects, removed
+// when it retires.
+var autoscalerKinds = []schema.GroupVersionKind{
 	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
 	{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"},
 	{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"},
 }
+
+// buildKinds are the kinds of a build's objects on a cluster, deleted with it.
+var buildKinds = append([]schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+}, autoscalerKinds...)
 
 // act applies the decided plans to every usable cluster of the fleet at once.
 func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) plan.Results {
@@ -90,6 +71,13 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 			if err := s.syncBuild(ctx, c, fc, inc, liveClusters); err != nil {
 				return fmt.Errorf("build %s: %w", inc.tag, err)
 			}
+		case inc.step.Action == release.Retire && inc.revision != nil:
+			if err := s.syncBuild(ctx, c, fc, inc, liveClusters); err != nil {
+				return fmt.Errorf("retiring build %s: %w", inc.tag, err)
+			}
+			if err := c.DeleteAllOf(ctx, ns, pplan.TagSelector(app, target, inc.tag), autoscalerKinds...); err != nil {
+				return fmt.Errorf("retiring build %s: %w", inc.tag, err)
+			}
 		case inc.step.Action == release.Delete:
 			if err := c.DeleteAllOf(ctx, ns, pplan.TagSelector(app, target, inc.tag), buildKinds...); err != nil {
 				return fmt.Errorf("deleting build %s: %w", inc.tag, err)
@@ -102,14 +90,16 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 	return s.syncRouting(ctx, c, fc, newest)
 }
 
-// newestRevision is the newest build whose Revision exists, preferring a deployed one.
+// newestRevision is the newest build whose Revision exists, preferring a
+// routable one: its settings (service account, PDB, default ports, egress)
+// are the app's.
 func (s *snapshot) newestRevision() *incarnation {
 	var first *incarnation
 	for _, inc := range s.incarnations {
 		if inc.revision == nil {
 			continue
 		}
-		if inc.step.State == release.Deployed {
+		if routable(inc.step.State) {
 			return inc
 		}
 		if first == nil {
@@ -145,9 +135,14 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 	if err := pruneConfig(ctx, c, ns, pplan.TagSelector(app, target, inc.tag), want); err != nil {
 		return err
 	}
-	// Until the release engine sizes builds by their traffic, every build
-	// runs its full share, so whichever takes the traffic can carry it.
-	replicas := release.ReplicasPerCluster(inc.target.Scale.Default, 100, liveClusters, fc.factor)
+	// Until builds have autoscalers, each runs its full scale.default share
+	// from deployment on (as the original ran builds without one), so
+	// whichever build the ramp gives traffic to can carry it; a retired
+	// build runs none.
+	replicas := int32(0)
+	if inc.step.Action != release.Retire {
+		replicas = release.ReplicasPerCluster(replicaCount(inc.target), 100, liveClusters, fc.factor)
+	}
 	return c.Apply(ctx, pplan.ReplicaSet(pplan.Build{
 		App: app, Target: target, Tag: inc.tag, Image: inc.revision.Spec.App.Image,
 		Spec: inc.target, Replicas: replicas, ConfigMaps: configMaps, Secrets: secrets,
@@ -222,12 +217,12 @@ func (s *snapshot) routing(newest *incarnation) pplan.Routing {
 	if newest.target.Istio != nil && newest.target.Istio.Sidecar != nil {
 		r.EgressHosts = newest.target.Istio.Sidecar.EgressHosts
 	}
-	// Ports: the newest deployed build's definition of each name wins, then
+	// Ports: the newest routable build's definition of each name wins, then
 	// those of builds still deploying.
 	seen := map[string]bool{}
-	for _, deployedFirst := range []bool{true, false} {
+	for _, routableFirst := range []bool{true, false} {
 		for _, inc := range s.incarnations {
-			if inc.revision == nil || (inc.step.State == release.Deployed) != deployedFirst {
+			if inc.revision == nil || routable(inc.step.State) != routableFirst {
 				continue
 			}
 			for _, p := range inc.target.Ports {
@@ -239,11 +234,11 @@ func (s *snapshot) routing(newest *incarnation) pplan.Routing {
 		}
 	}
 	for _, inc := range s.incarnations {
-		deployed := inc.revision != nil && inc.step.State == release.Deployed
-		if !deployed && inc.weight == 0 {
+		tagged := inc.revision != nil && routable(inc.step.State)
+		if !tagged && inc.weight == 0 {
 			continue
 		}
-		rel := pplan.Release{Tag: inc.tag, Weight: inc.weight, Tagged: deployed}
+		rel := pplan.Release{Tag: inc.tag, Weight: inc.weight, Tagged: tagged}
 		if inc.revision != nil {
 			rel.TagRoutingHeader = inc.revision.Spec.TagRoutingHeader
 			if inc.target.Istio != nil {
@@ -264,4 +259,15 @@ func nilIfNil[T any, P interface {
 		return nil
 	}
 	return p
+}
+
+// routable says a build in state s runs its pods on every live cluster and
+// gets a routing subset and its tag route, whatever its traffic.
+func routable(s release.State) bool {
+	switch s {
+	case release.Deployed, release.PendingTest, release.Testing, release.Tested, release.Canarying, release.Canaried,
+		release.PendingRelease, release.Releasing, release.Released:
+		return true
+	}
+	return false
 }

@@ -24,7 +24,9 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/plan"
 )
 
@@ -50,8 +52,12 @@ type ReleaseManagerReconciler struct {
 	SyncPeriod time.Duration
 	// ClusterTimeout bounds the work on one cluster in one run.
 	ClusterTimeout time.Duration
-	// Timeouts bound the time builds may spend in a state.
+	// Timeouts bound the time builds may spend in a state; any left at 0
+	// takes its default.
 	Timeouts release.Timeouts
+	// Calendar decides release windows; one with humane releases enabled
+	// when nil.
+	Calendar *schedule.Calendar
 	// MaxConcurrentReconciles is the number of apps released at once.
 	MaxConcurrentReconciles int
 	// Now is the clock; time.Now when nil.
@@ -59,6 +65,8 @@ type ReleaseManagerReconciler struct {
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterHandle
+	// lastRun is when each ReleaseManager last ran, for the interval metric.
+	lastRun sync.Map
 }
 
 // clusterHandle keeps, per target cluster, the plan.Cluster that remembers
@@ -77,8 +85,13 @@ func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ClusterTimeout <= 0 {
 		r.ClusterTimeout = 30 * time.Second
 	}
-	if r.Timeouts == (release.Timeouts{}) {
-		r.Timeouts = release.DefaultTimeouts
+	r.Timeouts = withDefaults(r.Timeouts)
+	if r.Calendar == nil {
+		cal, err := schedule.New(true)
+		if err != nil {
+			return fmt.Errorf("setting up the release calendar: %w", err)
+		}
+		r.Calendar = cal
 	}
 	if r.Now == nil {
 		r.Now = time.Now
@@ -222,9 +235,14 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if err := r.Client.Delete(ctx, rm); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting release manager %s with no revisions left: %w", req.NamespacedName, err)
 		}
+		r.lastRun.Delete(req.NamespacedName)
+		releasemetrics.Forget(rm.Spec.App, rm.Spec.Target)
 		return ctrl.Result{}, nil
 	}
-	snap.decide(r.Timeouts)
+	if prev, ok := r.lastRun.Swap(req.NamespacedName, snap.now); ok {
+		releasemetrics.ObserveReconcileInterval(rm.Spec.App, rm.Spec.Target, snap.now.Sub(prev.(time.Time)))
+	}
+	snap.decide(r.Timeouts, r.Calendar)
 	results := r.act(ctx, snap)
 	return r.record(ctx, snap, results)
 }
@@ -300,4 +318,19 @@ func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteClus
 	}
 	r.clusters[key] = h
 	return h.plans
+}
+
+// withDefaults fills the timeouts left at 0 with the defaults.
+func withDefaults(t release.Timeouts) release.Timeouts {
+	d := release.DefaultTimeouts
+	if t.Created <= 0 {
+		t.Created = d.Created
+	}
+	if t.Deploying <= 0 {
+		t.Deploying = d.Deploying
+	}
+	if t.Testing <= 0 {
+		t.Testing = d.Testing
+	}
+	return t
 }

@@ -121,11 +121,16 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 	makeReady(t, env.Targets[0], app, "v1")
 	start := time.Now()
 	makeReady(t, env.Targets[1], app, "v1")
-	rm = buildState(t, 2*time.Second, app, "v1", "deployed")
-	t.Logf("deployed %v after the last ReplicaSet became ready (sync period 10m)", time.Since(start).Round(time.Millisecond))
+	// Deployed, then released at once: the first build of an app has no
+	// other build to share traffic with, and its schedule is "always".
+	rm = buildState(t, 2*time.Second, app, "v1", "released")
+	t.Logf("deployed and released %v after the last ReplicaSet became ready (sync period 10m)", time.Since(start).Round(time.Millisecond))
+	if st := rm.Status.Revisions[0]; st.Metrics.RevisionDeploySecondsInt == nil || st.ReleaseStartTimestamp == nil || st.PendingReleaseStartTimestamp == nil {
+		t.Errorf("deploy latency and release stamps not recorded: %+v", st)
+	}
 
 	harness.Eventually(t, 5*time.Second, "v1 takes the traffic", func() error {
-		rm = buildState(t, time.Second, app, "v1", "deployed")
+		rm = buildState(t, time.Second, app, "v1", "released")
 		st := rm.Status.Revisions[0]
 		if st.CurrentPercent != 100 || st.PeakPercent != 100 || rm.Status.Releasing == nil || rm.Status.Releasing.Tag != "v1" {
 			return fmt.Errorf("status %+v releasing %+v", st, rm.Status.Releasing)
@@ -151,7 +156,7 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "store-v1"}, rev); err != nil {
 			return err
 		}
-		if rev.Status.Summary != "production=deployed 100%" {
+		if rev.Status.Summary != "production=released 100%" {
 			return fmt.Errorf("summary %q", rev.Status.Summary)
 		}
 		return nil
@@ -171,7 +176,7 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 		makeReady(t, target, app, "v1")
 	}
 	harness.Eventually(t, 10*time.Second, "quiet is ready and serving", func() error {
-		rm := buildState(t, time.Second, app, "v1", "deployed")
+		rm := buildState(t, time.Second, app, "v1", "released")
 		if c := condition(rm, picchuv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("ready %+v", c)
 		}
@@ -224,8 +229,10 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 		makeReady(t, target, app, "v1")
 		makeReady(t, target, app, "v2")
 	}
-	buildState(t, 10*time.Second, app, "v1", "deployed")
-	buildState(t, 10*time.Second, app, "v2", "deployed")
+	// The newer build takes the traffic; the older one never had any and
+	// retires.
+	buildState(t, 10*time.Second, app, "v2", "released")
+	buildState(t, 10*time.Second, app, "v1", "retired")
 
 	if err := env.Delivery.Client.Delete(ctx, v1); err != nil {
 		t.Fatal(err)
@@ -416,7 +423,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 
 	// The other fleet deploys all the way.
 	makeReady(t, env.Targets[0], "search", "v1")
-	buildState(t, 10*time.Second, "search", "v1", "deployed")
+	buildState(t, 10*time.Second, "search", "v1", "released")
 
 	// The production fleet deploys where it can and says where it cannot.
 	replicaSet(t, env.Targets[0], "cart", "v1")
@@ -448,7 +455,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 	restarted = true
 	readiness(t, away.Name, metav1.ConditionTrue, controllers.ReasonConnected)
 	makeReady(t, away, "cart", "v1")
-	buildState(t, 10*time.Second, "cart", "v1", "deployed")
+	buildState(t, 10*time.Second, "cart", "v1", "released")
 	checkRouting(t, away, "cart", map[string]int32{"v1": 100})
 }
 
@@ -494,7 +501,7 @@ func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
 	replicaSet(t, target, "blog", "v2")
 	makeReady(t, target, "blog", "v2")
 	makeReady(t, env.Targets[1], "blog", "v2")
-	buildState(t, 10*time.Second, "blog", "v2", "deployed")
+	buildState(t, 10*time.Second, "blog", "v2", "released")
 }
 
 // TestReleaseManager_HotStandbyAndScalingFactor makes one cluster a hot
@@ -537,7 +544,7 @@ func TestReleaseManager_HotStandbyAndScalingFactor(t *testing.T) {
 		}
 	}
 	makeReady(t, live, "wiki", "v1")
-	rm := buildState(t, 10*time.Second, "wiki", "v1", "deployed")
+	rm := buildState(t, 10*time.Second, "wiki", "v1", "released")
 	for _, cs := range rm.Status.Clusters {
 		if cs.Live != (cs.Name == live.Name) || !cs.Synced {
 			t.Errorf("cluster status %+v", cs)
@@ -557,7 +564,7 @@ func TestReleaseManager_FaultInjector(t *testing.T) {
 	for _, target := range env.Targets {
 		makeReady(t, target, "chaos", "v1")
 	}
-	buildState(t, 10*time.Second, "chaos", "v1", "deployed")
+	buildState(t, 10*time.Second, "chaos", "v1", "released")
 	fi := &picchuv1alpha1.FaultInjector{
 		ObjectMeta: metav1.ObjectMeta{Name: "chaos-aborts", Namespace: env.Namespace, Labels: map[string]string{picchuv1alpha1.LabelApp: "chaos"}},
 		Spec: picchuv1alpha1.FaultInjectorSpec{HTTPPortFaults: []picchuv1alpha1.HTTPPortFault{{

@@ -47,9 +47,8 @@ type incarnation struct {
 	configMaps []corev1.ConfigMap
 	secrets    []corev1.Secret
 
-	// The decision.
-	step   release.Step
-	weight int32
+	// The decision of this run.
+	decision
 }
 
 // fleetCluster is an enabled Cluster of the fleet.

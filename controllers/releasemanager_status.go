@@ -70,6 +70,7 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 	var changed, progressing, timedOut []string
 	var unknown []string
 	due := time.Time{}
+	moved := false
 	rm.Status.Releasing = nil
 	for _, inc := range s.incarnations {
 		if inc.step.Drop {
@@ -83,6 +84,12 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 		if inc.step.Then != "" && done {
 			state = inc.step.Then
 		}
+		if !syncedLive {
+			// Traffic moved only where clusters could be reached: the
+			// record keeps the old weights, so no step is counted as
+			// taken, and so none is shortened, until every live cluster has it.
+			inc.weight = inc.status.CurrentPercent
+		}
 		if state == release.Deleted && inc.revision == nil {
 			// Gone everywhere and not coming back: nothing left to record.
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, inc.status.State.Current, state))
@@ -91,17 +98,28 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 		st := incarnationStatus(inc, state, now, s.observation)
 		if string(state) != inc.status.State.Current {
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, displayState(inc.status.State.Current), state))
+			observeLatencies(s.rm, inc, &st, state, s.now)
 		}
+		if inc.recommissioned {
+			changed = append(changed, fmt.Sprintf("%s recommissioned: no healthy build serves", inc.tag))
+		}
+		moved = moved || st.CurrentPercent != inc.status.CurrentPercent
 		switch {
 		case inc.step.Unknown:
 			unknown = append(unknown, fmt.Sprintf("%s is in %q", inc.tag, state))
 		case state == release.TimingOut:
 			timedOut = append(timedOut, inc.tag)
-		case state == release.Created || state == release.Deploying || state == release.Deleting:
-			progressing = append(progressing, fmt.Sprintf("%s %s", inc.tag, state))
+		case inProgress(state):
+			msg := fmt.Sprintf("%s %s", inc.tag, state)
+			if inc.ramping && inc.ramp.Waiting != "" {
+				msg += fmt.Sprintf(" %d%% (waiting for %s)", st.CurrentPercent, inc.ramp.Waiting)
+			}
+			progressing = append(progressing, msg)
 		}
-		if !inc.step.Due.IsZero() && (due.IsZero() || inc.step.Due.Before(due)) {
-			due = inc.step.Due
+		for _, d := range []time.Time{inc.step.Due, inc.ramp.Due} {
+			if !d.IsZero() && (due.IsZero() || d.Before(due)) {
+				due = d
+			}
 		}
 		if st.CurrentPercent > 0 && rm.Status.Releasing == nil {
 			rm.Status.Releasing = &picchuv1alpha1.ReleasingStatus{Tag: st.Tag, Percent: st.CurrentPercent}
@@ -132,7 +150,8 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 	if err := results.Err(); err != nil {
 		return ctrl.Result{}, fmt.Errorf("release manager %s/%s: %w", rm.Namespace, rm.Name, err)
 	}
-	if len(changed) > 0 {
+	recordMetrics(rm, statuses, s.now)
+	if len(changed) > 0 || moved {
 		return ctrl.Result{RequeueAfter: again}, nil
 	}
 	next := r.SyncPeriod
@@ -156,8 +175,13 @@ func incarnationStatus(inc *incarnation, state release.State, now metav1.Time, o
 	if string(state) != st.State.Current {
 		st.State.Current = string(state)
 		st.State.LastUpdated = &now
-		if state == release.Deploying {
+		switch state {
+		case release.Deploying:
 			st.DeployingStartTimestamp = &now
+		case release.PendingRelease:
+			st.PendingReleaseStartTimestamp = &now
+		case release.Releasing:
+			st.ReleaseStartTimestamp = &now
 		}
 	}
 	st.State.Target = string(state)
@@ -165,7 +189,11 @@ func incarnationStatus(inc *incarnation, state release.State, now metav1.Time, o
 		st.CurrentPercent = inc.weight
 		st.LastUpdated = &now
 	}
-	st.PeakPercent = max(st.PeakPercent, st.CurrentPercent)
+	if state == release.Canarying && st.CurrentPercent > 0 && st.CanaryStartTimestamp == nil {
+		st.CanaryStartTimestamp = &now
+	}
+	st.ReleaseEligible = inc.eligible
+	st.PeakPercent = max(inc.peak, st.CurrentPercent)
 	st.Deleted = inc.revision == nil
 	if inc.revision != nil {
 		created := inc.revision.CreationTimestamp
@@ -176,7 +204,7 @@ func incarnationStatus(inc *incarnation, state release.State, now metav1.Time, o
 		}
 		// Eligibility and TTL follow the Revision only until the build is
 		// deployed; after that the release record owns them.
-		if state == release.Created || state == release.Deploying {
+		if deploying(state) {
 			st.ReleaseEligible = inc.target.Release.Eligible
 			st.TTL = inc.target.Release.TTL
 		}
@@ -226,4 +254,15 @@ func setConditions(rm *picchuv1alpha1.ReleaseManager, unavailable, progressing, 
 			set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSynced, "every build is in its state on every cluster")
 		}
 	}
+}
+
+// inProgress says a build in state s is moving: the ReleaseManager is
+// Reconciling until it settles.
+func inProgress(s release.State) bool {
+	switch s {
+	case release.Created, release.Deploying, release.PendingTest, release.Testing, release.Canarying,
+		release.Canaried, release.PendingRelease, release.Releasing, release.Retiring, release.Failing, release.Deleting:
+		return true
+	}
+	return false
 }

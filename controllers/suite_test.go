@@ -17,10 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/harness"
 )
@@ -67,6 +69,10 @@ func run(m *testing.M) int {
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating manager:", err)
+		return 1
+	}
+	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
+		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
 		return 1
 	}
 	remoteEvents := controllers.NewRemoteEvents()

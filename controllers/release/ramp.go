@@ -87,3 +87,55 @@ func geometric(g picchuv1alpha1.GeometricScaling) (start, factor int32) {
 	}
 	return max(start, 1), max(factor, 2)
 }
+
+// RampInput is what the next step of a build's ramp is decided from.
+type RampInput struct {
+	// Now is the time of the decision.
+	Now time.Time
+	// Release is the build's release settings.
+	Release picchuv1alpha1.ReleaseInfo
+	// Percent is the traffic the build takes now, and Changed when that
+	// last changed (zero when never).
+	Percent int32
+	Changed time.Time
+	// Hold stops every step up: a live cluster cannot be seen or reached,
+	// and a release never advances on data it cannot see.
+	Hold bool
+	// Capacity is the capacity gate's input.
+	Capacity CapacityInput
+}
+
+// RampStep is the decision of a ramp.
+type RampStep struct {
+	// Next is the percent the build may take now.
+	Next int32
+	// Due is when the next step up is due, when that is in the future.
+	Due time.Time
+	// Waiting says why a due step up is not taken: "capacity" or "hold".
+	Waiting string
+}
+
+// Ramp decides the step of a ramping build. A step down to release.max
+// happens at once. A step up to NextPercent happens when the build has held
+// its percent for the step delay (at once from 0), nothing holds the fleet,
+// and CanRampTo says the build has the replicas for it. Until the delay has
+// passed, Due says when to decide again.
+func Ramp(in RampInput) RampStep {
+	current := max(in.Percent, 0)
+	target := NextPercent(in.Release, current)
+	if target <= current {
+		return RampStep{Next: target}
+	}
+	if current > 0 && !in.Changed.IsZero() {
+		if due := in.Changed.Add(StepDelay(in.Release)); in.Now.Before(due) {
+			return RampStep{Next: current, Due: due}
+		}
+	}
+	if in.Hold {
+		return RampStep{Next: current, Waiting: "hold"}
+	}
+	if !CanRampTo(in.Capacity, target) {
+		return RampStep{Next: current, Waiting: "capacity"}
+	}
+	return RampStep{Next: target}
+}

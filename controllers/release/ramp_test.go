@@ -138,3 +138,35 @@ func TestStepDelay(t *testing.T) {
 		})
 	}
 }
+
+func TestRamp(t *testing.T) {
+	two := int32(2)
+	enough := CapacityInput{ScaleMin: &two, ScaleMax: 2, LiveClusters: 2, Available: 2}
+	short := enough
+	short.Available = 0
+	geo := picchuv1alpha1.ReleaseInfo{GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: time.Minute}}}
+	for _, tc := range []struct {
+		name string
+		in   RampInput
+		want RampStep
+	}{
+		{"from 0 at once", RampInput{Now: t0, Release: geo, Changed: t0, Capacity: enough}, RampStep{Next: 10}},
+		{"waits for the delay", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0.Add(-59 * time.Second), Capacity: enough},
+			RampStep{Next: 10, Due: t0.Add(time.Second)}},
+		{"steps when due", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0.Add(-time.Minute), Capacity: enough}, RampStep{Next: 20}},
+		{"a missing timestamp steps", RampInput{Now: t0, Release: geo, Percent: 10, Capacity: enough}, RampStep{Next: 20}},
+		{"held", RampInput{Now: t0, Release: geo, Percent: 10, Hold: true, Capacity: enough}, RampStep{Next: 10, Waiting: "hold"}},
+		{"the delay comes before the hold", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0, Hold: true, Capacity: enough},
+			RampStep{Next: 10, Due: t0.Add(time.Minute)}},
+		{"waits for capacity", RampInput{Now: t0, Release: geo, Percent: 10, Capacity: short}, RampStep{Next: 10, Waiting: "capacity"}},
+		{"at 100 stays", RampInput{Now: t0, Release: geo, Percent: 100, Capacity: short}, RampStep{Next: 100}},
+		{"above max comes down at once, held or not", RampInput{Now: t0, Release: picchuv1alpha1.ReleaseInfo{Max: 30}, Percent: 50, Changed: t0, Hold: true},
+			RampStep{Next: 30}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Ramp(tc.in); got != tc.want {
+				t.Errorf("Ramp() = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -39,6 +39,9 @@ const (
 	Hold Action = ""
 	// Sync applies the incarnation's objects: config copies and ReplicaSet.
 	Sync Action = "sync"
+	// Retire scales the incarnation's ReplicaSet to zero and removes its
+	// autoscaler objects; its config copies stay, so it can come back.
+	Retire Action = "retire"
 	// Delete removes every object of the incarnation.
 	Delete Action = "delete"
 )
@@ -56,6 +59,48 @@ const (
 	IsDeployed
 )
 
+// ExternalTest is what an outside test runner reported on the Revision.
+type ExternalTest struct {
+	Enabled, Started, Completed, Succeeded bool
+	// LastUpdated is when the runner last reported; zero when never.
+	LastUpdated time.Time
+	// Timeout is how long the test may take after LastUpdated (or after the
+	// test state was entered, without a report); 0 takes Timeouts.Testing.
+	Timeout time.Duration
+}
+
+// failed says the test ended without success.
+func (e ExternalTest) failed() bool { return e.Enabled && e.Completed && !e.Succeeded }
+
+// Canary is the canary of a build.
+type Canary struct {
+	// Percent and TTL are the Revision's canary.percent and canary.ttl.
+	Percent int32
+	TTL     time.Duration
+	// HasSLOs says the Revision has at least one SLO entry: a canary is only
+	// run when something can judge it.
+	HasSLOs bool
+	// Start is when the canary first took traffic; zero until then.
+	Start time.Time
+}
+
+// pending says the canary has yet to run or is running: it is configured
+// and has not started, or has not lasted its TTL.
+func (c Canary) pending(now time.Time) bool {
+	if c.Percent <= 0 || c.TTL <= 0 || !c.HasSLOs {
+		return false
+	}
+	return c.Start.IsZero() || now.Before(c.Start.Add(c.TTL))
+}
+
+// Window is what the release schedule says about starting a release.
+type Window struct {
+	// Open says a release may start now.
+	Open bool
+	// Opens is when it next may, when not Open; zero when unknown.
+	Opens time.Time
+}
+
 // Facts are what a tick of one incarnation is decided from.
 type Facts struct {
 	// Now is the time of the decision.
@@ -66,22 +111,56 @@ type Facts struct {
 	Since time.Time
 	// RevisionExists says the incarnation's Revision still exists and targets this target.
 	RevisionExists bool
+	// Failed is the Revision's spec.failed.
+	Failed bool
+	// Eligible is the release record's releaseEligible: the build may take
+	// traffic. Losing all its traffic to a newer build takes it away;
+	// recommissioning gives it back.
+	Eligible bool
+	// Created and TTL bound the life of a build that is never released:
+	// once Created+TTL has passed it retires. A zero value never expires.
+	Created time.Time
+	TTL     time.Duration
 	// Deployment is what the fleet shows for the build.
 	Deployment Deployment
-	// Percent of traffic the build takes now.
-	Percent int32
+	// Percent of traffic the build takes now, and the most it ever took.
+	Percent, PeakPercent int32
+	// MaxPercent is release.max (0 means 100): reaching it ends the release.
+	MaxPercent int32
+	// Test, Canary and Window are the build's external test, canary and
+	// release schedule.
+	Test   ExternalTest
+	Canary Canary
+	Window Window
 }
 
-// Timeouts bound the time an incarnation may stay in a state.
+// failed says the build is bad: marked failed, or its external test failed.
+func (f Facts) failed() bool { return f.Failed || f.Test.failed() }
+
+// expiry is when a build that is never released retires; zero for never.
+func (f Facts) expiry() time.Time {
+	if f.Created.IsZero() || f.TTL <= 0 {
+		return time.Time{}
+	}
+	return f.Created.Add(f.TTL)
+}
+
+// Timeouts bound the time an incarnation may stay in a state. A state not
+// named here has no bound: a build may wait for its schedule, canary or
+// traffic for as long as these take.
 type Timeouts struct {
 	// Created bounds the created state.
 	Created time.Duration
 	// Deploying bounds the deploying state: the deploy deadline.
 	Deploying time.Duration
+	// Testing bounds pendingtest and testing, from the test runner's last
+	// report, when the Revision's externalTest.timeout is not set.
+	Testing time.Duration
 }
 
-// DefaultTimeouts are the original's: one hour in created, 15 minutes to deploy.
-var DefaultTimeouts = Timeouts{Created: time.Hour, Deploying: 15 * time.Minute}
+// DefaultTimeouts are the original's: one hour in created, 15 minutes to
+// deploy, and the external test's schema default of two hours.
+var DefaultTimeouts = Timeouts{Created: time.Hour, Deploying: 15 * time.Minute, Testing: 2 * time.Hour}
 
 // Step is the decision of one tick for one incarnation.
 type Step struct {
@@ -93,7 +172,7 @@ type Step struct {
 	// cluster of the fleet; until then the incarnation stays in State.
 	Then State
 	// Due, when not zero, is when this incarnation needs another tick even
-	// if nothing changes (a deadline).
+	// if nothing changes (a deadline, a canary's end, a schedule opening).
 	Due time.Time
 	// Unknown says the stored state is not one this version of Picchu
 	// handles: the incarnation is held as it is, and this is reported.
@@ -102,62 +181,291 @@ type Step struct {
 	Drop bool
 }
 
-// Next decides the tick of one incarnation. It handles every state a
-// deploy goes through: created, deploying, deployed, deleting, deleted and
-// timingout; any other stored state is held and reported as Unknown.
+// Next decides the tick of one incarnation: the original's state machine,
+// with its timeouts per state (see Timeouts) and without its bugs: the
+// external test's own timeout applies, a tested build that is not eligible
+// waits for its TTL instead of timing out, a person's spec.failed is
+// honoured in every state, and a stored state it does not know is held and
+// reported, never acted on.
 func Next(f Facts, t Timeouts) Step {
 	state := f.State
 	if state == "" {
 		state = Created
 	}
-	switch state {
-	case Created:
-		if !f.RevisionExists {
-			return deleting(f)
-		}
-		if !f.Since.IsZero() && f.Now.Sub(f.Since) > t.Created {
-			return Step{State: TimingOut}
-		}
-		// Deploying starts at once: its deadline runs from now.
-		return Step{State: Deploying, Action: Sync, Due: f.Now.Add(t.Deploying)}
-	case Deploying:
-		if !f.RevisionExists {
-			return deleting(f)
-		}
-		if f.Deployment == IsDeployed {
-			return Step{State: Deploying, Action: Sync, Then: Deployed}
-		}
-		due := f.Since.Add(t.Deploying)
-		if !f.Since.IsZero() && !f.Now.Before(due) {
-			return Step{State: TimingOut}
-		}
-		return Step{State: Deploying, Action: Sync, Due: due}
-	case Deployed:
-		if !f.RevisionExists {
-			return deleting(f)
-		}
-		if f.Deployment == NotDeployed {
-			return Step{State: Deploying, Action: Sync, Due: f.Now.Add(t.Deploying)}
-		}
-		return Step{State: Deployed, Action: Sync}
-	case Deleting:
-		if f.RevisionExists {
-			return Step{State: Deploying, Action: Sync, Due: f.Now.Add(t.Deploying)}
-		}
-		return deleting(f)
-	case Deleted:
-		if f.RevisionExists {
-			return Step{State: Deploying, Action: Sync, Due: f.Now.Add(t.Deploying)}
-		}
-		return Step{State: Deleted, Drop: true}
-	case TimingOut:
-		if !f.RevisionExists {
-			return deleting(f)
-		}
-		return Step{State: TimingOut}
-	default:
+	handle, ok := handlers[state]
+	if !ok {
 		return Step{State: state, Unknown: true}
 	}
+	// Nearly every state starts with: no Revision, so the build leaves.
+	if !f.RevisionExists && state != Deleting && state != Deleted {
+		return deleting(f)
+	}
+	return handle(f, t)
+}
+
+// handlers are the states Next knows, each with its decision.
+var handlers map[State]func(Facts, Timeouts) Step
+
+func init() {
+	handlers = map[State]func(Facts, Timeouts) Step{
+		Created:        created,
+		Deploying:      deploying,
+		Deployed:       deployed,
+		PendingTest:    underTest,
+		Testing:        underTest,
+		Tested:         tested,
+		Canarying:      canarying,
+		Canaried:       canaried,
+		PendingRelease: pendingRelease,
+		Releasing:      releasing,
+		Released:       releasing,
+		Retiring:       retiring,
+		Retired:        retired,
+		Failing:        failing,
+		Failed:         failedState,
+		Deleting:       deletingState,
+		Deleted:        deleted,
+		TimingOut:      timingOut,
+	}
+}
+
+// States lists every state Next handles.
+func States() []State {
+	out := make([]State, 0, len(handlers))
+	for s := range handlers {
+		out = append(out, s)
+	}
+	return out
+}
+
+func created(f Facts, t Timeouts) Step {
+	if !f.Since.IsZero() && f.Now.Sub(f.Since) > t.Created {
+		return Step{State: TimingOut}
+	}
+	return startDeploying(f, t)
+}
+
+// startDeploying enters deploying: its deadline runs from now.
+func startDeploying(f Facts, t Timeouts) Step {
+	return Step{State: Deploying, Action: Sync, Due: f.Now.Add(t.Deploying)}
+}
+
+func deploying(f Facts, t Timeouts) Step {
+	if f.failed() {
+		return Step{State: Failing, Action: Sync}
+	}
+	if f.Deployment == IsDeployed {
+		return Step{State: Deploying, Action: Sync, Then: Deployed}
+	}
+	due := f.Since.Add(t.Deploying)
+	if !f.Since.IsZero() && !f.Now.Before(due) {
+		return Step{State: TimingOut}
+	}
+	return Step{State: Deploying, Action: Sync, Due: due}
+}
+
+func deployed(f Facts, t Timeouts) Step {
+	switch {
+	case f.failed():
+		return Step{State: Failing, Action: Sync}
+	case f.Deployment == NotDeployed:
+		return startDeploying(f, t)
+	case f.Deployment == Unknown:
+		// Nothing is promoted on data Picchu cannot see.
+		return Step{State: Deployed, Action: Sync}
+	case f.Test.Enabled:
+		return testStep(f, t, Deployed)
+	}
+	return promote(f, Deployed)
+}
+
+// promote moves a deployed (or tested) build on: to its canary or to wait
+// for its release when eligible, to retirement once its TTL has passed when
+// not. Otherwise it stays in state until its TTL.
+func promote(f Facts, state State) Step {
+	if f.Eligible {
+		if f.Canary.pending(f.Now) {
+			return Step{State: Canarying, Action: Sync}
+		}
+		return Step{State: PendingRelease, Action: Sync}
+	}
+	expiry := f.expiry()
+	if !expiry.IsZero() && !f.Now.Before(expiry) {
+		return Step{State: Retiring, Action: Sync}
+	}
+	return Step{State: state, Action: Sync, Due: expiry}
+}
+
+// testStep is where the external test's report leads from state.
+func testStep(f Facts, t Timeouts, state State) Step {
+	switch {
+	case f.Test.Completed && f.Test.Succeeded:
+		if state == Tested {
+			return promote(f, Tested)
+		}
+		return Step{State: Tested, Action: Sync}
+	case f.Test.Started && !f.Test.Completed:
+		return testDeadline(f, t, Testing, state)
+	default:
+		return testDeadline(f, t, PendingTest, state)
+	}
+}
+
+// testDeadline keeps the build in test state s (entered from state from)
+// until the test's own timeout, counted from the runner's last report.
+func testDeadline(f Facts, t Timeouts, s, from State) Step {
+	since := f.Test.LastUpdated
+	if since.IsZero() {
+		since = f.Since
+		if from != s {
+			since = f.Now
+		}
+	}
+	timeout := f.Test.Timeout
+	if timeout <= 0 {
+		timeout = t.Testing
+	}
+	due := since.Add(timeout)
+	if !since.IsZero() && !f.Now.Before(due) {
+		return Step{State: TimingOut}
+	}
+	return Step{State: s, Action: Sync, Due: due}
+}
+
+func underTest(f Facts, t Timeouts) Step {
+	switch {
+	case f.failed():
+		return Step{State: Failing, Action: Sync}
+	case !f.Test.Enabled:
+		// The test was turned off: the build is simply deployed.
+		return Step{State: Deployed, Action: Sync}
+	}
+	return testStep(f, t, f.State)
+}
+
+func tested(f Facts, t Timeouts) Step {
+	switch {
+	case f.failed():
+		return Step{State: Failing, Action: Sync}
+	case f.Test.Enabled && !(f.Test.Completed && f.Test.Succeeded):
+		// The runner started again.
+		return testStep(f, t, Tested)
+	}
+	return promote(f, Tested)
+}
+
+func canarying(f Facts, _ Timeouts) Step {
+	switch {
+	case f.Failed:
+		return Step{State: Failing, Action: Sync}
+	case f.Canary.pending(f.Now):
+		var due time.Time
+		if !f.Canary.Start.IsZero() {
+			due = f.Canary.Start.Add(f.Canary.TTL)
+		}
+		return Step{State: Canarying, Action: Sync, Due: due}
+	}
+	return Step{State: Canaried, Action: Sync}
+}
+
+func canaried(f Facts, _ Timeouts) Step {
+	switch {
+	case f.Failed:
+		return Step{State: Failing, Action: Sync}
+	case !f.Eligible:
+		return Step{State: Retiring, Action: Sync}
+	}
+	return Step{State: PendingRelease, Action: Sync}
+}
+
+func pendingRelease(f Facts, _ Timeouts) Step {
+	switch {
+	case f.Failed:
+		return Step{State: Failing, Action: Sync}
+	case !f.Eligible:
+		return Step{State: Retiring, Action: Sync}
+	case f.Window.Open:
+		return Step{State: Releasing, Action: Sync}
+	}
+	return Step{State: PendingRelease, Action: Sync, Due: f.Window.Opens}
+}
+
+// releasing handles releasing and released: a build is released once it
+// has reached its release.max.
+func releasing(f Facts, _ Timeouts) Step {
+	switch {
+	case f.Failed:
+		return Step{State: Failing, Action: Sync}
+	case !f.Eligible:
+		return Step{State: Retiring, Action: Sync}
+	case f.PeakPercent >= percentCap(f.MaxPercent):
+		return Step{State: Released, Action: Sync}
+	}
+	return Step{State: f.State, Action: Sync}
+}
+
+func retiring(f Facts, t Timeouts) Step {
+	switch {
+	case f.Percent > 0:
+		// It serves until newer builds have taken its traffic.
+		return Step{State: Retiring, Action: Sync}
+	case f.failed():
+		return Step{State: Failing, Action: Sync}
+	case f.Eligible:
+		return startDeploying(f, t)
+	}
+	return Step{State: Retiring, Action: Retire, Then: Retired}
+}
+
+func retired(f Facts, t Timeouts) Step {
+	switch {
+	case f.failed():
+		return Step{State: Failing, Action: Sync}
+	case f.Eligible:
+		// Recommissioned.
+		return startDeploying(f, t)
+	}
+	return Step{State: Retired, Action: Retire}
+}
+
+func failing(f Facts, t Timeouts) Step {
+	switch {
+	case f.Percent > 0:
+		// Its traffic goes back to older builds at their ramp's pace.
+		return Step{State: Failing, Action: Sync}
+	case !f.failed():
+		return startDeploying(f, t)
+	}
+	return Step{State: Failing, Action: Retire, Then: Failed}
+}
+
+func failedState(f Facts, t Timeouts) Step {
+	if !f.failed() {
+		return startDeploying(f, t)
+	}
+	return Step{State: Failed, Action: Retire}
+}
+
+func deletingState(f Facts, t Timeouts) Step {
+	if f.RevisionExists {
+		return startDeploying(f, t)
+	}
+	return deleting(f)
+}
+
+func deleted(f Facts, t Timeouts) Step {
+	if f.RevisionExists {
+		return startDeploying(f, t)
+	}
+	return Step{State: Deleted, Drop: true}
+}
+
+func timingOut(f Facts, _ Timeouts) Step {
+	if f.failed() {
+		return Step{State: Failing, Action: Sync}
+	}
+	// Stuck: the Revision controller fails the whole Revision.
+	return Step{State: TimingOut}
 }
 
 // deleting keeps a build that still takes traffic until the traffic has

@@ -99,26 +99,40 @@ func TestNext(t *testing.T) {
 }
 
 // FuzzNext feeds Next any stored status: it never panics, always names a
-// state, never asks to act on an unknown state, and only deletes a build
-// that takes no traffic.
+// state, never asks to act on an unknown state, only deletes or retires a
+// build that takes no traffic, and never moves a build it does not know.
 func FuzzNext(f *testing.F) {
-	f.Add("deploying", int64(0), int64(60), true, 2, int32(0))
-	f.Add("", int64(-1), int64(0), false, 0, int32(100))
-	f.Add("canarying", int64(1<<40), int64(-5), true, 1, int32(-3))
-	f.Fuzz(func(t *testing.T, state string, since, now int64, exists bool, deployment int, percent int32) {
+	f.Add("deploying", int64(0), int64(60), true, 2, int32(0), uint16(0), int64(0), int64(0))
+	f.Add("", int64(-1), int64(0), false, 0, int32(100), uint16(0xffff), int64(-1), int64(1<<40))
+	f.Add("canarying", int64(1<<40), int64(-5), true, 1, int32(-3), uint16(0x0f0f), int64(5), int64(3600))
+	f.Add("testing", int64(10), int64(20), true, 2, int32(0), uint16(0x0031), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, state string, since, now int64, exists bool, deployment int, percent int32, flags uint16, created, ttl int64) {
+		bit := func(n uint) bool { return flags&(1<<n) != 0 }
 		facts := Facts{
 			Now: time.Unix(now, 0), State: State(state), Since: time.Unix(since, 0),
 			RevisionExists: exists, Deployment: Deployment(deployment), Percent: percent,
+			Failed: bit(0), Eligible: bit(1), Created: time.Unix(created, 0), TTL: time.Duration(ttl) * time.Second,
+			PeakPercent: int32(flags >> 8), MaxPercent: percent / 2,
+			Test: ExternalTest{Enabled: bit(2), Started: bit(3), Completed: bit(4), Succeeded: bit(5),
+				LastUpdated: time.Unix(since/2, 0), Timeout: time.Duration(ttl)},
+			Canary: Canary{Percent: int32(flags & 0x7f), TTL: time.Duration(ttl), HasSLOs: bit(6), Start: time.Unix(created, 0)},
+			Window: Window{Open: bit(7), Opens: time.Unix(now+ttl, 0)},
+		}
+		if bit(8) {
+			facts.Since, facts.Created, facts.Test.LastUpdated, facts.Canary.Start = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		}
 		s := Next(facts, DefaultTimeouts)
 		if s.State == "" {
 			t.Fatalf("no state for %+v", facts)
 		}
-		if s.Unknown && (s.Action != Hold || s.Then != "") {
+		if s.Unknown && (s.Action != Hold || s.Then != "" || s.State != State(state)) {
 			t.Fatalf("acts on unknown state: %+v", s)
 		}
-		if s.Action == Delete && percent > 0 {
-			t.Fatalf("deletes a build with %d%% of traffic: %+v -> %+v", percent, facts, s)
+		if (s.Action == Delete || s.Action == Retire) && percent > 0 {
+			t.Fatalf("%s a build with %d%% of traffic: %+v -> %+v", s.Action, percent, facts, s)
+		}
+		if s.Action == Delete && exists {
+			t.Fatalf("deletes a build whose Revision exists: %+v -> %+v", facts, s)
 		}
 	})
 }

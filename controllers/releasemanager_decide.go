@@ -1,0 +1,198 @@
+package controllers
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/schedule"
+)
+
+// decision is what a run decided for one build, beyond its step.
+type decision struct {
+	step release.Step
+	// weight is the percent of traffic the build takes after this run.
+	weight int32
+	// eligible and peak are its releaseEligible and peakPercent after this run.
+	eligible bool
+	peak     int32
+	// ramping says the build is the one whose traffic may grow; ramp is
+	// its ramp's decision.
+	ramping bool
+	ramp    release.RampStep
+	// recommissioned says the build was brought back to serve.
+	recommissioned bool
+}
+
+// decide runs the pure decisions: each build's next state, then the
+// traffic, then whether an older build must be brought back.
+func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
+	hold := s.holds()
+	incs := make([]release.Incarnation, len(s.incarnations))
+	ramps := make([]release.RampStep, len(s.incarnations))
+	for i, inc := range s.incarnations {
+		f := s.facts(inc, cal)
+		inc.step = release.Next(f, t)
+		inc.eligible, inc.peak = f.Eligible, inc.status.PeakPercent
+		in := release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent}
+		if inc.target != nil {
+			in.Canary, in.Max = inc.target.Canary.Percent, inc.target.Release.Max
+			ramps[i] = release.Ramp(release.RampInput{
+				Now: s.now, Release: inc.target.Release, Percent: inc.status.CurrentPercent,
+				Changed: timeOf(inc.status.LastUpdated), Hold: hold, Capacity: s.capacity(inc),
+			})
+			in.Next = ramps[i].Next
+		}
+		incs[i] = in
+	}
+	alloc := release.Allocate(incs)
+	for i, inc := range s.incarnations {
+		inc.weight = alloc.Percent[i]
+		inc.ramping = i == alloc.Ramping
+		if inc.ramping {
+			inc.ramp = ramps[i]
+		}
+		if alloc.LostEligibility[i] {
+			inc.eligible = false
+		}
+	}
+	s.recommission()
+}
+
+// holds says a live cluster cannot be seen or reached: no build steps up.
+func (s *snapshot) holds() bool {
+	for _, fc := range s.fleet {
+		if fc.live && fc.plans == nil {
+			return true
+		}
+	}
+	return s.observation.LiveClusters() == 0
+}
+
+// facts gathers what Next decides a build's step from.
+func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts {
+	st := inc.status
+	f := release.Facts{
+		Now:            s.now,
+		State:          release.State(st.State.Current),
+		Since:          timeOf(st.State.LastUpdated),
+		RevisionExists: inc.revision != nil,
+		Deployment:     s.observation.Deployment(inc.tag),
+		Percent:        st.CurrentPercent,
+		PeakPercent:    st.PeakPercent,
+		Eligible:       st.ReleaseEligible,
+		TTL:            time.Duration(st.TTL) * time.Second,
+		Created:        timeOf(st.RevisionTimestamp),
+	}
+	if inc.revision == nil {
+		return f
+	}
+	target := inc.target
+	f.Failed = inc.revision.Spec.Failed
+	f.Created = inc.revision.CreationTimestamp.Time
+	if deploying(f.State) {
+		// Until a build is deployed, its release settings follow the Revision.
+		f.Eligible, f.TTL = target.Release.Eligible, time.Duration(target.Release.TTL)*time.Second
+	}
+	f.MaxPercent = target.Release.Max
+	test := target.ExternalTest
+	f.Test = release.ExternalTest{
+		Enabled: test.Enabled, Started: test.Started, Completed: test.Completed, Succeeded: test.Succeeded,
+		LastUpdated: timeOf(test.LastUpdated),
+	}
+	if test.Timeout != nil {
+		f.Test.Timeout = test.Timeout.Duration
+	}
+	f.Canary = release.Canary{
+		Percent: target.Canary.Percent, TTL: time.Duration(target.Canary.TTL) * time.Second,
+		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: timeOf(st.CanaryStartTimestamp),
+	}
+	if f.State == release.PendingRelease || f.State == release.Canaried || f.State == release.Deployed || f.State == release.Tested {
+		sched := target.Release.Schedule
+		f.Window.Open = cal.CanRelease(sched, st.PeakPercent, target.Canary.Percent, f.Created, s.now)
+		if !f.Window.Open {
+			f.Window.Opens, _ = cal.NextWindow(sched, s.now)
+		}
+	}
+	return f
+}
+
+// deploying says a build's release settings still follow its Revision.
+func deploying(s release.State) bool {
+	return s == "" || s == release.Created || s == release.Deploying
+}
+
+// capacity is the capacity gate's input for a build. Until builds have
+// autoscalers (their plans come with the autoscaling work), every build runs
+// its full scale.default share from deployment on, so the gate asks for that
+// share to be available: 90 % of it for the next percent.
+func (s *snapshot) capacity(inc *incarnation) release.CapacityInput {
+	count := replicaCount(inc.target)
+	in := release.CapacityInput{
+		ScaleMin: &count, ScaleMax: max(inc.target.Scale.Max, count),
+		Available: s.observation.Live(inc.tag).Available,
+	}
+	for _, fc := range s.fleet {
+		if fc.live {
+			in.LiveClusters++
+			in.Factors = append(in.Factors, fc.factor)
+		}
+	}
+	return in
+}
+
+// replicaCount is the fleet-wide replica count of a build: scale.default,
+// else scale.min, else 1.
+func replicaCount(t *picchuv1alpha1.RevisionTarget) int32 {
+	switch {
+	case t.Scale.Default > 0:
+		return t.Scale.Default
+	case t.Scale.Min != nil && *t.Scale.Min > 0:
+		return *t.Scale.Min
+	}
+	return 1
+}
+
+// recommission brings back the newest retired build that did not fail when
+// no healthy build that ever took traffic is left: the original's automatic
+// rollback. It is released at once (its peak is set to 100) and ramps back
+// at its own pace.
+func (s *snapshot) recommission() {
+	for _, inc := range s.incarnations {
+		if inc.revision != nil && serving(inc.step.State) && !inc.revision.Spec.Failed && inc.peak > 0 {
+			return
+		}
+	}
+	for _, inc := range s.incarnations {
+		st := inc.step.State
+		if inc.revision == nil || inc.revision.Spec.Failed || (st != release.Retired && st != release.Retiring) {
+			continue
+		}
+		if inc.status.PeakPercent == 0 {
+			// Never released: nothing to roll back to.
+			continue
+		}
+		inc.eligible, inc.peak, inc.recommissioned = true, 100, true
+		return
+	}
+}
+
+// serving says a build in state s is on its way to, or at, taking traffic.
+func serving(s release.State) bool {
+	switch s {
+	case release.Deploying, release.Deployed, release.PendingTest, release.Testing, release.Tested,
+		release.Canarying, release.Canaried, release.PendingRelease, release.Releasing, release.Released:
+		return true
+	}
+	return false
+}
+
+// timeOf is t's time, zero when t is nil.
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}

@@ -1,0 +1,57 @@
+package controllers
+
+import (
+	"time"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemetrics"
+)
+
+// observeLatencies observes, once per build, the latencies of reaching
+// state, remembering them in the build's status.metrics.
+func observeLatencies(rm *picchuv1alpha1.ReleaseManager, inc *incarnation, st *picchuv1alpha1.ReleaseManagerRevisionStatus, state release.State, now time.Time) {
+	b := releasemetrics.Build{
+		GitTime:        timeOf(st.GitTimestamp),
+		RevisionTime:   timeOf(st.RevisionTimestamp),
+		DeployingStart: timeOf(st.DeployingStartTimestamp),
+		CanaryStart:    timeOf(st.CanaryStartTimestamp),
+		ReleaseStart:   timeOf(st.ReleaseStartTimestamp),
+		Metrics:        &st.Metrics,
+	}
+	app, target := rm.Spec.App, rm.Spec.Target
+	releasemetrics.ObserveCreated(app, target, b)
+	switch state {
+	case release.Deployed:
+		releasemetrics.Observe(app, target, releasemetrics.PhaseDeployed, now, b)
+	case release.Canaried:
+		releasemetrics.Observe(app, target, releasemetrics.PhaseCanaried, now, b)
+	case release.PendingRelease:
+		releasemetrics.Observe(app, target, releasemetrics.PhasePendingRelease, now, b)
+	case release.Released:
+		releasemetrics.Observe(app, target, releasemetrics.PhaseReleased, now, b)
+	case release.Failed:
+		// The rollback took from entering failing to its traffic being gone.
+		if release.State(inc.status.State.Current) == release.Failing {
+			b.FailingStart = timeOf(inc.status.State.LastUpdated)
+		}
+		releasemetrics.Observe(app, target, releasemetrics.PhaseRolledBack, now, b)
+	}
+}
+
+// recordMetrics sets the gauges of the ReleaseManager's builds.
+func recordMetrics(rm *picchuv1alpha1.ReleaseManager, statuses []picchuv1alpha1.ReleaseManagerRevisionStatus, now time.Time) {
+	weights := make(map[string]int32, len(statuses))
+	counts := map[string]int{}
+	oldest := map[string]time.Duration{}
+	for _, st := range statuses {
+		weights[st.Tag] = st.CurrentPercent
+		state := st.State.Current
+		counts[state]++
+		if t := timeOf(st.RevisionTimestamp); !t.IsZero() {
+			oldest[state] = max(oldest[state], now.Sub(t))
+		}
+	}
+	releasemetrics.SetWeights(rm.Spec.App, rm.Spec.Target, weights)
+	releasemetrics.SetStates(rm.Spec.App, rm.Spec.Target, counts, oldest)
+}
