@@ -244,7 +244,11 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	snap.decide(r.Timeouts, r.Calendar)
 	results := r.act(ctx, snap)
-	return r.record(ctx, snap, results)
+	res, err := r.record(ctx, snap, results)
+	if err != nil {
+		return res, err
+	}
+	return res, r.collectGarbage(ctx, snap)
 }
 
 // uncached reads from the API server, or from the cache without an APIReader.

@@ -41,7 +41,7 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			in.Canary, in.Max = inc.target.Canary.Percent, inc.target.Release.Max
 			ramps[i] = release.Ramp(release.RampInput{
 				Now: s.now, Release: inc.target.Release, Percent: inc.status.CurrentPercent,
-				Changed: timeOf(inc.status.LastUpdated), Hold: hold, Capacity: s.capacity(inc),
+				Changed: stampOf(inc.status.LastUpdated), Hold: hold, Capacity: s.capacity(inc),
 			})
 			in.Next = ramps[i].Next
 		}
@@ -77,7 +77,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	f := release.Facts{
 		Now:            s.now,
 		State:          release.State(st.State.Current),
-		Since:          timeOf(st.State.LastUpdated),
+		Since:          stampOf(st.State.LastUpdated),
 		RevisionExists: inc.revision != nil,
 		Deployment:     s.observation.Deployment(inc.tag),
 		Percent:        st.CurrentPercent,
@@ -107,7 +107,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	}
 	f.Canary = release.Canary{
 		Percent: target.Canary.Percent, TTL: time.Duration(target.Canary.TTL) * time.Second,
-		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: timeOf(st.CanaryStartTimestamp),
+		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: stampOf(st.CanaryStartTimestamp),
 	}
 	if f.State == release.PendingRelease || f.State == release.Canaried || f.State == release.Deployed || f.State == release.Tested {
 		sched := target.Release.Schedule
@@ -191,6 +191,14 @@ func serving(s release.State) bool {
 
 // timeOf is t's time, zero when t is nil.
 func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// stampOf is t's time, zero when t is nil.
+func stampOf(t *picchuv1alpha1.Timestamp) time.Time {
 	if t == nil {
 		return time.Time{}
 	}

@@ -14,9 +14,9 @@ func observeLatencies(rm *picchuv1alpha1.ReleaseManager, inc *incarnation, st *p
 	b := releasemetrics.Build{
 		GitTime:        timeOf(st.GitTimestamp),
 		RevisionTime:   timeOf(st.RevisionTimestamp),
-		DeployingStart: timeOf(st.DeployingStartTimestamp),
-		CanaryStart:    timeOf(st.CanaryStartTimestamp),
-		ReleaseStart:   timeOf(st.ReleaseStartTimestamp),
+		DeployingStart: stampOf(st.DeployingStartTimestamp),
+		CanaryStart:    stampOf(st.CanaryStartTimestamp),
+		ReleaseStart:   stampOf(st.ReleaseStartTimestamp),
 		Metrics:        &st.Metrics,
 	}
 	app, target := rm.Spec.App, rm.Spec.Target
@@ -33,7 +33,7 @@ func observeLatencies(rm *picchuv1alpha1.ReleaseManager, inc *incarnation, st *p
 	case release.Failed:
 		// The rollback took from entering failing to its traffic being gone.
 		if release.State(inc.status.State.Current) == release.Failing {
-			b.FailingStart = timeOf(inc.status.State.LastUpdated)
+			b.FailingStart = stampOf(inc.status.State.LastUpdated)
 		}
 		releasemetrics.Observe(app, target, releasemetrics.PhaseRolledBack, now, b)
 	}

@@ -1,13 +1,14 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +96,7 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, inc.status.State.Current, state))
 			continue
 		}
-		st := incarnationStatus(inc, state, now, s.observation)
+		st := incarnationStatus(inc, state, s.now, s.observation)
 		if string(state) != inc.status.State.Current {
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, displayState(inc.status.State.Current), state))
 			observeLatencies(s.rm, inc, &st, state, s.now)
@@ -131,7 +132,7 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 	setConditions(rm, unavailable, progressing, timedOut, unknown)
 
 	var err error
-	if !equality.Semantic.DeepEqual(*before, rm.Status) {
+	if !sameStatus(before, &rm.Status) {
 		rm.Status.LastUpdated = &now
 		if err = r.Client.Status().Update(ctx, rm); apierrors.IsConflict(err) {
 			// Someone else changed the ReleaseManager: decide again from it.
@@ -169,7 +170,8 @@ func displayState(s string) string {
 }
 
 // incarnationStatus is the recorded status of a build after this run.
-func incarnationStatus(inc *incarnation, state release.State, now metav1.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
+func incarnationStatus(inc *incarnation, state release.State, at time.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
+	now := picchuv1alpha1.NewTimestamp(at)
 	st := *inc.status.DeepCopy()
 	st.Tag = inc.tag
 	if string(state) != st.State.Current {
@@ -265,4 +267,12 @@ func inProgress(s release.State) bool {
 		return true
 	}
 	return false
+}
+
+// sameStatus says two statuses would be written the same. It compares what
+// would be sent, so timestamps compare to the microsecond they are stored with.
+func sameStatus(a, b *picchuv1alpha1.ReleaseManagerStatus) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

@@ -121,7 +121,7 @@ type ReleaseManagerRevisionStatus struct {
 	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
 	// lastUpdated is when the build's traffic percent last changed.
 	// +optional
-	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
+	LastUpdated *Timestamp `json:"lastUpdated,omitempty"`
 	// gitTimestamp is the commit time of the build.
 	// +optional
 	GitTimestamp *metav1.Time `json:"gitTimestamp,omitempty"`
@@ -130,16 +130,16 @@ type ReleaseManagerRevisionStatus struct {
 	RevisionTimestamp *metav1.Time `json:"revisionTimestamp,omitempty"`
 	// deployingStartTimestamp is when the build started deploying.
 	// +optional
-	DeployingStartTimestamp *metav1.Time `json:"deployingStartTimestamp,omitempty"`
+	DeployingStartTimestamp *Timestamp `json:"deployingStartTimestamp,omitempty"`
 	// canaryStartTimestamp is when the build first took canary traffic.
 	// +optional
-	CanaryStartTimestamp *metav1.Time `json:"canaryStartTimestamp,omitempty"`
+	CanaryStartTimestamp *Timestamp `json:"canaryStartTimestamp,omitempty"`
 	// pendingReleaseStartTimestamp is when the build started waiting for its release schedule.
 	// +optional
-	PendingReleaseStartTimestamp *metav1.Time `json:"pendingReleaseStartTimestamp,omitempty"`
+	PendingReleaseStartTimestamp *Timestamp `json:"pendingReleaseStartTimestamp,omitempty"`
 	// releaseStartTimestamp is when the build's release ramp started.
 	// +optional
-	ReleaseStartTimestamp *metav1.Time `json:"releaseStartTimestamp,omitempty"`
+	ReleaseStartTimestamp *Timestamp `json:"releaseStartTimestamp,omitempty"`
 	// ttl, in seconds, copied from the Revision while it deploys.
 	// +optional
 	TTL int64 `json:"ttl,omitempty"`
@@ -162,7 +162,7 @@ type ReleaseManagerRevisionStateStatus struct {
 	Target string `json:"target"`
 	// lastUpdated is when the current state was entered.
 	// +optional
-	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
+	LastUpdated *Timestamp `json:"lastUpdated,omitempty"`
 }
 
 // ReleaseManagerRevisionScaleStatus counts a build's replicas. The JSON keys

@@ -1,0 +1,55 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+// collectGarbage labels the Revisions of the builds garbage collection
+// chose "target-deletable.picchu.medium.engineering/<target>=true"; the
+// Revision controller deletes a Revision once every target says so. It
+// decides from the states recorded by this run.
+func (r *ReleaseManagerReconciler) collectGarbage(ctx context.Context, s *snapshot) error {
+	states := map[string]release.State{}
+	for _, st := range s.rm.Status.Revisions {
+		states[st.Tag] = release.State(st.State.Current)
+	}
+	var builds []release.GCCandidate
+	var revs []*picchuv1alpha1.Revision
+	for _, inc := range s.incarnations {
+		state, ok := states[inc.tag]
+		if !ok {
+			continue
+		}
+		c := release.GCCandidate{State: state}
+		for _, st := range s.rm.Status.Revisions {
+			if st.Tag == inc.tag {
+				c.Created, c.TTL = timeOf(st.RevisionTimestamp), time.Duration(st.TTL)*time.Second
+			}
+		}
+		builds = append(builds, c)
+		revs = append(revs, inc.revision)
+	}
+	key := picchuv1alpha1.LabelTargetDeletablePrefix + s.rm.Spec.Target
+	for i, chosen := range release.Collectable(builds, s.now) {
+		rev := revs[i]
+		if !chosen || rev == nil || rev.Labels[key] == "true" {
+			continue
+		}
+		patch := client.MergeFrom(rev.DeepCopy())
+		if rev.Labels == nil {
+			rev.Labels = map[string]string{}
+		}
+		rev.Labels[key] = "true"
+		if err := r.Client.Patch(ctx, rev, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("marking revision %s/%s deletable in %s: %w", rev.Namespace, rev.Name, s.rm.Spec.Target, err)
+		}
+	}
+	return nil
+}

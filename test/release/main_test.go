@@ -1,0 +1,155 @@
+// Package release_test runs Picchu's release engine end to end on a
+// delivery API server and two target API servers: canaries, ramps,
+// retirement, failure and rollback, garbage collection, and an operator
+// restarted mid-release. The operator runs in the test process and can be
+// stopped and started again; the targets' ReplicaSets are reported
+// available as a ReplicaSet controller would.
+package release_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/releasemetrics"
+	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/test/harness"
+)
+
+var env *harness.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	ctx, cancel := context.WithCancel(context.Background())
+	var err error
+	env, err = harness.Start(ctx, harness.Options{Targets: 2})
+	defer func() {
+		cancel()
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping clusters:", err)
+		}
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting clusters:", err)
+		return 1
+	}
+	for _, target := range env.Targets {
+		go func() {
+			if err := target.ServeReplicaSets(ctx); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: serving ReplicaSets: %v\n", target.Name, err)
+			}
+		}()
+	}
+	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
+		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
+		return 1
+	}
+	op, err := startOperator()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the operator:", err)
+		return 1
+	}
+	current = op
+	code := m.Run()
+	if err := current.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
+	}
+	return code
+}
+
+// current is the running operator.
+var current *operator
+
+// operator is Picchu's manager with its controllers, as main runs it.
+type operator struct {
+	cancel   context.CancelFunc
+	done     chan error
+	registry *remote.Registry
+}
+
+// startOperator starts the operator against the delivery cluster. Its
+// safety resync is 10 minutes, so only events and its own deadlines can
+// move a release along.
+func startOperator() (*operator, error) {
+	mgr, err := ctrl.NewManager(env.Delivery.Config, ctrl.Options{
+		Scheme:     env.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	remoteEvents := controllers.NewRemoteEvents()
+	registry := remote.NewRegistry(env.Scheme, ctrl.Log.WithName("remote"), remoteEvents.Notify)
+	if err := (&controllers.ClusterReconciler{
+		Client: mgr.GetClient(), Registry: registry, HealthPeriod: 10 * time.Second, HealthTimeout: 2 * time.Second,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&controllers.RevisionReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&controllers.ReleaseManagerReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
+		Recorder: mgr.GetEventRecorder("picchu"), SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second,
+		MaxConcurrentReconciles: 4,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{cancel: cancel, done: make(chan error, 1), registry: registry}
+	go func() { op.done <- mgr.Start(ctx) }()
+	return op, nil
+}
+
+// stop stops the operator and waits until it has.
+func (o *operator) stop() error {
+	o.cancel()
+	err := <-o.done
+	for _, target := range env.Targets {
+		o.registry.Remove(types.NamespacedName{Namespace: env.Namespace, Name: target.Name})
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// restart stops the running operator and starts a new one.
+func restart(t testing.TB) {
+	t.Helper()
+	if err := current.stop(); err != nil {
+		t.Fatalf("stopping the operator: %v", err)
+	}
+	op, err := startOperator()
+	if err != nil {
+		t.Fatalf("starting the operator again: %v", err)
+	}
+	current = op
+}
+
+// releaseManager reads the ReleaseManager of app.
+func releaseManager(ctx context.Context, app string) (*picchuv1alpha1.ReleaseManager, error) {
+	rm := &picchuv1alpha1.ReleaseManager{}
+	err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
+	return rm, err
+}
