@@ -1,0 +1,66 @@
+package release
+
+import "time"
+
+// KeepRetired is how many of the newest retired builds of a target garbage
+// collection always keeps, so that there is something to roll back to.
+const KeepRetired = 3
+
+// GCCandidate is a build of a target as garbage collection sees it.
+type GCCandidate struct {
+	// State is the build's current state in the target.
+	State State
+	// Created is the Revision's creation time (zero if unknown).
+	Created time.Time
+	// TTL is how long after Created the build may be collected; zero or
+	// less means it never expires.
+	TTL time.Duration
+}
+
+// Collectable says, for builds given newest first, which may be deleted.
+//
+// The newest KeepRetired builds in state retired are always kept. Any other
+// build that is retired, failed, deleting or deleted and has expired (see
+// expired) is collectable. If that would collect every build, the newest is
+// spared. The result has one entry per build; an empty input gives an empty
+// result.
+func Collectable(builds []GCCandidate, now time.Time) []bool {
+	out := make([]bool, len(builds))
+	retired := 0
+	all := len(builds) > 0
+	for i, b := range builds {
+		if b.State == Retired {
+			retired++
+			if retired <= KeepRetired {
+				all = false
+				continue
+			}
+		}
+		out[i] = collectableState(b.State) && b.expired(now)
+		all = all && out[i]
+	}
+	if all {
+		out[0] = false
+	}
+	return out
+}
+
+// collectableState says whether a build in state s is done with, so that
+// garbage collection may take it once it has expired.
+func collectableState(s State) bool {
+	switch s {
+	case Retired, Failed, Deleting, Deleted:
+		return true
+	}
+	return false
+}
+
+// expired says whether the build's time to live has run out at now: its
+// creation time plus its TTL is not after now. A build with an unknown
+// creation time or no positive TTL never expires.
+func (b GCCandidate) expired(now time.Time) bool {
+	if b.Created.IsZero() || b.TTL <= 0 {
+		return false
+	}
+	return !b.Created.Add(b.TTL).After(now)
+}

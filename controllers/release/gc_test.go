@@ -1,0 +1,151 @@
+package release
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// build is a candidate in state s created age before t0 with the given ttl.
+func build(s State, age, ttl time.Duration) GCCandidate {
+	return GCCandidate{State: s, Created: t0.Add(-age), TTL: ttl}
+}
+
+// old and fresh are candidates whose day-long ttl has and has not run out at t0.
+func old(s State) GCCandidate   { return build(s, 48*time.Hour, 24*time.Hour) }
+func fresh(s State) GCCandidate { return build(s, time.Hour, 24*time.Hour) }
+
+func TestCollectable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		builds []GCCandidate
+		want   []bool
+	}{
+		{"nil input", nil, []bool{}},
+		{"empty input", []GCCandidate{}, []bool{}},
+		{"the newest three retired are kept even when expired",
+			[]GCCandidate{old(Retired), old(Retired), old(Retired)},
+			[]bool{false, false, false}},
+		{"the fourth and fifth retired, expired, are collectable",
+			[]GCCandidate{old(Retired), old(Retired), old(Retired), old(Retired), old(Retired)},
+			[]bool{false, false, false, true, true}},
+		{"retired that has not expired is kept",
+			[]GCCandidate{old(Retired), old(Retired), old(Retired), fresh(Retired), old(Retired)},
+			[]bool{false, false, false, false, true}},
+		{"kept retired count whether or not they expired",
+			[]GCCandidate{fresh(Retired), fresh(Retired), fresh(Retired), old(Retired)},
+			[]bool{false, false, false, true}},
+		{"the newest retired are counted among the other states",
+			[]GCCandidate{old(Failed), old(Retired), old(Released), old(Retired), old(Retired), old(Retired)},
+			[]bool{true, false, false, false, false, true}},
+		{"expiry at exactly now is collectable",
+			[]GCCandidate{old(Released), build(Failed, 24*time.Hour, 24*time.Hour)},
+			[]bool{false, true}},
+		{"one second before expiry is kept",
+			[]GCCandidate{old(Released), build(Failed, 24*time.Hour-time.Second, 24*time.Hour)},
+			[]bool{false, false}},
+		{"failed and expired is collectable",
+			[]GCCandidate{old(Released), old(Failed)},
+			[]bool{false, true}},
+		{"failed, not expired, is kept",
+			[]GCCandidate{old(Released), fresh(Failed)},
+			[]bool{false, false}},
+		{"deleting and deleted, expired, are collectable",
+			[]GCCandidate{old(Released), old(Deleting), old(Deleted)},
+			[]bool{false, true, true}},
+		{"unknown creation time never expires",
+			[]GCCandidate{old(Released), {State: Failed, TTL: time.Second}},
+			[]bool{false, false}},
+		{"no ttl never expires",
+			[]GCCandidate{old(Released), build(Failed, 48*time.Hour, 0)},
+			[]bool{false, false}},
+		{"negative ttl never expires",
+			[]GCCandidate{old(Released), build(Failed, 48*time.Hour, -time.Hour)},
+			[]bool{false, false}},
+		{"when all are collectable the newest is spared",
+			[]GCCandidate{old(Failed), old(Deleted), old(Deleting), old(Failed)},
+			[]bool{false, true, true, true}},
+		{"a single collectable build is spared",
+			[]GCCandidate{old(Failed)},
+			[]bool{false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Collectable(tc.builds, t0); !slices.Equal(got, tc.want) {
+				t.Errorf("Collectable(%+v)\n got %v\nwant %v", tc.builds, got, tc.want)
+			}
+		})
+	}
+
+	// A build in any other state is never collectable, however old.
+	for _, s := range []State{"", "bogus", Created, Deploying, Deployed, PendingTest, Testing, Tested,
+		Canarying, Canaried, PendingRelease, Releasing, Released, Retiring, Failing, TimingOut} {
+		t.Run("never collects "+string(s), func(t *testing.T) {
+			got := Collectable([]GCCandidate{old(Failed), old(s), old(Failed)}, t0)
+			if want := []bool{true, false, true}; !slices.Equal(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// gcStates are the states decodeCandidates picks from, with one unknown.
+var gcStates = []State{Created, Deploying, Deployed, PendingTest, Testing, Tested, Canarying, Canaried,
+	PendingRelease, Releasing, Released, Retiring, Retired, Failing, Failed, Deleting, Deleted, TimingOut, "bogus"}
+
+// decodeCandidates turns fuzz bytes into builds, three bytes each: the
+// state, the age in hours (0: unknown creation time; negative: in the
+// future) and the ttl in hours (possibly zero or negative).
+func decodeCandidates(data []byte, now time.Time) []GCCandidate {
+	var out []GCCandidate
+	for ; len(data) >= 3; data = data[3:] {
+		c := GCCandidate{
+			State: gcStates[int(data[0])%len(gcStates)],
+			TTL:   time.Duration(int8(data[2])) * time.Hour,
+		}
+		if data[1] != 0 {
+			c.Created = now.Add(-time.Duration(int8(data[1])) * time.Hour)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// FuzzCollectable feeds Collectable any builds: it never panics, answers for
+// every build, never takes the newest three retired builds or all builds,
+// and takes only expired builds in the states it may collect.
+func FuzzCollectable(f *testing.F) {
+	f.Add([]byte{}, int64(0))
+	f.Add([]byte{12, 48, 24, 12, 48, 24, 12, 48, 24, 12, 48, 24}, int64(1_800_000_000))
+	f.Add([]byte{14, 48, 24, 16, 48, 24, 15, 1, 24}, int64(0))
+	f.Add([]byte{10, 200, 1, 12, 0, 5, 14, 100, 0, 12, 127, 127}, int64(-1))
+	f.Fuzz(func(t *testing.T, data []byte, unix int64) {
+		now := time.Unix(unix, 0)
+		builds := decodeCandidates(data, now)
+		got := Collectable(builds, now)
+		if len(got) != len(builds) {
+			t.Fatalf("%d answers for %d builds", len(got), len(builds))
+		}
+		retired, chosen := 0, 0
+		for i, b := range builds {
+			if b.State == Retired {
+				retired++
+			}
+			if !got[i] {
+				continue
+			}
+			chosen++
+			if b.State == Retired && retired <= KeepRetired {
+				t.Fatalf("takes retired build %d, one of the newest %d: %+v", i, KeepRetired, builds)
+			}
+			if !collectableState(b.State) {
+				t.Fatalf("takes build %d in state %q", i, b.State)
+			}
+			if b.Created.IsZero() || b.TTL <= 0 || b.Created.Add(b.TTL).After(now) {
+				t.Fatalf("takes build %d before it expired: %+v at %v", i, b, now)
+			}
+		}
+		if len(builds) > 0 && chosen == len(builds) {
+			t.Fatalf("takes every build: %+v", builds)
+		}
+	})
+}
