@@ -6,6 +6,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,11 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
 )
 
 // RevisionReconciler makes sure every (app, target) of a Revision has its
-// ReleaseManager, keeps the Revision's app and fleet labels, and mirrors each
-// target's release state from the ReleaseManager into the Revision's status.
+// ReleaseManager, keeps the Revision's app and fleet labels, deletes it once
+// every target marks it deletable, fails it when a target timed out, and
+// mirrors each target's release state from the ReleaseManager into the
+// Revision's status.
 type RevisionReconciler struct {
 	Client                  client.Client
 	MaxConcurrentReconciles int
@@ -59,7 +63,9 @@ func (r *RevisionReconciler) revisionsOfApp(ctx context.Context, obj client.Obje
 // ReleaseManagerName is the name of the ReleaseManager of an app in a target.
 func ReleaseManagerName(app, target string) string { return app + "-" + target }
 
-// Reconcile runs the phases for one Revision: labels, release managers, status.
+// Reconcile runs the phases for one Revision: labels, release managers,
+// deletion once every target marks it deletable, failing it when a target
+// timed out, and status.
 func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &picchuv1alpha1.Revision{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
@@ -79,7 +85,89 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		rms = append(rms, rm)
 	}
+	if deleted, err := r.deleteIfDeletable(ctx, rev); err != nil || deleted {
+		return ctrl.Result{}, err
+	}
+	if err := r.failIfTimedOut(ctx, rev, rms); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, r.mirrorStatus(ctx, rev, rms)
+}
+
+// deleteIfDeletable deletes the Revision when Deletable says so, and reports
+// whether Reconcile should stop here: the Revision is gone, or it changed
+// since it was read, in which case the change's event brings it back.
+func (r *RevisionReconciler) deleteIfDeletable(ctx context.Context, rev *picchuv1alpha1.Revision) (bool, error) {
+	if !Deletable(rev) {
+		return false, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	// Preconditions: delete only the object whose labels were checked.
+	pre := client.Preconditions{UID: &rev.UID, ResourceVersion: &rev.ResourceVersion}
+	err := r.Client.Delete(ctx, rev, pre)
+	if apierrors.IsConflict(err) {
+		log.Info("revision changed since it was read; not deleting it yet")
+		return true, nil
+	}
+	if err := client.IgnoreNotFound(err); err != nil {
+		return false, fmt.Errorf("deleting revision %s/%s, deletable in every target: %w", rev.Namespace, rev.Name, err)
+	}
+	log.Info("deleted revision: every target marks it deletable", "targets", len(rev.Spec.Targets))
+	return true, nil
+}
+
+// Deletable says whether every target of the Revision carries the label
+// "target-deletable.picchu.medium.engineering/<target>" with the value
+// "true". A Revision without targets is never deletable.
+func Deletable(rev *picchuv1alpha1.Revision) bool {
+	if len(rev.Spec.Targets) == 0 {
+		return false
+	}
+	for _, t := range rev.Spec.Targets {
+		if rev.Labels[picchuv1alpha1.LabelTargetDeletablePrefix+t.Name] != "true" {
+			return false
+		}
+	}
+	return true
+}
+
+// failIfTimedOut marks the Revision failed, with the reason in an
+// annotation, when a ReleaseManager records its tag as timing out. A
+// Revision already failed is left as it is.
+func (r *RevisionReconciler) failIfTimedOut(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
+	if rev.Spec.Failed {
+		return nil
+	}
+	target, ok := TimedOutTarget(rev.Spec.App.Tag, rms)
+	if !ok {
+		return nil
+	}
+	before := rev.DeepCopy()
+	rev.Spec.Failed = true
+	if rev.Annotations == nil {
+		rev.Annotations = map[string]string{}
+	}
+	reason := "timed out in " + target
+	rev.Annotations[picchuv1alpha1.AnnotationFailedReason] = reason
+	rev.Annotations[picchuv1alpha1.AnnotationFailedAt] = time.Now().UTC().Format(time.RFC3339)
+	if err := r.Client.Patch(ctx, rev, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("failing revision %s/%s, %s: %w", rev.Namespace, rev.Name, reason, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("failed revision", "reason", reason)
+	return nil
+}
+
+// TimedOutTarget returns the target of the first ReleaseManager whose
+// status records tag in state timingout, and whether there is one.
+func TimedOutTarget(tag string, rms []*picchuv1alpha1.ReleaseManager) (string, bool) {
+	for _, rm := range rms {
+		for _, s := range rm.Status.Revisions {
+			if s.Tag == tag && release.State(s.State.Current) == release.TimingOut {
+				return rm.Spec.Target, true
+			}
+		}
+	}
+	return "", false
 }
 
 // ensureLabels sets the app label and one fleet label per target, and

@@ -26,6 +26,8 @@ const (
 	AnnotationGitCommitterTimestamp = "git-scm.com/committer-timestamp"
 	// AnnotationFailedAt is set together with spec.failed.
 	AnnotationFailedAt = "picchu.medium.engineering/failed-at-timestamp"
+	// AnnotationFailedReason says why Picchu set spec.failed, such as "timed out in production".
+	AnnotationFailedReason = "picchu.medium.engineering/failed-reason"
 	// AnnotationKarpenterDoNotDisrupt is the pod annotation karpenterDoNotDisrupt sets.
 	AnnotationKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt"
 
