@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/release"
 )
 
@@ -154,6 +155,7 @@ func (r *RevisionReconciler) failIfTimedOut(ctx context.Context, rev *picchuv1al
 		return fmt.Errorf("failing revision %s/%s, %s: %w", rev.Namespace, rev.Name, reason, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("failed revision", "reason", reason)
+	releasemetrics.Failed(rev.Spec.App.Name, rev.Spec.App.Tag)
 	return nil
 }
 

@@ -72,7 +72,7 @@ func (b build) revision() *picchuv1alpha1.Revision {
 	return rev
 }
 
-func create(t *testing.T, b build) *picchuv1alpha1.Revision {
+func create(t testing.TB, b build) *picchuv1alpha1.Revision {
 	t.Helper()
 	rev := b.revision()
 	if err := env.Delivery.Client.Create(context.Background(), rev); err != nil {
@@ -82,7 +82,7 @@ func create(t *testing.T, b build) *picchuv1alpha1.Revision {
 }
 
 // state waits until app's build tag is in state, and returns its status.
-func state(t *testing.T, timeout time.Duration, app, tag, want string) picchuv1alpha1.ReleaseManagerRevisionStatus {
+func state(t testing.TB, timeout time.Duration, app, tag, want string) picchuv1alpha1.ReleaseManagerRevisionStatus {
 	t.Helper()
 	var out picchuv1alpha1.ReleaseManagerRevisionStatus
 	harness.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
@@ -169,6 +169,30 @@ func fail(t *testing.T, rev *picchuv1alpha1.Revision) {
 	}
 }
 
+// gauge is the value of a gauge for app and tag, and whether it exists.
+func gauge(t *testing.T, name, app, tag string) (float64, bool) {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["app"] == app && labels["tag"] == tag {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
 // histogramCount is the number of observations of a histogram for app.
 func histogramCount(t *testing.T, name, app string) uint64 {
 	t.Helper()
@@ -230,6 +254,11 @@ func TestRelease_CanaryRampRetireFailAndRecommission(t *testing.T) {
 		t.Errorf("canary from %v to %v: shorter than %v", start, canaried, canary)
 	}
 	checkSteps(t, tl.stepsOf(), tl.entered("releasing"), []string{"10", "20", "40", "80", "100"}, delay)
+	for tag, want := range map[string]float64{"v1": 0, "v2": 100} {
+		if got, ok := gauge(t, "picchu_revision_release_weight", app, tag); !ok || got != want {
+			t.Errorf("picchu_revision_release_weight{app=%q,tag=%q} = %v (exists: %v), want %v", app, tag, got, ok, want)
+		}
+	}
 	if n := histogramCount(t, "picchu_release_latency", app); n != 2 {
 		t.Errorf("picchu_release_latency has %d observations for %s, want 2 (v1 and v2)", n, app)
 	}
