@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemetrics"
 )
 
 // RevisionReconciler makes sure every (app, target) of a Revision has its

@@ -170,3 +170,28 @@ func TestRamp(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRamp: a ramp never panics, never goes above release.max, never steps
+// up before the delay has passed, while held, or without the capacity.
+func FuzzRamp(f *testing.F) {
+	f.Add(int32(10), int32(100), int32(2), int64(1), int64(0), int64(0), false, int32(2), int32(2))
+	f.Add(int32(0), int32(30), int32(1), int64(-5), int64(3), int64(2), true, int32(0), int32(-1))
+	f.Fuzz(func(t *testing.T, percent, maxPercent, factor int32, delay, changed, now int64, hold bool, min, available int32) {
+		rel := picchuv1alpha1.ReleaseInfo{Max: maxPercent, GeometricScaling: picchuv1alpha1.GeometricScaling{
+			Start: 10, Factor: factor, Delay: &metav1.Duration{Duration: time.Duration(delay) * time.Second}}}
+		in := RampInput{
+			Now: time.Unix(now, 0), Release: rel, Percent: percent, Changed: time.Unix(changed, 0), Hold: hold,
+			Capacity: CapacityInput{ScaleMin: &min, ScaleMax: min, LiveClusters: 2, Available: available},
+		}
+		got := Ramp(in)
+		if got.Next < 0 || got.Next > MaxPercent(rel) {
+			t.Fatalf("Ramp(%+v) = %+v: outside [0, max]", in, got)
+		}
+		if got.Next > max(percent, 0) {
+			early := percent > 0 && in.Now.Before(in.Changed.Add(StepDelay(rel)))
+			if early || hold || !CanRampTo(in.Capacity, got.Next) {
+				t.Fatalf("Ramp(%+v) = %+v: stepped up early, held or short of capacity", in, got)
+			}
+		}
+	})
+}
