@@ -16,29 +16,21 @@ import (
 // Revision controller deletes a Revision once every target says so. It
 // decides from the states recorded by this run.
 func (r *ReleaseManagerReconciler) collectGarbage(ctx context.Context, s *snapshot) error {
-	states := map[string]release.State{}
-	for _, st := range s.rm.Status.Revisions {
-		states[st.Tag] = release.State(st.State.Current)
-	}
-	var builds []release.GCCandidate
-	var revs []*picchuv1alpha1.Revision
+	revs := map[string]*picchuv1alpha1.Revision{}
 	for _, inc := range s.incarnations {
-		state, ok := states[inc.tag]
-		if !ok {
-			continue
+		revs[inc.tag] = inc.revision
+	}
+	// The recorded builds, newest first as the run ordered them.
+	recorded := s.rm.Status.Revisions
+	builds := make([]release.GCCandidate, len(recorded))
+	for i, st := range recorded {
+		builds[i] = release.GCCandidate{
+			State: release.State(st.State.Current), Created: timeOf(st.RevisionTimestamp), TTL: time.Duration(st.TTL) * time.Second,
 		}
-		c := release.GCCandidate{State: state}
-		for _, st := range s.rm.Status.Revisions {
-			if st.Tag == inc.tag {
-				c.Created, c.TTL = timeOf(st.RevisionTimestamp), time.Duration(st.TTL)*time.Second
-			}
-		}
-		builds = append(builds, c)
-		revs = append(revs, inc.revision)
 	}
 	key := picchuv1alpha1.LabelTargetDeletablePrefix + s.rm.Spec.Target
 	for i, chosen := range release.Collectable(builds, s.now) {
-		rev := revs[i]
+		rev := revs[recorded[i].Tag]
 		if !chosen || rev == nil || rev.Labels[key] == "true" {
 			continue
 		}
