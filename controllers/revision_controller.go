@@ -64,8 +64,8 @@ func (r *RevisionReconciler) revisionsOfApp(ctx context.Context, obj client.Obje
 // ReleaseManagerName is the name of the ReleaseManager of an app in a target.
 func ReleaseManagerName(app, target string) string { return app + "-" + target }
 
-// Reconcile runs the phases for one Revision: labels, release managers,
-// deletion once every target marks it deletable, failing it when a target
+// Reconcile runs the phases for one Revision: deletion once every target
+// marks it deletable, labels, release managers, failing it when a target
 // timed out, and status.
 func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &picchuv1alpha1.Revision{}
@@ -74,6 +74,11 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if !rev.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	// A Revision every target has let go of is deleted before anything is
+	// ensured for it.
+	if deleted, err := r.deleteIfDeletable(ctx, rev); err != nil || deleted {
+		return ctrl.Result{}, err
 	}
 	if err := r.ensureLabels(ctx, rev); err != nil {
 		return ctrl.Result{}, err
@@ -85,9 +90,6 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, err
 		}
 		rms = append(rms, rm)
-	}
-	if deleted, err := r.deleteIfDeletable(ctx, rev); err != nil || deleted {
-		return ctrl.Result{}, err
 	}
 	if err := r.failIfTimedOut(ctx, rev, rms); err != nil {
 		return ctrl.Result{}, err
