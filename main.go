@@ -10,8 +10,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +26,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/schedule"
+	"github.com/medium/picchu/plan"
 )
 
 // leaderElectionID is the original's, so an old and a new operator never
@@ -133,12 +132,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building scheme: %w", err)
-	}
-	if err := picchuv1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building scheme: %w", err)
+	scheme, err := plan.NewScheme()
+	if err != nil {
+		return err
 	}
 	syncPeriod := c.controllers.SyncPeriod
 	opts := ctrl.Options{

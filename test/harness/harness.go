@@ -10,15 +10,10 @@ import (
 	"os"
 	"path/filepath"
 
-	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	slothv1 "github.com/slok/sloth/pkg/kubernetes/api/sloth/v1"
 	"golang.org/x/sync/errgroup"
-	istionetworkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,26 +21,11 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/plan"
 )
 
-// Scheme knows every type a test reads or writes: Kubernetes', Picchu's and
-// the third-party types Picchu writes to targets.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		picchuv1alpha1.AddToScheme,
-		istionetworkingv1alpha3.AddToScheme,
-		monitoringv1.AddToScheme,
-		kedav1alpha1.AddToScheme,
-		slothv1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			return nil, fmt.Errorf("building scheme: %w", err)
-		}
-	}
-	return s, nil
-}
+// Scheme knows every type a test reads or writes: the operator's own scheme.
+func Scheme() (*runtime.Scheme, error) { return plan.NewScheme() }
 
 // AuthMode is how a target's registered credentials authenticate.
 type AuthMode string
