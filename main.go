@@ -189,6 +189,7 @@ func run(ctx context.Context, args []string) error {
 		MaxConcurrentReconciles: c.controllers.ConcurrentReleaseManagers,
 		Timeouts:                c.controllers.Timeouts,
 		Calendar:                calendar,
+		ServiceLevelsNamespace:  c.controllers.ServiceLevelsNamespace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release manager controller: %w", err)
 	}

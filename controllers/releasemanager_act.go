@@ -6,7 +6,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,7 +88,10 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 	if newest == nil {
 		return nil
 	}
-	return s.syncRouting(ctx, c, fc, newest)
+	if err := s.syncRouting(ctx, c, fc, newest); err != nil {
+		return err
+	}
+	return s.syncMonitoring(ctx, c, newest)
 }
 
 // newestRevision is the newest build whose Revision exists, preferring a
@@ -115,14 +119,14 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := pplan.Namespace(app, target)
 	var configMaps, secrets []string
-	want := map[string]bool{}
+	wantConfigMaps, wantSecrets := map[string]bool{}, map[string]bool{}
 	for i := range inc.configMaps {
 		cm := pplan.ConfigMapCopy(app, target, inc.tag, &inc.configMaps[i])
 		if err := c.Apply(ctx, cm); err != nil {
 			return err
 		}
 		configMaps = append(configMaps, cm.Name)
-		want["ConfigMap/"+cm.Name] = true
+		wantConfigMaps[cm.Name] = true
 	}
 	for i := range inc.secrets {
 		secret := pplan.SecretCopy(app, target, inc.tag, &inc.secrets[i])
@@ -130,9 +134,13 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 			return err
 		}
 		secrets = append(secrets, secret.Name)
-		want["Secret/"+secret.Name] = true
+		wantSecrets[secret.Name] = true
 	}
-	if err := pruneConfig(ctx, c, ns, pplan.TagSelector(app, target, inc.tag), want); err != nil {
+	selector := pplan.TagSelector(app, target, inc.tag)
+	if err := prune(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("ConfigMap"), wantConfigMaps); err != nil {
+		return err
+	}
+	if err := prune(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("Secret"), wantSecrets); err != nil {
 		return err
 	}
 	// Until builds have autoscalers, each runs its full scale.default share
@@ -149,25 +157,8 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 	}))
 }
 
-// pruneConfig deletes a build's config copies that are not wanted any more.
-// want holds "<Kind>/<name>" of the copies to keep.
-func pruneConfig(ctx context.Context, c *plan.Cluster, ns string, selector map[string]string, want map[string]bool) error {
-	for _, kind := range []string{"ConfigMap", "Secret"} {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind + "List"))
-		if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
-			return fmt.Errorf("listing %s copies: %w", kind, err)
-		}
-		for i := range list.Items {
-			if !want[kind+"/"+list.Items[i].GetName()] {
-				if err := c.Delete(ctx, &list.Items[i]); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
+// isNoKind says an error means the cluster does not serve a kind.
+func isNoKind(err error) bool { return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) }
 
 // syncRouting applies the app's Service, PDB and Istio objects, and
 // deletes the Istio objects that are no longer wanted.

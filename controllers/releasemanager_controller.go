@@ -58,6 +58,9 @@ type ReleaseManagerReconciler struct {
 	// Calendar decides release windows; one with humane releases enabled
 	// when nil.
 	Calendar *schedule.Calendar
+	// ServiceLevelsNamespace is where Sloth service levels are written on
+	// target clusters; empty turns them off.
+	ServiceLevelsNamespace string
 	// MaxConcurrentReconciles is the number of apps released at once.
 	MaxConcurrentReconciles int
 	// Now is the clock; time.Now when nil.
@@ -275,9 +278,9 @@ func (r *ReleaseManagerReconciler) revisionsLeft(ctx context.Context, rm *picchu
 	return false, nil
 }
 
-// finalize deletes the app's namespace from every cluster of the fleet,
-// then lets the ReleaseManager go. An enabled cluster that cannot be reached
-// holds the finalizer until it can.
+// finalize deletes the app's namespace and service levels from every
+// cluster of the fleet, then lets the ReleaseManager go. An enabled cluster
+// that cannot be reached holds the finalizer until it can.
 func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
 		return ctrl.Result{}, nil
@@ -295,6 +298,12 @@ func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alp
 	}
 	ns := appNamespace(rm)
 	results := plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+		if r.ServiceLevelsNamespace != "" {
+			// The service levels live outside the app's namespace.
+			if err := c.Delete(ctx, serviceLevelsOf(rm.Spec.App, rm.Spec.Target, r.ServiceLevelsNamespace)); err != nil {
+				return err
+			}
+		}
 		return c.Delete(ctx, ns)
 	}), r.ClusterTimeout)
 	if err := results.Err(); err != nil {

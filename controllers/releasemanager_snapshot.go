@@ -31,6 +31,9 @@ type snapshot struct {
 	fleet        []*fleetCluster
 	observation  release.Observation
 	faults       []picchuv1alpha1.HTTPPortFault
+	// serviceLevels is the namespace of Sloth service levels on targets;
+	// empty when they are off.
+	serviceLevels string
 }
 
 // incarnation is one build of the app in the target.
@@ -62,7 +65,7 @@ type fleetCluster struct {
 }
 
 func (r *ReleaseManagerReconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
-	s := &snapshot{rm: rm, now: r.Now()}
+	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace}
 	revs := &picchuv1alpha1.RevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace),
 		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {

@@ -1,0 +1,147 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	slothv1 "github.com/slok/sloth/pkg/kubernetes/api/sloth/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pplan "github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/plan"
+)
+
+var (
+	serviceMonitorKind = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)
+	prometheusRuleKind = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)
+)
+
+// monitoring is what the app's monitoring objects are built from: the
+// settings of a build.
+func (s *snapshot) monitoring(inc *incarnation) pplan.Monitoring {
+	t := inc.target
+	return pplan.Monitoring{
+		App: s.rm.Spec.App, Target: s.rm.Spec.Target,
+		SLOs: t.ServiceLevelObjectives, Labels: t.ServiceLevelObjectiveLabels,
+		ServiceMonitors: t.ServiceMonitors, AlertRules: t.AlertRules,
+	}
+}
+
+// syncMonitoring applies the app's ServiceMonitors, SLO recording rules,
+// legacy alert rules and Sloth service levels from the newest build, and
+// the canary alert rules of each build that canaries; it deletes every
+// monitoring object Picchu wrote for the app that is no longer wanted.
+func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, newest *incarnation) error {
+	app, target := s.rm.Spec.App, s.rm.Spec.Target
+	ns := pplan.Namespace(app, target)
+	m := s.monitoring(newest)
+
+	monitors, err := pplan.ServiceMonitors(m)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", newest.tag, err)
+	}
+	want := map[string]bool{}
+	for _, sm := range monitors {
+		if err := c.Apply(ctx, sm); err != nil {
+			return err
+		}
+		want[sm.Name] = true
+	}
+	if err := prune(ctx, c, ns, pplan.MonitoringSelector(app, target, ""), serviceMonitorKind, want); err != nil {
+		return err
+	}
+
+	sloRules, err := pplan.SLORules(m)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", newest.tag, err)
+	}
+	for _, obj := range []struct {
+		want client.Object
+		name string
+	}{
+		{nilIfNil(sloRules), pplan.SLORuleName(app)},
+		{nilIfNil(pplan.AlertRules(m)), pplan.AlertRuleName(app)},
+	} {
+		if err := applyOrDelete(ctx, c, obj.want, &monitoringv1.PrometheusRule{
+			ObjectMeta: metav1.ObjectMeta{Name: obj.name, Namespace: ns},
+		}); err != nil {
+			return err
+		}
+	}
+
+	if s.serviceLevels != "" {
+		psl, err := pplan.ServiceLevels(m, s.serviceLevels)
+		if err != nil {
+			return fmt.Errorf("build %s: %w", newest.tag, err)
+		}
+		if psl != nil {
+			if err := c.Apply(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.serviceLevels}}); err != nil {
+				return err
+			}
+		}
+		if err := applyOrDelete(ctx, c, nilIfNil(psl), serviceLevelsOf(app, target, s.serviceLevels)); err != nil {
+			return err
+		}
+	}
+
+	canaries := map[string]bool{}
+	for _, inc := range s.incarnations {
+		if inc.revision == nil || inc.step.State != release.Canarying {
+			continue
+		}
+		rule, err := pplan.CanaryRules(s.monitoring(inc), inc.tag)
+		if err != nil {
+			return fmt.Errorf("build %s: %w", inc.tag, err)
+		}
+		if rule != nil {
+			if err := c.Apply(ctx, rule); err != nil {
+				return err
+			}
+			canaries[rule.Name] = true
+		}
+	}
+	return prune(ctx, c, ns, pplan.MonitoringSelector(app, target, pplan.RuleTypeCanary), prometheusRuleKind, canaries)
+}
+
+// serviceLevelsOf names the app's Sloth service levels in namespace.
+func serviceLevelsOf(app, target, namespace string) *slothv1.PrometheusServiceLevel {
+	return &slothv1.PrometheusServiceLevel{ObjectMeta: metav1.ObjectMeta{
+		Name: pplan.ServiceLevelName(app, target), Namespace: namespace,
+	}}
+}
+
+// applyOrDelete applies want, or deletes gone when want is nil.
+func applyOrDelete(ctx context.Context, c *plan.Cluster, want, gone client.Object) error {
+	if want != nil {
+		return c.Apply(ctx, want)
+	}
+	return c.Delete(ctx, gone)
+}
+
+// prune deletes the objects of kind in ns that carry the selector's labels
+// and whose names want does not hold. A kind the cluster does not serve has
+// nothing to prune.
+func prune(ctx context.Context, c *plan.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, want map[string]bool) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
+	if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
+		if isNoKind(err) {
+			return nil
+		}
+		return fmt.Errorf("listing %s in %s: %w", kind.Kind, ns, err)
+	}
+	for i := range list.Items {
+		if !want[list.Items[i].GetName()] {
+			if err := c.Delete(ctx, &list.Items[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
