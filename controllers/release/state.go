@@ -132,6 +132,9 @@ type Facts struct {
 	Test   ExternalTest
 	Canary Canary
 	Window Window
+	// Verdict is what the build's alerts say; a verdict that holds keeps a
+	// canary from passing.
+	Verdict Verdict
 }
 
 // failed says the build is bad: marked failed, or its external test failed.
@@ -364,6 +367,10 @@ func canarying(f Facts, _ Timeouts) Step {
 			due = f.Canary.Start.Add(f.Canary.TTL)
 		}
 		return Step{State: Canarying, Action: Sync, Due: due}
+	case f.Verdict.Holds():
+		// The canary has run its time but cannot pass while its alerts
+		// fire or cannot be read; the reconciler checks them again.
+		return Step{State: Canarying, Action: Sync}
 	}
 	return Step{State: Canaried, Action: Sync}
 }

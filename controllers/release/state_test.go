@@ -115,8 +115,9 @@ func FuzzNext(f *testing.F) {
 			PeakPercent: int32(flags >> 8), MaxPercent: percent / 2,
 			Test: ExternalTest{Enabled: bit(2), Started: bit(3), Completed: bit(4), Succeeded: bit(5),
 				LastUpdated: time.Unix(since/2, 0), Timeout: time.Duration(ttl)},
-			Canary: Canary{Percent: int32(flags & 0x7f), TTL: time.Duration(ttl), HasSLOs: bit(6), Start: time.Unix(created, 0)},
-			Window: Window{Open: bit(7), Opens: time.Unix(now+ttl, 0)},
+			Canary:  Canary{Percent: int32(flags & 0x7f), TTL: time.Duration(ttl), HasSLOs: bit(6), Start: time.Unix(created, 0)},
+			Window:  Window{Open: bit(7), Opens: time.Unix(now+ttl, 0)},
+			Verdict: Verdict(flags>>9) % 4,
 		}
 		if bit(8) {
 			facts.Since, facts.Created, facts.Test.LastUpdated, facts.Canary.Start = time.Time{}, time.Time{}, time.Time{}, time.Time{}
@@ -133,6 +134,9 @@ func FuzzNext(f *testing.F) {
 		}
 		if s.Action == Delete && exists {
 			t.Fatalf("deletes a build whose Revision exists: %+v -> %+v", facts, s)
+		}
+		if facts.State == Canarying && facts.Verdict.Holds() && s.State == Canaried {
+			t.Fatalf("a canary passes while its alerts are %s: %+v", facts.Verdict, facts)
 		}
 	})
 }

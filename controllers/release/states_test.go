@@ -122,6 +122,23 @@ func TestNext_EveryState(t *testing.T) {
 		{"canarying: done", with(Canarying, func(f *Facts) { f.Canary = canary; f.Canary.Start = t0.Add(-5 * time.Minute) }),
 			Step{State: Canaried, Action: Sync}},
 		{"canarying: canary removed from the spec", base(Canarying), Step{State: Canaried, Action: Sync}},
+		{"canarying: done but alerts cannot be read holds", with(Canarying, func(f *Facts) {
+			f.Canary = canary
+			f.Canary.Start = t0.Add(-5 * time.Minute)
+			f.Verdict = Unobserved
+		}), Step{State: Canarying, Action: Sync}},
+		{"canarying: done but alerts fire holds", with(Canarying, func(f *Facts) {
+			f.Canary = canary
+			f.Canary.Start = t0.Add(-5 * time.Minute)
+			f.Verdict = Firing
+		}), Step{State: Canarying, Action: Sync}},
+		{"canarying: done and healthy passes", with(Canarying, func(f *Facts) {
+			f.Canary = canary
+			f.Canary.Start = t0.Add(-5 * time.Minute)
+			f.Verdict = Healthy
+		}), Step{State: Canaried, Action: Sync}},
+		{"canarying: firing and failed fails", with(Canarying, func(f *Facts) { f.Canary = canary; f.Failed = true; f.Verdict = Firing }),
+			Step{State: Failing, Action: Sync}},
 		// canaried
 		{"canaried: failed fails", with(Canaried, func(f *Facts) { f.Failed = true }), Step{State: Failing, Action: Sync}},
 		{"canaried: waits for release", base(Canaried), Step{State: PendingRelease, Action: Sync}},

@@ -1,0 +1,76 @@
+package release
+
+import "strings"
+
+// Verdict is what a build's SLO and canary alerts say of it while it is
+// judged: from its canary until it has proven itself.
+type Verdict int
+
+const (
+	// Unjudged: no alert check applies (none configured, ignoreSLOs, the
+	// build has proven itself, or it is not canarying or releasing).
+	Unjudged Verdict = iota
+	// Healthy: every check ran and no alert fires.
+	Healthy
+	// Firing: an alert fires; the build is about to be failed.
+	Firing
+	// Unobserved: a check could not run (the metrics provider is
+	// unreachable or erred). Missing data is not good data.
+	Unobserved
+)
+
+// Holds says the verdict stops the build's promotion: no canary passes and
+// no step up is taken while alerts fire or cannot be read.
+func (v Verdict) Holds() bool { return v == Firing || v == Unobserved }
+
+func (v Verdict) String() string {
+	switch v {
+	case Healthy:
+		return "healthy"
+	case Firing:
+		return "firing"
+	case Unobserved:
+		return "unobserved"
+	}
+	return "unjudged"
+}
+
+// DefaultProvenPercent is the peak at which a build has proven itself, as
+// in the original: alerts no longer fail it.
+const DefaultProvenPercent = 50
+
+// TargetPeak is what proving needs of one of a Revision's targets, in the
+// Revision's order.
+type TargetPeak struct {
+	Name string
+	// Acceptance is the target's acceptanceTarget.
+	Acceptance bool
+	// Peak is the most traffic the build has taken in the target.
+	Peak int32
+}
+
+// ProvingTarget is the target whose peak decides whether a build has proven
+// itself: the first acceptance target or target whose name contains
+// "production", else the first target. ok is false without targets.
+func ProvingTarget(targets []TargetPeak) (TargetPeak, bool) {
+	for _, t := range targets {
+		if t.Acceptance || strings.Contains(t.Name, "production") {
+			return t, true
+		}
+	}
+	if len(targets) == 0 {
+		return TargetPeak{}, false
+	}
+	return targets[0], true
+}
+
+// Proven says a build has proven itself: its proving target has peaked at
+// threshold percent or more, so SLO alerts no longer fail it. A threshold of
+// 0 or less takes DefaultProvenPercent.
+func Proven(targets []TargetPeak, threshold int32) bool {
+	if threshold <= 0 {
+		threshold = DefaultProvenPercent
+	}
+	t, ok := ProvingTarget(targets)
+	return ok && t.Peak >= threshold
+}

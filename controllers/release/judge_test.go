@@ -1,0 +1,40 @@
+package release
+
+import "testing"
+
+func TestProven_ByTheFirstAcceptanceOrProductionTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		targets   []TargetPeak
+		threshold int32
+		want      bool
+		proving   string
+	}{
+		{"no targets", nil, 50, false, ""},
+		{"only staging: judged by it", []TargetPeak{{Name: "staging", Peak: 60}}, 50, true, "staging"},
+		{"production below", []TargetPeak{{Name: "staging", Peak: 100}, {Name: "production", Peak: 40}}, 50, false, "production"},
+		{"production at threshold", []TargetPeak{{Name: "staging", Peak: 0}, {Name: "production", Peak: 50}}, 50, true, "production"},
+		{"name contains production", []TargetPeak{{Name: "eu-production-2", Peak: 10}}, 50, false, "eu-production-2"},
+		{"acceptance first wins", []TargetPeak{{Name: "qa", Acceptance: true, Peak: 100}, {Name: "production", Peak: 0}}, 50, true, "qa"},
+		{"first of two production targets", []TargetPeak{{Name: "production-us", Peak: 10}, {Name: "production-eu", Peak: 100}}, 50, false, "production-us"},
+		{"threshold configurable", []TargetPeak{{Name: "production", Peak: 20}}, 20, true, "production"},
+		{"zero threshold is the default", []TargetPeak{{Name: "production", Peak: 49}}, 0, false, "production"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Proven(tc.targets, tc.threshold); got != tc.want {
+				t.Errorf("Proven = %v, want %v", got, tc.want)
+			}
+			if p, _ := ProvingTarget(tc.targets); p.Name != tc.proving {
+				t.Errorf("proving target %q, want %q", p.Name, tc.proving)
+			}
+		})
+	}
+}
+
+func TestVerdict_HoldsWhenFiringOrUnobserved(t *testing.T) {
+	for v, want := range map[Verdict]bool{Unjudged: false, Healthy: false, Firing: true, Unobserved: true} {
+		if v.Holds() != want {
+			t.Errorf("%s holds = %v", v, v.Holds())
+		}
+	}
+}
