@@ -61,6 +61,17 @@ type ReleaseManagerReconciler struct {
 	// ServiceLevelsNamespace is where Sloth service levels are written on
 	// target clusters; empty turns them off.
 	ServiceLevelsNamespace string
+	// Prometheus and Datadog answer which alerts fire for a build; nil
+	// turns Prometheus checks off, and makes builds that ask for Datadog
+	// checks hold.
+	Prometheus AlertSource
+	Datadog    AlertSource
+	// ProvenPercent is the peak in the proving target from which alerts no
+	// longer judge a build (release.DefaultProvenPercent when 0).
+	ProvenPercent int32
+	// AlertCheckInterval is how often the alerts of builds being judged
+	// are read again (10 s when 0).
+	AlertCheckInterval time.Duration
 	// MaxConcurrentReconciles is the number of apps released at once.
 	MaxConcurrentReconciles int
 	// Now is the clock; time.Now when nil.
@@ -87,6 +98,9 @@ func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.ClusterTimeout <= 0 {
 		r.ClusterTimeout = 30 * time.Second
+	}
+	if r.AlertCheckInterval <= 0 {
+		r.AlertCheckInterval = 10 * time.Second
 	}
 	r.Timeouts = withDefaults(r.Timeouts)
 	if r.Calendar == nil {
@@ -245,6 +259,7 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if prev, ok := r.lastRun.Swap(req.NamespacedName, snap.now); ok {
 		releasemetrics.ObserveReconcileInterval(rm.Spec.App, rm.Spec.Target, snap.now.Sub(prev.(time.Time)))
 	}
+	r.judge(ctx, snap)
 	snap.decide(r.Timeouts, r.Calendar)
 	results := r.act(ctx, snap)
 	res, err := r.record(ctx, snap, results)

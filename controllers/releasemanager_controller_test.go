@@ -122,8 +122,11 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 	start := time.Now()
 	makeReady(t, env.Targets[1], app, "v1")
 	// Deployed, then released at once: the first build of an app has no
-	// other build to share traffic with, and its schedule is "always".
-	rm = buildState(t, 2*time.Second, app, "v1", "released")
+	// other build to share traffic with, and its schedule is "always". The
+	// sync period is 10 minutes, so only the remote ReplicaSet events can
+	// bring this within the 10 s allowed (the reaction time itself is
+	// measured by the benchmarks, not asserted here).
+	rm = buildState(t, 10*time.Second, app, "v1", "released")
 	t.Logf("deployed and released %v after the last ReplicaSet became ready (sync period 10m)", time.Since(start).Round(time.Millisecond))
 	if st := rm.Status.Revisions[0]; st.Metrics.RevisionDeploySecondsInt == nil || st.ReleaseStartTimestamp == nil || st.PendingReleaseStartTimestamp == nil {
 		t.Errorf("deploy latency and release stamps not recorded: %+v", st)

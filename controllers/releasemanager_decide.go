@@ -24,6 +24,10 @@ type decision struct {
 	ramp    release.RampStep
 	// recommissioned says the build was brought back to serve.
 	recommissioned bool
+	// verdict is what the build's alerts say, and firing the alerts that
+	// fire (set by judge, before the decisions).
+	verdict release.Verdict
+	firing  []string
 }
 
 // decide runs the pure decisions: each build's next state, then the
@@ -41,7 +45,7 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			in.Canary, in.Max = inc.target.Canary.Percent, inc.target.Release.Max
 			ramps[i] = release.Ramp(release.RampInput{
 				Now: s.now, Release: inc.target.Release, Percent: inc.status.CurrentPercent,
-				Changed: stampOf(inc.status.LastUpdated), Hold: hold, Capacity: s.capacity(inc),
+				Changed: stampOf(inc.status.LastUpdated), Hold: hold || inc.verdict.Holds(), Capacity: s.capacity(inc),
 			})
 			in.Next = ramps[i].Next
 		}
@@ -85,6 +89,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		Eligible:       st.ReleaseEligible,
 		TTL:            time.Duration(st.TTL) * time.Second,
 		Created:        timeOf(st.RevisionTimestamp),
+		Verdict:        inc.verdict,
 	}
 	if inc.revision == nil {
 		return f

@@ -34,6 +34,8 @@ type snapshot struct {
 	// serviceLevels is the namespace of Sloth service levels on targets;
 	// empty when they are off.
 	serviceLevels string
+	// alertProblems are the alert checks of this run that could not be made.
+	alertProblems []string
 }
 
 // incarnation is one build of the app in the target.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,8 @@ const (
 	ReasonClustersUnavailable = "ClustersUnavailable"
 	ReasonTimedOut            = "TimedOut"
 	ReasonUnknownState        = "UnknownState"
+	ReasonAlertsObserved      = "AlertsObserved"
+	ReasonAlertsUnavailable   = "AlertsUnavailable"
 )
 
 // again is how soon a ReleaseManager runs again after a state change, so
@@ -70,6 +73,8 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 	var statuses []picchuv1alpha1.ReleaseManagerRevisionStatus
 	var changed, progressing, timedOut []string
 	var unknown []string
+	var warnings []warning
+	judging := false
 	due := time.Time{}
 	moved := false
 	rm.Status.Releasing = nil
@@ -100,6 +105,23 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 		if string(state) != inc.status.State.Current {
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, displayState(inc.status.State.Current), state))
 			observeLatencies(s.rm, inc, &st, state, s.now)
+			switch state {
+			case release.Failing:
+				warnings = append(warnings, warning{"RollingBack", fmt.Sprintf(
+					"%s failed; its traffic goes back to the previous release on every cluster", inc.tag)})
+			case release.Failed:
+				warnings = append(warnings, warning{"RolledBack", fmt.Sprintf("%s failed and was rolled back", inc.tag)})
+			}
+		}
+		if inc.verdict == release.Firing {
+			// Once seen firing while judged, the alerts stay on record:
+			// the Revision controller fails the build from them.
+			before := len(st.TriggeredAlerts)
+			st.TriggeredAlerts = union(st.TriggeredAlerts, inc.firing)
+			if len(st.TriggeredAlerts) != before {
+				warnings = append(warnings, warning{"AlertsFiring", fmt.Sprintf(
+					"%s: %s firing before it proved itself", inc.tag, strings.Join(inc.firing, ", "))})
+			}
 		}
 		if inc.recommissioned {
 			changed = append(changed, fmt.Sprintf("%s recommissioned: no healthy build serves", inc.tag))
@@ -112,11 +134,17 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			timedOut = append(timedOut, inc.tag)
 		case inProgress(state):
 			msg := fmt.Sprintf("%s %s", inc.tag, state)
-			if inc.ramping && inc.ramp.Waiting != "" {
+			switch {
+			case inc.verdict == release.Firing:
+				msg += fmt.Sprintf(" (held: %s firing)", strings.Join(inc.firing, ", "))
+			case inc.verdict == release.Unobserved:
+				msg += " (held: its alerts cannot be read)"
+			case inc.ramping && inc.ramp.Waiting != "":
 				msg += fmt.Sprintf(" %d%% (waiting for %s)", st.CurrentPercent, inc.ramp.Waiting)
 			}
 			progressing = append(progressing, msg)
 		}
+		judging = judging || inc.verdict != release.Unjudged
 		for _, d := range []time.Time{inc.step.Due, inc.ramp.Due} {
 			if !d.IsZero() && (due.IsZero() || d.Before(due)) {
 				due = d
@@ -130,6 +158,7 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 	rm.Status.Revisions = statuses
 	rm.Status.ObservedGeneration = rm.Generation
 	setConditions(rm, unavailable, progressing, timedOut, unknown)
+	setAlertsCondition(rm, judging, s.alertProblems)
 
 	var err error
 	if !sameStatus(before, &rm.Status) {
@@ -147,6 +176,9 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 		for _, c := range changed {
 			r.Recorder.Eventf(rm, nil, corev1.EventTypeNormal, "StateChanged", "Release", "%s", c)
 		}
+		for _, w := range warnings {
+			r.Recorder.Eventf(rm, nil, corev1.EventTypeWarning, w.reason, "Release", "%s", w.note)
+		}
 	}
 	if err := results.Err(); err != nil {
 		return ctrl.Result{}, fmt.Errorf("release manager %s/%s: %w", rm.Namespace, rm.Name, err)
@@ -156,6 +188,10 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 		return ctrl.Result{RequeueAfter: again}, nil
 	}
 	next := r.SyncPeriod
+	if judging {
+		// Builds being judged have their alerts read again soon.
+		next = min(next, r.AlertCheckInterval)
+	}
 	if !due.IsZero() {
 		next = min(next, max(due.Sub(s.now), again))
 	}
@@ -255,6 +291,37 @@ func setConditions(rm *picchuv1alpha1.ReleaseManager, unavailable, progressing, 
 		if len(unknown) == 0 && len(timedOut) == 0 {
 			set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSynced, "every build is in its state on every cluster")
 		}
+	}
+}
+
+// warning is a warning event to emit once the status is written.
+type warning struct{ reason, note string }
+
+// union is the sorted union of two sets of names.
+func union(a, b []string) []string {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// setAlertsCondition sets AlertsObserved while builds are judged: True when
+// every alert check ran, False (promotion held) naming the checks that
+// could not. It is removed when no build is judged.
+func setAlertsCondition(rm *picchuv1alpha1.ReleaseManager, judging bool, problems []string) {
+	switch {
+	case len(problems) > 0:
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionFalse, Reason: ReasonAlertsUnavailable,
+			Message:            "promotion held: " + strings.Join(problems, "; "),
+			ObservedGeneration: rm.Generation,
+		})
+	case judging:
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionTrue, Reason: ReasonAlertsObserved,
+			Message: "the alerts of every build being judged were read", ObservedGeneration: rm.Generation,
+		})
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionAlertsObserved)
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -25,10 +27,16 @@ import (
 // RevisionReconciler makes sure every (app, target) of a Revision has its
 // ReleaseManager, keeps the Revision's app and fleet labels, deletes it once
 // every target marks it deletable, fails it when a target timed out, and
-// mirrors each target's release state from the ReleaseManager into the
+// fails it when a target timed out or its alerts fired before it proved
+// itself, and mirrors each target's release state from the ReleaseManager into the
 // Revision's status.
 type RevisionReconciler struct {
-	Client                  client.Client
+	Client client.Client
+	// Recorder records events on Revisions; may be nil.
+	Recorder events.EventRecorder
+	// ProvenPercent is the peak in the proving target from which SLO alerts
+	// no longer fail a build (release.DefaultProvenPercent when 0).
+	ProvenPercent           int32
 	MaxConcurrentReconciles int
 }
 
@@ -66,7 +74,7 @@ func ReleaseManagerName(app, target string) string { return app + "-" + target }
 
 // Reconcile runs the phases for one Revision: deletion once every target
 // marks it deletable, labels, release managers, failing it when a target
-// timed out, and status.
+// timed out or its alerts fired, and status.
 func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &picchuv1alpha1.Revision{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
@@ -91,7 +99,7 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		rms = append(rms, rm)
 	}
-	if err := r.failIfTimedOut(ctx, rev, rms); err != nil {
+	if err := r.failIfBad(ctx, rev, rms); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.mirrorStatus(ctx, rev, rms)
@@ -134,14 +142,16 @@ func Deletable(rev *picchuv1alpha1.Revision) bool {
 	return true
 }
 
-// failIfTimedOut marks the Revision failed, with the reason in an
-// annotation, when a ReleaseManager records its tag as timing out. A
-// Revision already failed is left as it is.
-func (r *RevisionReconciler) failIfTimedOut(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
+// failIfBad marks the Revision failed, with the reason in annotations, an
+// event and the picchu_revision_failed counter, when a ReleaseManager
+// records its tag as timing out, or records SLO or canary alerts that fired
+// while it had not proven itself (FailReason). A Revision already failed is
+// left as it is.
+func (r *RevisionReconciler) failIfBad(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
 	if rev.Spec.Failed {
 		return nil
 	}
-	target, ok := TimedOutTarget(rev.Spec.App.Tag, rms)
+	reason, ok := FailReason(rev, rms, r.ProvenPercent)
 	if !ok {
 		return nil
 	}
@@ -150,15 +160,65 @@ func (r *RevisionReconciler) failIfTimedOut(ctx context.Context, rev *picchuv1al
 	if rev.Annotations == nil {
 		rev.Annotations = map[string]string{}
 	}
-	reason := "timed out in " + target
 	rev.Annotations[picchuv1alpha1.AnnotationFailedReason] = reason
 	rev.Annotations[picchuv1alpha1.AnnotationFailedAt] = time.Now().UTC().Format(time.RFC3339)
 	if err := r.Client.Patch(ctx, rev, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("failing revision %s/%s, %s: %w", rev.Namespace, rev.Name, reason, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("failed revision", "reason", reason)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, "Failed", "Fail",
+			"%s; its traffic goes back to the previous release in every cluster", reason)
+	}
 	releasemetrics.Failed(rev.Spec.App.Name, rev.Spec.App.Tag)
 	return nil
+}
+
+// FailReason says why Picchu fails a Revision, if it does: a target timed
+// out, or, unless ignoreSLOs, a target recorded SLO or canary alerts firing
+// for its tag while the build had not proven itself (release.Proven with
+// threshold, from the targets' peaks).
+func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager, threshold int32) (string, bool) {
+	tag := rev.Spec.App.Tag
+	if target, ok := TimedOutTarget(tag, rms); ok {
+		return "timed out in " + target, true
+	}
+	if rev.Spec.IgnoreSLOs {
+		return "", false
+	}
+	var firing []string
+	for _, rm := range rms {
+		for _, s := range rm.Status.Revisions {
+			if s.Tag == tag && len(s.TriggeredAlerts) > 0 {
+				firing = append(firing, fmt.Sprintf("%s in %s", strings.Join(s.TriggeredAlerts, ", "), rm.Spec.Target))
+			}
+		}
+	}
+	if len(firing) == 0 || release.Proven(TargetPeaks(rev, rms), threshold) {
+		return "", false
+	}
+	return "SLO alerts firing: " + strings.Join(firing, "; "), true
+}
+
+// TargetPeaks lists the Revision's targets in its order with the peak each
+// ReleaseManager records for its tag.
+func TargetPeaks(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) []release.TargetPeak {
+	out := make([]release.TargetPeak, 0, len(rev.Spec.Targets))
+	for _, t := range rev.Spec.Targets {
+		tp := release.TargetPeak{Name: t.Name, Acceptance: t.AcceptanceTarget}
+		for _, rm := range rms {
+			if rm.Spec.Target != t.Name {
+				continue
+			}
+			for _, s := range rm.Status.Revisions {
+				if s.Tag == rev.Spec.App.Tag {
+					tp.Peak = s.PeakPercent
+				}
+			}
+		}
+		out = append(out, tp)
+	}
+	return out
 }
 
 // TimedOutTarget returns the target of the first ReleaseManager whose
@@ -264,6 +324,7 @@ func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager) []picchuv1
 			ts.State = s.State.Current
 			ts.Scale = picchuv1alpha1.RevisionScaleStatus{Current: s.Scale.Current, Desired: s.Scale.Desired, Peak: s.Scale.Peak}
 			ts.Release = picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: s.CurrentPercent, PeakPercent: s.PeakPercent}
+			ts.TriggeredAlerts = s.TriggeredAlerts
 		}
 		out = append(out, ts)
 	}

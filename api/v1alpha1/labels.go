@@ -45,4 +45,8 @@ const (
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is true when progress needs a change from a person.
 	ConditionStalled = "Stalled"
+	// ConditionAlertsObserved is true while builds are judged and Picchu
+	// can read their SLO and canary alerts; false (promotion held) when a
+	// metrics provider cannot answer.
+	ConditionAlertsObserved = "AlertsObserved"
 )

@@ -83,7 +83,7 @@ type RevisionTarget struct {
 	// named after the app. Prefer serviceLevelObjectives.
 	// +optional
 	AlertRules []monitoringv1.Rule `json:"alertRules,omitempty"`
-	// datadogMonitoring is kept for compatibility; Datadog checks are configured elsewhere.
+	// datadogMonitoring judges the build by Datadog monitors instead of, or as well as, Prometheus alerts.
 	// +optional
 	DatadogMonitoring DatadogMonitoring `json:"datadogMonitoring,omitempty"`
 
@@ -212,11 +212,19 @@ type ExternalTest struct {
 	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
 }
 
-// DatadogMonitoring is kept for compatibility with existing manifests.
+// DatadogMonitoring judges the build with Datadog monitors instead of, or
+// as well as, Prometheus alerts.
 type DatadogMonitoring struct {
-	// enabled is ignored.
+	// enabled judges canaries and releases of this target by the Datadog
+	// monitors tagged app:<app> and slo:true (canary:true with
+	// canaryWithSLIRules) whose group tag:<tag> alerts, instead of by
+	// Prometheus alerts. Picchu needs Datadog credentials (--datadog-secret).
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
+	// withPrometheus keeps the Prometheus alert checks as well when enabled
+	// is true: a firing alert in either fails the build.
+	// +optional
+	WithPrometheus bool `json:"withPrometheus,omitempty"`
 }
 
 // AWSInfo holds AWS settings for a build's pods.

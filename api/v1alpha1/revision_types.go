@@ -150,6 +150,10 @@ type RevisionTargetStatus struct {
 	// release holds the share of traffic the revision takes in this target.
 	// +optional
 	Release RevisionReleaseStatus `json:"release,omitempty"`
+	// triggeredAlerts are the SLO or canary alerts seen firing for this
+	// revision in this target before it proved itself.
+	// +optional
+	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
 }
 
 // RevisionScaleStatus counts replicas summed over a target's live clusters.

@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+// AlertSource answers which SLO and canary alerts fire for a build of an
+// app: Prometheus (package prometheus) or Datadog (package datadog).
+// canaryOnly asks for canary alerts only (the Revision's canaryWithSLIRules).
+type AlertSource interface {
+	FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error)
+}
+
+// errNoDatadog is the error of a build that asks for Datadog checks when
+// the operator has no Datadog client configured.
+var errNoDatadog = errors.New("the revision enables datadogMonitoring but Picchu runs without Datadog credentials (--datadog-secret)")
+
+// judged says a build's alerts are checked this run: it canaries or is
+// being released, is neither failed nor ignoring its SLOs, and has not
+// proven itself.
+func (s *snapshot) judged(inc *incarnation, provenPercent int32) bool {
+	if inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs {
+		return false
+	}
+	switch release.State(inc.status.State.Current) {
+	case release.Canarying, release.Canaried, release.PendingRelease, release.Releasing, release.Released:
+	default:
+		return false
+	}
+	return !release.Proven(s.targetPeaks(inc), provenPercent)
+}
+
+// targetPeaks are the build's targets with their peaks: this target's from
+// the ReleaseManager's own record, the others' as the Revision mirrors them.
+func (s *snapshot) targetPeaks(inc *incarnation) []release.TargetPeak {
+	out := make([]release.TargetPeak, 0, len(inc.revision.Spec.Targets))
+	for _, t := range inc.revision.Spec.Targets {
+		tp := release.TargetPeak{Name: t.Name, Acceptance: t.AcceptanceTarget}
+		if t.Name == s.rm.Spec.Target {
+			tp.Peak = inc.status.PeakPercent
+		} else {
+			for _, ts := range inc.revision.Status.Targets {
+				if ts.Name == t.Name {
+					tp.Peak = ts.Release.PeakPercent
+				}
+			}
+		}
+		out = append(out, tp)
+	}
+	return out
+}
+
+// sources are the alert sources that judge a build: Datadog when its
+// target enables datadogMonitoring (and Prometheus too with
+// withPrometheus), otherwise Prometheus. A nil Datadog source stands for
+// one that is asked for but not configured.
+func (r *ReleaseManagerReconciler) sources(target *picchuv1alpha1.RevisionTarget) (srcs []namedSource) {
+	dd := target.DatadogMonitoring
+	if !dd.Enabled || dd.WithPrometheus {
+		if r.Prometheus != nil {
+			srcs = append(srcs, namedSource{"Prometheus", r.Prometheus})
+		}
+	}
+	if dd.Enabled {
+		srcs = append(srcs, namedSource{"Datadog", r.Datadog})
+	}
+	return srcs
+}
+
+type namedSource struct {
+	name string
+	src  AlertSource
+}
+
+// judge checks the alerts of every judged build and records the verdicts
+// in the snapshot; problems says which checks could not run.
+func (r *ReleaseManagerReconciler) judge(ctx context.Context, s *snapshot) {
+	for _, inc := range s.incarnations {
+		if !s.judged(inc, r.ProvenPercent) {
+			continue
+		}
+		srcs := r.sources(inc.target)
+		if len(srcs) == 0 {
+			continue
+		}
+		inc.verdict = release.Healthy
+		canaryOnly := inc.revision.Spec.CanaryWithSLIRules
+		var firing, problems []string
+		for _, ns := range srcs {
+			var alerts []string
+			err := errNoDatadog
+			if ns.src != nil {
+				alerts, err = ns.src.FiringAlerts(ctx, s.rm.Spec.App, inc.tag, canaryOnly)
+			}
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", ns.name, err))
+				continue
+			}
+			firing = append(firing, alerts...)
+		}
+		slices.Sort(firing)
+		inc.firing = slices.Compact(firing)
+		switch {
+		case len(inc.firing) > 0:
+			// Firing alerts fail the build even when another source is down.
+			inc.verdict = release.Firing
+		case len(problems) > 0:
+			inc.verdict = release.Unobserved
+			s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: %s", inc.tag, strings.Join(problems, "; ")))
+		}
+	}
+}
