@@ -86,6 +86,8 @@ type Client struct {
 	host    string            // where requests go, for errors
 	tagKey  string
 	timeout time.Duration
+	// maxPages bounds the pages read for one query; maxPages but in tests.
+	maxPages int64
 
 	cache  *expirable.LRU[string, []monitor]
 	flight singleflight.Group
@@ -144,8 +146,9 @@ func New(cfg Config) (*Client, error) {
 			"apiKeyAuth": {Key: cfg.APIKey},
 			"appKeyAuth": {Key: cfg.AppKey},
 		},
-		tagKey:  cfg.TagKey,
-		timeout: cfg.Timeout,
+		tagKey:   cfg.TagKey,
+		timeout:  cfg.Timeout,
+		maxPages: maxPages,
 	}
 	if cfg.URL != "" {
 		u, err := url.Parse(cfg.URL)

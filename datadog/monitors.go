@@ -185,8 +185,8 @@ func (c *Client) list(ctx context.Context, query string) ([]monitor, error) {
 	}
 	var all []monitor
 	for page := int64(0); ; page++ {
-		if page == maxPages {
-			return nil, fmt.Errorf("datadog: listing monitors tagged %s at %s: more than %d pages of %d monitors", query, c.host, maxPages, pageSize)
+		if page == c.maxPages {
+			return nil, fmt.Errorf("datadog: listing monitors tagged %s at %s: more than %d pages of %d monitors", query, c.host, c.maxPages, pageSize)
 		}
 		ms, err := c.page(ctx, query, page)
 		if err != nil {
