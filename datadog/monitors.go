@@ -148,6 +148,9 @@ func (c *Client) monitors(ctx context.Context, query string) ([]monitor, error) 
 	if ms, ok := c.cache.Get(query); ok {
 		return ms, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("datadog: listing monitors tagged %s at %s: %w", query, c.host, err)
+	}
 	c.waiting.Add(1)
 	defer c.waiting.Add(-1)
 	ch := c.flight.DoChan(query, func() (any, error) {

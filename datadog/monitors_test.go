@@ -338,6 +338,19 @@ func TestFiringAlertsCallerGivesUp(t *testing.T) {
 	}
 }
 
+func TestFiringAlertsCallerGone(t *testing.T) {
+	f := newFake(t, answer())
+	c := f.client(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.FiringAlerts(ctx, "api", "v2", false); !errors.Is(err, context.Canceled) {
+		t.Errorf("FiringAlerts error %v, want one wrapping context.Canceled", err)
+	}
+	if n := f.count(); n != 0 {
+		t.Errorf("server saw %d requests for a caller already gone, want 0", n)
+	}
+}
+
 func TestFiringAlertsCache(t *testing.T) {
 	f := newFake(t, answer(apiMonitor(1, "errors", sloTags("api"), groupState{"tag:v2", "Alert"}, groupState{"tag:v1", "OK"})))
 	c := f.client(t, Config{TTL: time.Hour})
