@@ -97,8 +97,8 @@ type Client struct {
 
 // New returns a client configured by cfg, with the defaults of Config filled
 // in. It fails when APIKey or AppKey is empty, when Site is not a site the
-// Datadog client knows, when URL is not an absolute http(s) URL, or when a
-// duration or size is negative.
+// Datadog client knows, when URL is not an absolute http(s) URL, when a
+// duration or size is negative, or when TTL is below MinTTL.
 func New(cfg Config) (*Client, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("datadog: new client: Config.APIKey is empty")

@@ -57,8 +57,10 @@ type group struct {
 // The result is empty, not nil, when no monitor alerts. The error wraps
 // ErrNoData, naming the monitor, when such a group reports No Data; it wraps
 // the API error (with the HTTP status, or context.DeadlineExceeded when a
-// request outlives Config.Timeout) when Datadog cannot be asked. The monitors
-// of app are listed once for all its tags and cached for Config.TTL.
+// request outlives Config.Timeout) when Datadog cannot be asked. It is also an
+// error when such a group has a status this package does not know, or when
+// app or tag is empty or holds a comma. The monitors of app are listed once
+// for all its tags and cached for Config.TTL.
 func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error) {
 	if err := checkName("app", app); err != nil {
 		return nil, err
