@@ -160,6 +160,9 @@ func (c *Client) query(ctx context.Context, query string) (model.Vector, error) 
 	if vector, ok := c.cache.Get(query); ok {
 		return vector, nil
 	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, c.wrap(query, err)
+	}
 	flightCtx := context.WithoutCancel(ctx)
 	results := c.group.DoChan(query, func() (any, error) {
 		// A flight that ended just before this one began has cached its result.

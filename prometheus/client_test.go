@@ -399,3 +399,16 @@ func TestFiringAlerts_ErrorsAreWrappedAndNotCached(t *testing.T) {
 		})
 	}
 }
+
+func TestFiringAlerts_DoneContextSendsNoRequest(t *testing.T) {
+	fake := newFakePrometheus(t, is(sloQuery))
+	c := newClient(t, prometheus.Config{Address: fake.URL()})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.FiringAlerts(ctx, "a", "v1", false); !errors.Is(err, context.Canceled) {
+		t.Errorf("FiringAlerts with a cancelled context: %v, want context.Canceled", err)
+	}
+	if n := fake.total(); n != 0 {
+		t.Errorf("%d requests with a cancelled context, want 0", n)
+	}
+}
