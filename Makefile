@@ -48,8 +48,12 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 k8s-binaries: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and kwokctl into bin/ (once).
 	hack/install-k8s-binaries.sh >/dev/null
 
+.PHONY: prometheus-binary
+prometheus-binary: ## Provision the Prometheus server the tests run into bin/ (once).
+	hack/install-prometheus.sh >/dev/null
+
 .PHONY: test
-test: verify k8s-binaries ## Run every test, with the race detector, against real API servers.
+test: verify k8s-binaries prometheus-binary ## Run every test, with the race detector, against real API servers and Prometheus.
 	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: bench

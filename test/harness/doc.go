@@ -6,4 +6,8 @@
 // the way a user registers one: a Cluster with spec.config and the fleet
 // label, and a Secret of the same name whose auth-info key holds a kubeconfig
 // user (a client certificate for some targets, a bearer token for others).
+//
+// It also runs a real Prometheus server (StartPrometheus, provisioned by
+// hack/install-prometheus.sh) with rules a test sets, scraping Traffic, a
+// target that simulates the Istio request counters of apps and tags.
 package harness

@@ -1,0 +1,123 @@
+package prometheus_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/medium/picchu/prometheus"
+	"github.com/medium/picchu/test/harness"
+)
+
+// Label values that PromQL must quote with care.
+const (
+	awkwardApp = `we"ird\app`
+	awkwardTag = `v{1}, tag=~".*"`
+)
+
+// alwaysFiring returns an alert rule that fires from its first evaluation.
+func alwaysFiring(name string, labels map[string]string) monitoringv1.Rule {
+	now := monitoringv1.Duration("0s")
+	return monitoringv1.Rule{Alert: name, Expr: intstr.FromString("vector(1)"), For: &now, Labels: labels}
+}
+
+// TestFiringAlerts_RealPrometheus asks a real Prometheus, evaluating alerts
+// that always fire (and one that stays pending), which alerts fire for
+// several apps and tags.
+func TestFiringAlerts_RealPrometheus(t *testing.T) {
+	ctx := context.Background()
+	prom, err := harness.StartPrometheus(ctx, harness.PrometheusConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := prom.Close(); err != nil {
+			t.Errorf("closing Prometheus: %v", err)
+		}
+	})
+	anHour := monitoringv1.Duration("1h")
+	groups := []monitoringv1.RuleGroup{
+		{Name: "slo", Rules: []monitoringv1.Rule{
+			alwaysFiring("SLOErrorsA1", map[string]string{"app": "a", "tag": "v1", "slo": "true"}),
+			alwaysFiring("AnotherSLOA1", map[string]string{"app": "a", "tag": "v1", "slo": "true"}),
+			// Two series of one alert name.
+			alwaysFiring("TwiceA1", map[string]string{"app": "a", "tag": "v1", "slo": "true", "severity": "page"}),
+			alwaysFiring("TwiceA1", map[string]string{"app": "a", "tag": "v1", "slo": "true", "severity": "ticket"}),
+			alwaysFiring("SLOErrorsB1", map[string]string{"app": "b", "tag": "v1", "slo": "true"}),
+			alwaysFiring("NotSLOA1", map[string]string{"app": "a", "tag": "v1"}),
+			alwaysFiring("AwkwardSLO", map[string]string{"app": awkwardApp, "tag": awkwardTag, "slo": "true"}),
+		}},
+		{Name: "canary", Rules: []monitoringv1.Rule{
+			alwaysFiring("CanaryA2", map[string]string{"app": "a", "tag": "v2", "slo": "true", "canary": "true"}),
+			alwaysFiring("CanaryNotSLOA1", map[string]string{"app": "a", "tag": "v1", "canary": "true"}),
+			alwaysFiring("AwkwardCanary", map[string]string{"app": awkwardApp, "tag": awkwardTag, "canary": "true"}),
+			{
+				Alert: "PendingCanaryA1", Expr: intstr.FromString("vector(1)"), For: &anHour,
+				Labels: map[string]string{"app": "a", "tag": "v1", "slo": "true", "canary": "true"},
+			},
+		}},
+	}
+	if err := prom.SetRules(ctx, groups); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		app, tag string
+		canary   bool
+		want     []string
+	}{
+		{"a", "v1", false, []string{"AnotherSLOA1", "SLOErrorsA1", "TwiceA1"}},
+		{"a", "v1", true, []string{"CanaryNotSLOA1"}},
+		{"a", "v2", false, []string{"CanaryA2"}},
+		{"a", "v2", true, []string{"CanaryA2"}},
+		{"b", "v1", false, []string{"SLOErrorsB1"}},
+		{"b", "v1", true, []string{}},
+		{"b", "v2", false, []string{}},
+		{"c", "v1", false, []string{}},
+		{awkwardApp, awkwardTag, false, []string{"AwkwardSLO"}},
+		{awkwardApp, awkwardTag, true, []string{"AwkwardCanary"}},
+		{awkwardApp, "v1", true, []string{}},
+	}
+	check := func(c *prometheus.Client) error {
+		for _, tc := range cases {
+			got, err := c.FiringAlerts(ctx, tc.app, tc.tag, tc.canary)
+			if err != nil {
+				return err
+			}
+			if got == nil || !slices.Equal(got, tc.want) {
+				return fmt.Errorf("FiringAlerts(%q, %q, %v) = %#v, want %#v", tc.app, tc.tag, tc.canary, got, tc.want)
+			}
+		}
+		return nil
+	}
+
+	// A short TTL, so that polling sees the alerts as they start firing.
+	polling, err := prometheus.New(prometheus.Config{Address: prom.URL(), TTL: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, time.Minute, "the alerts fire", func() error { return check(polling) })
+
+	// With the default TTL, one cached SLO result answers every app and tag.
+	c, err := prometheus.New(prometheus.Config{Address: prom.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(c); err != nil {
+		t.Fatal(err)
+	}
+	canaryQueries := map[string]bool{}
+	for _, tc := range cases {
+		if tc.canary {
+			canaryQueries[prometheus.CanaryAlertsQuery(tc.app, tc.tag)] = true
+		}
+	}
+	if got, want := c.CacheLen(), 1+len(canaryQueries); got != want {
+		t.Errorf("CacheLen() = %d, want %d: the SLO query and %d canary queries", got, want, len(canaryQueries))
+	}
+}

@@ -1,0 +1,215 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sync/singleflight"
+)
+
+// Defaults of the Config fields left zero.
+const (
+	// DefaultTimeout is the deadline of every query when Config.Timeout is zero.
+	DefaultTimeout = 5 * time.Second
+	// DefaultTTL is how long a result is cached when Config.TTL is zero.
+	DefaultTTL = 10 * time.Second
+	// DefaultCacheSize is the most results cached when Config.CacheSize is zero.
+	DefaultCacheSize = 1024
+	// MinTTL is the shortest TTL a Client accepts: the cache sweeps expired
+	// results on a period of a hundredth of the TTL.
+	MinTTL = time.Millisecond
+)
+
+// sloAlertsQuery selects every firing SLO alert, of every app and tag, so
+// that one cached result answers for all of them.
+const sloAlertsQuery = `ALERTS{slo="true",alertstate="firing"}`
+
+// Config says which Prometheus a Client asks, and how.
+type Config struct {
+	// Address is the base URL of the Prometheus or Thanos query API, such as
+	// http://127.0.0.1:9090. It must have an http or https scheme and a host.
+	Address string
+	// Timeout is the deadline of every query (DefaultTimeout when zero).
+	Timeout time.Duration
+	// TTL is how long a query result is cached (DefaultTTL when zero, and
+	// at least MinTTL otherwise).
+	TTL time.Duration
+	// CacheSize is the most query results cached at once (DefaultCacheSize
+	// when zero).
+	CacheSize int
+	// RoundTripper, when set, carries the HTTP requests instead of
+	// api.DefaultRoundTripper.
+	RoundTripper http.RoundTripper
+}
+
+// Client answers which SLO and canary alerts fire for an app and tag. It
+// caches each query's result for the configured TTL, keeps at most
+// CacheSize results, and sends one request for concurrent identical queries
+// that miss the cache. A Client is safe for concurrent use; create one per
+// Prometheus and keep it, as its cache holds a goroutine that sweeps expired
+// results for the life of the process.
+type Client struct {
+	address string
+	timeout time.Duration
+	api     v1.API
+	cache   *expirable.LRU[string, model.Vector]
+	group   singleflight.Group
+
+	// joined, when set (by tests only), is called with the query once a
+	// caller that missed the cache has joined the query's flight.
+	joined func(query string)
+}
+
+// New returns a Client for cfg. It fails when the address is empty or not an
+// http(s) URL with a host, or when a duration or size is negative.
+func New(cfg Config) (*Client, error) {
+	if cfg.Address == "" {
+		return nil, errors.New("creating Prometheus client: empty address")
+	}
+	u, err := url.Parse(cfg.Address)
+	if err != nil {
+		return nil, fmt.Errorf("creating Prometheus client: parsing address %q: %w", cfg.Address, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("creating Prometheus client: address %q is not an http or https URL with a host", cfg.Address)
+	}
+	switch {
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("creating Prometheus client for %s: negative timeout %s", cfg.Address, cfg.Timeout)
+	case cfg.TTL < 0:
+		return nil, fmt.Errorf("creating Prometheus client for %s: negative TTL %s", cfg.Address, cfg.TTL)
+	case cfg.TTL > 0 && cfg.TTL < MinTTL:
+		return nil, fmt.Errorf("creating Prometheus client for %s: TTL %s is shorter than %s", cfg.Address, cfg.TTL, MinTTL)
+	case cfg.CacheSize < 0:
+		return nil, fmt.Errorf("creating Prometheus client for %s: negative cache size %d", cfg.Address, cfg.CacheSize)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	apiClient, err := api.NewClient(api.Config{Address: cfg.Address, RoundTripper: cfg.RoundTripper})
+	if err != nil {
+		return nil, fmt.Errorf("creating Prometheus client for %s: %w", cfg.Address, err)
+	}
+	return &Client{
+		address: cfg.Address,
+		timeout: cfg.Timeout,
+		api:     v1.NewAPI(apiClient),
+		cache:   expirable.NewLRU[string, model.Vector](cfg.CacheSize, nil, cfg.TTL),
+	}, nil
+}
+
+// FiringAlerts returns the sorted names of the alerts firing for app and tag:
+// its SLO alerts (label slo="true"), or, when canaryOnly, its canary alerts
+// (label canary="true"). The result is empty, never nil, when none fire.
+func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error) {
+	query := sloAlertsQuery
+	if canaryOnly {
+		query = canaryAlertsQuery(app, tag)
+	}
+	vector, err := c.query(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, sample := range vector {
+		if string(sample.Metric["app"]) != app || string(sample.Metric["tag"]) != tag {
+			continue
+		}
+		if name := string(sample.Metric[model.AlertNameLabel]); name != "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// CacheLen returns the number of query results cached now, never more than
+// the configured CacheSize (expired results count until swept).
+func (c *Client) CacheLen() int {
+	return c.cache.Len()
+}
+
+// canaryAlertsQuery selects the canary alerts firing for app and tag, one
+// series per alert name.
+func canaryAlertsQuery(app, tag string) string {
+	return fmt.Sprintf(`sum by (app, tag, alertname) (ALERTS{app=%s,tag=%s,canary="true",alertstate="firing"})`,
+		quote(app), quote(tag))
+}
+
+// query returns the vector query evaluates to now, from the cache when it
+// holds it. Callers that miss the cache together share one request, made
+// with the Client's timeout and without the first caller's cancellation, so
+// that one caller giving up does not fail the others; each caller still
+// returns as soon as its own ctx is done.
+func (c *Client) query(ctx context.Context, query string) (model.Vector, error) {
+	if vector, ok := c.cache.Get(query); ok {
+		return vector, nil
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, c.wrap(query, err)
+	}
+	flightCtx := context.WithoutCancel(ctx)
+	results := c.group.DoChan(query, func() (any, error) {
+		// A flight that ended just before this one began has cached its result.
+		if vector, ok := c.cache.Get(query); ok {
+			return vector, nil
+		}
+		return c.fetch(flightCtx, query)
+	})
+	if c.joined != nil {
+		c.joined(query)
+	}
+	select {
+	case result := <-results:
+		if result.Err != nil {
+			return nil, result.Err
+		}
+		vector, _ := result.Val.(model.Vector)
+		return vector, nil
+	case <-ctx.Done():
+		return nil, c.wrap(query, context.Cause(ctx))
+	}
+}
+
+// fetch evaluates query on Prometheus within the Client's timeout and caches
+// the result when it is a vector.
+func (c *Client) fetch(ctx context.Context, query string) (model.Vector, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	value, _, err := c.api.Query(ctx, query, time.Time{}, v1.WithTimeout(c.timeout))
+	if err != nil {
+		return nil, c.wrap(query, err)
+	}
+	vector, ok := value.(model.Vector)
+	if !ok {
+		return nil, c.wrap(query, fmt.Errorf("result is a %s, not a vector", valueType(value)))
+	}
+	c.cache.Add(query, vector)
+	return vector, nil
+}
+
+func (c *Client) wrap(query string, err error) error {
+	return fmt.Errorf("querying Prometheus at %s (%s): %w", c.address, query, err)
+}
+
+func valueType(value model.Value) string {
+	if value == nil {
+		return "nothing"
+	}
+	return value.Type().String()
+}

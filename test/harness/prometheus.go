@@ -1,0 +1,496 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// prometheusReadyTimeout bounds the wait for a started Prometheus to be
+	// ready, when the caller's context has no earlier deadline.
+	prometheusReadyTimeout = 2 * time.Minute
+	// prometheusStopTimeout is how long Stop waits after SIGTERM before it
+	// kills the process.
+	prometheusStopTimeout = 30 * time.Second
+	// prometheusPollInterval is how often readiness and rules are polled.
+	prometheusPollInterval = 50 * time.Millisecond
+	// prometheusStartAttempts is how many free ports StartPrometheus tries,
+	// in case another process takes the one it picked before it binds.
+	prometheusStartAttempts = 3
+)
+
+var (
+	prometheusOnce   sync.Once
+	prometheusBinary string
+	prometheusErr    error
+)
+
+// PrometheusBinary returns the path of the Prometheus server the tests run,
+// provisioned once per process by hack/install-prometheus.sh (which reuses
+// the binary of an earlier run under bin/prometheus).
+func PrometheusBinary(ctx context.Context) (string, error) {
+	prometheusOnce.Do(func() {
+		cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "install-prometheus.sh"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			prometheusErr = fmt.Errorf("provisioning Prometheus with hack/install-prometheus.sh: %w: %s", err, stderr.String())
+			return
+		}
+		prometheusBinary = strings.TrimSpace(stdout.String())
+		if prometheusBinary == "" {
+			prometheusErr = fmt.Errorf("provisioning Prometheus with hack/install-prometheus.sh: no path printed: %s", stderr.String())
+		}
+	})
+	return prometheusBinary, prometheusErr
+}
+
+// PrometheusConfig says what a test Prometheus scrapes and how often.
+type PrometheusConfig struct {
+	// ScrapeTargets are the host:port addresses of /metrics endpoints,
+	// scraped by one job named "traffic".
+	ScrapeTargets []string
+	// ScrapeInterval is how often the targets are scraped (1s when zero).
+	ScrapeInterval time.Duration
+	// EvalInterval is how often rules are evaluated (1s when zero).
+	EvalInterval time.Duration
+}
+
+// Prometheus is a Prometheus server run by a test, listening on a loopback
+// port, with its configuration, rules, data and log in a temporary directory.
+// Its methods are safe for concurrent use.
+type Prometheus struct {
+	binary string
+	dir    string
+	port   int
+	http   *http.Client
+
+	mu   sync.Mutex
+	proc *prometheusProcess // nil while stopped
+}
+
+// prometheusProcess is one run of the server.
+type prometheusProcess struct {
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{} // closed when the process has exited
+	err  error         // cmd.Wait's result, set before done is closed
+}
+
+// StartPrometheus provisions Prometheus if needed, and starts it on a free
+// loopback port with a new temporary directory and the lifecycle API
+// enabled, then waits until it is ready. Close it when done.
+func StartPrometheus(ctx context.Context, cfg PrometheusConfig) (*Prometheus, error) {
+	binary, err := PrometheusBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ScrapeInterval == 0 {
+		cfg.ScrapeInterval = time.Second
+	}
+	if cfg.EvalInterval == 0 {
+		cfg.EvalInterval = time.Second
+	}
+	if cfg.ScrapeInterval < time.Millisecond || cfg.EvalInterval < time.Millisecond {
+		return nil, fmt.Errorf("starting Prometheus: scrape interval %s and evaluation interval %s must be at least 1ms",
+			cfg.ScrapeInterval, cfg.EvalInterval)
+	}
+	dir, err := os.MkdirTemp("", "picchu-prometheus-")
+	if err != nil {
+		return nil, fmt.Errorf("starting Prometheus: creating its directory: %w", err)
+	}
+	p := &Prometheus{binary: binary, dir: dir, http: &http.Client{Timeout: 10 * time.Second}}
+	if err := p.writeConfig(cfg); err != nil {
+		return nil, errors.Join(err, p.removeDir())
+	}
+	for attempt := 1; ; attempt++ {
+		if p.port, err = freeLoopbackPort(); err != nil {
+			return nil, errors.Join(fmt.Errorf("starting Prometheus: %w", err), p.removeDir())
+		}
+		err = p.Start(ctx)
+		if err == nil {
+			return p, nil
+		}
+		if attempt == prometheusStartAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return nil, errors.Join(err, p.Close())
+		}
+	}
+}
+
+// URL returns the base URL of Prometheus' HTTP API, http://127.0.0.1:<port>.
+func (p *Prometheus) URL() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
+}
+
+// Dir returns the temporary directory holding Prometheus' configuration
+// (prometheus.yml), rules (rules/), data (data/) and log (prometheus.log).
+func (p *Prometheus) Dir() string {
+	return p.dir
+}
+
+func (p *Prometheus) rulesDir() string { return filepath.Join(p.dir, "rules") }
+func (p *Prometheus) logPath() string  { return filepath.Join(p.dir, "prometheus.log") }
+
+// writeConfig writes prometheus.yml and creates the rules and data directories.
+func (p *Prometheus) writeConfig(cfg PrometheusConfig) error {
+	for _, d := range []string{p.rulesDir(), filepath.Join(p.dir, "data")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("starting Prometheus: creating %s: %w", d, err)
+		}
+	}
+	targets := cfg.ScrapeTargets
+	if targets == nil {
+		targets = []string{}
+	}
+	config := map[string]any{
+		"global": map[string]any{
+			"scrape_interval":     model.Duration(cfg.ScrapeInterval).String(),
+			"evaluation_interval": model.Duration(cfg.EvalInterval).String(),
+		},
+		"rule_files": []string{filepath.Join(p.rulesDir(), "*.yaml")},
+		"scrape_configs": []any{map[string]any{
+			"job_name":       "traffic",
+			"static_configs": []any{map[string]any{"targets": targets}},
+		}},
+	}
+	out, err := yaml.Marshal(config)
+	if err != nil {
+		return fmt.Errorf("starting Prometheus: encoding its configuration: %w", err)
+	}
+	path := filepath.Join(p.dir, "prometheus.yml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		return fmt.Errorf("starting Prometheus: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// Start starts a stopped Prometheus again, on the same port and with the
+// same data, and waits until it is ready.
+func (p *Prometheus) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc != nil {
+		return fmt.Errorf("starting Prometheus at %s: already running", p.URL())
+	}
+	log, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("starting Prometheus at %s: opening its log: %w", p.URL(), err)
+	}
+	cmd := exec.Command(p.binary,
+		"--config.file="+filepath.Join(p.dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(p.dir, "data"),
+		"--web.listen-address="+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)),
+		"--web.enable-lifecycle",
+	)
+	cmd.Dir = p.dir
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return errors.Join(fmt.Errorf("starting Prometheus at %s: %w", p.URL(), err), log.Close())
+	}
+	proc := &prometheusProcess{cmd: cmd, log: log, done: make(chan struct{})}
+	go func() {
+		proc.err = cmd.Wait()
+		close(proc.done)
+	}()
+	p.proc = proc
+	if err := p.waitReady(ctx, proc); err != nil {
+		return errors.Join(err, p.stopLocked())
+	}
+	return nil
+}
+
+// waitReady polls /-/ready until it answers 200, the process exits or the
+// wait times out.
+func (p *Prometheus) waitReady(ctx context.Context, proc *prometheusProcess) error {
+	ctx, cancel := context.WithTimeout(ctx, prometheusReadyTimeout)
+	defer cancel()
+	tick := time.NewTicker(prometheusPollInterval)
+	defer tick.Stop()
+	var last error
+	for {
+		last = p.ready(ctx)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-proc.done:
+			return fmt.Errorf("starting Prometheus at %s: exited before ready (%v): %s", p.URL(), proc.err, p.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("starting Prometheus at %s: not ready: %w (last: %v): %s", p.URL(), context.Cause(ctx), last, p.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *Prometheus) ready(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/-/ready", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /-/ready: %s", resp.Status)
+	}
+	return nil
+}
+
+// Stop stops Prometheus with SIGTERM (SIGKILL if it has not exited 30s
+// later) and waits for it to exit, keeping its port and data for Start. It
+// does nothing when Prometheus is stopped.
+func (p *Prometheus) Stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopLocked()
+}
+
+func (p *Prometheus) stopLocked() error {
+	proc := p.proc
+	if proc == nil {
+		return nil
+	}
+	p.proc = nil
+	var errs []error
+	select {
+	case <-proc.done:
+		// Exited by itself: report why.
+		if proc.err != nil {
+			errs = append(errs, fmt.Errorf("stopping Prometheus at %s: it had exited: %w: %s", p.URL(), proc.err, p.logTail()))
+		}
+	default:
+		if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			errs = append(errs, fmt.Errorf("stopping Prometheus at %s: %w", p.URL(), err))
+		}
+		timer := time.NewTimer(prometheusStopTimeout)
+		select {
+		case <-proc.done:
+			timer.Stop()
+			if proc.err != nil {
+				errs = append(errs, fmt.Errorf("stopping Prometheus at %s: %w: %s", p.URL(), proc.err, p.logTail()))
+			}
+		case <-timer.C:
+			errs = append(errs, fmt.Errorf("stopping Prometheus at %s: still running %s after SIGTERM; killing it: %s",
+				p.URL(), prometheusStopTimeout, p.logTail()))
+			if err := proc.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				errs = append(errs, fmt.Errorf("killing Prometheus at %s: %w", p.URL(), err))
+			}
+			<-proc.done
+		}
+	}
+	if err := proc.log.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the log of Prometheus at %s: %w", p.URL(), err))
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops Prometheus and removes its temporary directory.
+func (p *Prometheus) Close() error {
+	return errors.Join(p.Stop(), p.removeDir())
+}
+
+func (p *Prometheus) removeDir() error {
+	if err := os.RemoveAll(p.dir); err != nil {
+		return fmt.Errorf("removing the directory of Prometheus at %s: %w", p.URL(), err)
+	}
+	return nil
+}
+
+// ruleFile is the rule file format of Prometheus: prometheus-operator's
+// RuleGroup marshals the same (name, interval, rules; each rule's record or
+// alert, expr, for, labels, annotations).
+type ruleFile struct {
+	Groups []monitoringv1.RuleGroup `json:"groups"`
+}
+
+// MarshalRules returns groups as a Prometheus rule file.
+func MarshalRules(groups []monitoringv1.RuleGroup) ([]byte, error) {
+	if groups == nil {
+		groups = []monitoringv1.RuleGroup{}
+	}
+	out, err := yaml.Marshal(ruleFile{Groups: groups})
+	if err != nil {
+		return nil, fmt.Errorf("encoding rule groups: %w", err)
+	}
+	return out, nil
+}
+
+// SetRules replaces Prometheus' rules with groups: it writes them to
+// rules/rules.yaml, asks Prometheus to reload, and waits until its rules API
+// lists exactly those groups' names.
+func (p *Prometheus) SetRules(ctx context.Context, groups []monitoringv1.RuleGroup) error {
+	out, err := MarshalRules(groups)
+	if err != nil {
+		return fmt.Errorf("setting the rules of Prometheus at %s: %w", p.URL(), err)
+	}
+	// Written beside the file and renamed, so that no reload reads half of it;
+	// the temporary name does not match the rule_files pattern.
+	path := filepath.Join(p.rulesDir(), "rules.yaml")
+	if err := os.WriteFile(path+".tmp", out, 0o644); err != nil {
+		return fmt.Errorf("setting the rules of Prometheus at %s: writing %s: %w", p.URL(), path, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("setting the rules of Prometheus at %s: writing %s: %w", p.URL(), path, err)
+	}
+	if err := p.reload(ctx); err != nil {
+		// The log says which rule failed to load.
+		return fmt.Errorf("setting the rules of Prometheus at %s: %w: %s", p.URL(), err, p.logErrors())
+	}
+	want := make([]string, 0, len(groups))
+	for _, g := range groups {
+		want = append(want, g.Name)
+	}
+	slices.Sort(want)
+
+	ctx, cancel := context.WithTimeout(ctx, prometheusReadyTimeout)
+	defer cancel()
+	tick := time.NewTicker(prometheusPollInterval)
+	defer tick.Stop()
+	for {
+		got, err := p.ruleGroupNames(ctx)
+		if err == nil && slices.Equal(got, want) {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("rule groups %q, want %q", got, want)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("setting the rules of Prometheus at %s: not loaded: %w (last: %v)", p.URL(), context.Cause(ctx), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// reload POSTs /-/reload, which answers once the configuration and rules
+// are loaded, or with the reason they are not.
+func (p *Prometheus) reload(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL()+"/-/reload", nil)
+	if err != nil {
+		return fmt.Errorf("reloading: %w", err)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reloading: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("reloading: POST /-/reload: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// ruleGroupNames returns the sorted names of the rule groups GET
+// /api/v1/rules lists.
+func (p *Prometheus) ruleGroupNames(ctx context.Context) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/api/v1/rules", nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing rules: %w", err)
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("listing rules: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("listing rules: GET /api/v1/rules: %s", resp.Status)
+	}
+	var body struct {
+		Data struct {
+			Groups []struct {
+				Name string `json:"name"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("listing rules: decoding GET /api/v1/rules: %w", err)
+	}
+	names := make([]string, 0, len(body.Data.Groups))
+	for _, g := range body.Data.Groups {
+		names = append(names, g.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// logTail returns the last lines of Prometheus' log, to explain a failure.
+func (p *Prometheus) logTail() string {
+	const maxBytes = 4 << 10
+	f, err := os.Open(p.logPath())
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer func() { _ = f.Close() }()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	offset := max(info.Size()-maxBytes, 0)
+	buf := make([]byte, info.Size()-offset)
+	if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	tail := string(buf)
+	if offset > 0 {
+		// Drop the first, partial line.
+		if i := strings.IndexByte(tail, '\n'); i >= 0 {
+			tail = tail[i+1:]
+		}
+	}
+	return "log tail:\n" + strings.TrimRight(tail, "\n")
+}
+
+// logErrors returns the error lines among the last lines of Prometheus' log,
+// or the last lines when none is an error.
+func (p *Prometheus) logErrors() string {
+	tail := p.logTail()
+	var errs []string
+	for _, line := range strings.Split(tail, "\n") {
+		if strings.Contains(line, "level=error") {
+			errs = append(errs, line)
+		}
+	}
+	if len(errs) == 0 {
+		return tail
+	}
+	return "log errors:\n" + strings.Join(errs, "\n")
+}
+
+// freeLoopbackPort returns a TCP port free on 127.0.0.1 now.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free loopback port: %w", err)
+	}
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("finding a free loopback port: closing the probe listener: %w", err)
+	}
+	if !ok {
+		return 0, fmt.Errorf("finding a free loopback port: listener address %v is not TCP", l.Addr())
+	}
+	return addr.Port, nil
+}
