@@ -76,6 +76,11 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.controllers.PrometheusQueryAddress, "prometheus-query-address", "", "Prometheus or Thanos API queried for SLO and canary alerts")
 	fs.DurationVar(&c.controllers.PrometheusQueryTTL, "prometheus-query-ttl", 10*time.Second, "how long an alert query's answer is cached")
 	fs.BoolVar(&c.controllers.PrometheusEnabled, "prometheus-enabled", true, "query Prometheus for SLO and canary alerts")
+	fs.DurationVar(&c.controllers.PrometheusQueryTimeout, "prometheus-query-timeout", 5*time.Second, "deadline of every alert query to Prometheus")
+	fs.StringVar(&c.controllers.DatadogSecret, "datadog-secret", "", "namespace/name of the Secret holding the Datadog api-key and app-key (empty turns Datadog checks off)")
+	fs.StringVar(&c.controllers.DatadogSite, "datadog-site", "datadoghq.com", "Datadog site the monitors are read from")
+	fs.DurationVar(&c.controllers.DatadogQueryTTL, "datadog-query-ttl", 10*time.Second, "how long a Datadog monitor query's answer is cached")
+	fs.IntVar(&c.controllers.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.controllers.HumaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.controllers.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
 	fs.DurationVar(&c.controllers.Timeouts.Created, "created-timeout", release.DefaultTimeouts.Created, "how long a build may stay in created before it times out")
@@ -96,6 +101,12 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.controllers.Timeouts.Created <= 0 || c.controllers.Timeouts.Deploying <= 0 || c.controllers.Timeouts.Testing <= 0 {
 		return nil, errors.New("--created-timeout, --deploying-timeout and --external-test-timeout must be positive")
+	}
+	if c.controllers.ProvenPercent < 1 || c.controllers.ProvenPercent > 100 {
+		return nil, fmt.Errorf("--slo-proven-percent must be from 1 to 100, got %d", c.controllers.ProvenPercent)
+	}
+	if c.controllers.PrometheusQueryTTL <= 0 || c.controllers.PrometheusQueryTimeout <= 0 || c.controllers.DatadogQueryTTL <= 0 {
+		return nil, errors.New("--prometheus-query-ttl, --prometheus-query-timeout and --datadog-query-ttl must be positive")
 	}
 	c.controllers.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
 	return c, nil
@@ -173,8 +184,14 @@ func run(ctx context.Context, args []string) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
+	promSource, ddSource, err := alertSources(ctx, mgr.GetAPIReader(), c.controllers)
+	if err != nil {
+		return err
+	}
 	if err := (&controllers.RevisionReconciler{
 		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("picchu"),
+		ProvenPercent:           int32(c.controllers.ProvenPercent),
 		MaxConcurrentReconciles: c.controllers.ConcurrentRevisions,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the revision controller: %w", err)
@@ -190,6 +207,10 @@ func run(ctx context.Context, args []string) error {
 		Timeouts:                c.controllers.Timeouts,
 		Calendar:                calendar,
 		ServiceLevelsNamespace:  c.controllers.ServiceLevelsNamespace,
+		Prometheus:              promSource,
+		Datadog:                 ddSource,
+		ProvenPercent:           int32(c.controllers.ProvenPercent),
+		AlertCheckInterval:      c.controllers.PrometheusQueryTTL,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release manager controller: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -108,7 +109,29 @@ func appRevision(app, tag string, fleet string) *picchuv1alpha1.Revision {
 					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: 300 * time.Millisecond}},
 				},
 				Istio: &picchuv1alpha1.IstioConfig{Sidecar: &picchuv1alpha1.SidecarConfig{EgressHosts: []string{"istio-system/*"}}},
+				ServiceLevelObjectives: []picchuv1alpha1.ServiceLevelObjective{{
+					Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
+					ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
+						TagKey:     "destination_version",
+						TotalQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q})`, app),
+						ErrorQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q,response_code=~"5.."})`, app),
+					},
+				}},
+				ServiceMonitors: []picchuv1alpha1.ServiceMonitor{
+					serviceMonitor(app, "status"), serviceMonitor(app, "http"),
+				},
 			}},
+		},
+	}
+}
+
+// serviceMonitor scrapes the app's port.
+func serviceMonitor(app, port string) picchuv1alpha1.ServiceMonitor {
+	return picchuv1alpha1.ServiceMonitor{
+		Name: app + "-" + port, Labels: map[string]string{"prometheus": "main"},
+		Spec: monitoringv1.ServiceMonitorSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{picchuv1alpha1.LabelApp: app}},
+			Endpoints: []monitoringv1.Endpoint{{Port: port}},
 		},
 	}
 }

@@ -21,6 +21,19 @@ type Options struct {
 	PrometheusEnabled      bool
 	PrometheusQueryAddress string
 	PrometheusQueryTTL     time.Duration
+	// PrometheusQueryTimeout is the deadline of every alert query.
+	PrometheusQueryTimeout time.Duration
+	// DatadogSecret ("namespace/name") holds the Datadog API and
+	// application keys (data keys "api-key" and "app-key"); empty turns
+	// Datadog checks off. DatadogSite is the Datadog site, and
+	// DatadogQueryTTL how long an answer is cached.
+	DatadogSecret   string
+	DatadogSite     string
+	DatadogQueryTTL time.Duration
+	// ProvenPercent is the peak in a Revision's proving target (its first
+	// acceptance or production target) from which SLO alerts no longer
+	// fail it.
+	ProvenPercent int
 	// HumaneReleasesEnabled lets the humane and inhumane schedules release;
 	// false allows only the "always" schedule.
 	HumaneReleasesEnabled bool

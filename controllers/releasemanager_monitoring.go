@@ -7,6 +7,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	slothv1 "github.com/slok/sloth/pkg/kubernetes/api/sloth/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,12 +81,7 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, newest *
 		if err != nil {
 			return fmt.Errorf("build %s: %w", newest.tag, err)
 		}
-		if psl != nil {
-			if err := c.Apply(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.serviceLevels}}); err != nil {
-				return err
-			}
-		}
-		if err := applyOrDelete(ctx, c, nilIfNil(psl), serviceLevelsOf(app, target, s.serviceLevels)); err != nil {
+		if err := applyServiceLevels(ctx, c, psl, serviceLevelsOf(app, target, s.serviceLevels)); err != nil {
 			return err
 		}
 	}
@@ -107,6 +103,24 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, newest *
 		}
 	}
 	return prune(ctx, c, ns, pplan.MonitoringSelector(app, target, pplan.RuleTypeCanary), prometheusRuleKind, canaries)
+}
+
+// applyServiceLevels applies psl, creating its namespace first when the
+// cluster does not have it, or deletes gone when psl is nil. The namespace
+// is shared by every app and carries none of Picchu's labels, so it is
+// applied only when missing rather than on every run.
+func applyServiceLevels(ctx context.Context, c *plan.Cluster, psl *slothv1.PrometheusServiceLevel, gone client.Object) error {
+	if psl == nil {
+		return c.Delete(ctx, gone)
+	}
+	err := c.Apply(ctx, psl)
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.Apply(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: psl.Namespace}}); err != nil {
+		return fmt.Errorf("creating the service levels namespace: %w", err)
+	}
+	return c.Apply(ctx, psl)
 }
 
 // serviceLevelsOf names the app's Sloth service levels in namespace.

@@ -34,6 +34,9 @@ var (
 	replicaSetEvents = make(chan types.NamespacedName, 100)
 )
 
+// serviceLevelsNamespace is where the operator writes Sloth service levels.
+const serviceLevelsNamespace = "service-level-objectives"
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -100,8 +103,9 @@ func run(m *testing.M) int {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
 		Recorder: mgr.GetEventRecorder("picchu"),
 		// Long, so that only events can explain a prompt reaction.
-		SyncPeriod:     10 * time.Minute,
-		ClusterTimeout: 5 * time.Second,
+		SyncPeriod:             10 * time.Minute,
+		ClusterTimeout:         5 * time.Second,
+		ServiceLevelsNamespace: serviceLevelsNamespace,
 	}).SetupWithManager(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, "setting up release manager controller:", err)
 		return 1
@@ -261,6 +265,15 @@ func TestRegistry_ReportsReplicaSetChanges(t *testing.T) {
 	ns := "demo-production"
 	if err := target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
+	}
+	// Earlier tests' events may fill the buffer, and a full buffer drops
+	// new ones: start from an empty one.
+	for drained := false; !drained; {
+		select {
+		case <-replicaSetEvents:
+		default:
+			drained = true
+		}
 	}
 	labels := map[string]string{picchuv1alpha1.LabelApp: "demo", picchuv1alpha1.LabelTarget: "production", picchuv1alpha1.LabelTag: "v1"}
 	rs := &appsv1.ReplicaSet{
