@@ -1,7 +1,8 @@
 // Package release_test runs Picchu's release engine end to end on a
 // delivery API server and two target API servers: canaries, ramps,
-// retirement, failure and rollback, garbage collection, and an operator
-// restarted mid-release. The operator runs in the test process and can be
+// retirement, failure and rollback, garbage collection, an operator
+// restarted mid-release, and canaries judged by a real Prometheus evaluating
+// the rules Picchu wrote. The operator runs in the test process and can be
 // stopped and started again; the targets' ReplicaSets are reported
 // available as a ReplicaSet controller would.
 package release_test
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,10 +30,24 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/test/harness"
 )
 
-var env *harness.Env
+var (
+	env *harness.Env
+	// traffic plays the users and the mesh: it serves Istio's request
+	// counters per build, at the rates and error ratios a test sets.
+	traffic *harness.Traffic
+	// prom is a real Prometheus scraping traffic and evaluating the rules
+	// Picchu wrote on the first target; alerts is the operator's client.
+	prom   *harness.Prometheus
+	alerts *prometheus.Client
+)
+
+// alertCheckInterval is how often the operator reads the alerts of builds
+// being judged, and how long its client caches an answer.
+const alertCheckInterval = 250 * time.Millisecond
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -59,6 +75,32 @@ func run(m *testing.M) int {
 			}
 		}()
 	}
+	if traffic, err = harness.StartTraffic(); err != nil {
+		fmt.Fprintln(os.Stderr, "serving traffic metrics:", err)
+		return 1
+	}
+	defer traffic.Close()
+	prom, err = harness.StartPrometheus(ctx, harness.PrometheusConfig{
+		ScrapeTargets: []string{traffic.Addr()}, ScrapeInterval: time.Second, EvalInterval: time.Second,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting Prometheus:", err)
+		return 1
+	}
+	defer func() {
+		if err := prom.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping Prometheus:", err)
+		}
+	}()
+	go harness.SyncRules(ctx, env.Targets[0].Client, prom, 200*time.Millisecond, func(err error) {
+		ruleErrors.Store(err.Error())
+	})
+	if alerts, err = prometheus.New(prometheus.Config{
+		Address: prom.URL(), Timeout: 2 * time.Second, TTL: alertCheckInterval,
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the alert client:", err)
+		return 1
+	}
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
 		return 1
@@ -75,6 +117,10 @@ func run(m *testing.M) int {
 	}
 	return code
 }
+
+// ruleErrors holds the last error loading rules into Prometheus; tests
+// report it when an alert does not come.
+var ruleErrors atomic.Value
 
 // current is the running operator.
 var current *operator
@@ -105,13 +151,16 @@ func startOperator() (*operator, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&controllers.RevisionReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.RevisionReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("picchu"),
+	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := (&controllers.ReleaseManagerReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
 		Recorder: mgr.GetEventRecorder("picchu"), SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second,
 		MaxConcurrentReconciles: 4,
+		Prometheus:              alerts, AlertCheckInterval: alertCheckInterval,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@ type build struct {
 
 // revision is a realistic Revision: a public HTTP port, two replicas over
 // the fleet, a geometric ramp from 10 % doubling every delay, the schedule
-// "always", and an SLO (a canary needs one to judge it).
+// "always", and an availability SLO on Istio's request counters whose
+// canary check fails a build erring 1 point more than the app for 1 s.
 func (b build) revision() *picchuv1alpha1.Revision {
 	replicas := int32(2)
 	ttl := b.ttl
@@ -62,6 +63,15 @@ func (b build) revision() *picchuv1alpha1.Revision {
 				},
 				ServiceLevelObjectives: []picchuv1alpha1.ServiceLevelObjective{{
 					Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
+					Description: "requests to " + b.app + " succeed",
+					ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
+						// Istio's request counters, which traffic serves;
+						// the tag is Istio's destination_version.
+						TagKey:     "destination_version",
+						TotalQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{reporter="destination",destination_app=%q})`, b.app),
+						ErrorQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{reporter="destination",destination_app=%q,response_code=~"5.."})`, b.app),
+						Canary:     picchuv1alpha1.SLICanaryConfig{Enabled: true, AllowancePercentString: "1", FailAfter: "1s"},
+					},
 				}},
 			}},
 		},
