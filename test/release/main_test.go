@@ -30,6 +30,7 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/datadog"
 	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/test/harness"
 )
@@ -43,6 +44,10 @@ var (
 	// Picchu wrote on the first target; alerts is the operator's client.
 	prom   *harness.Prometheus
 	alerts *prometheus.Client
+	// dd is a fake Datadog API (Datadog cannot run here) that checks every
+	// request; monitors is the operator's client of it.
+	dd       *fakeDatadog
+	monitors *datadog.Client
 )
 
 // alertCheckInterval is how often the operator reads the alerts of builds
@@ -101,6 +106,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "creating the alert client:", err)
 		return 1
 	}
+	dd = startFakeDatadog()
+	defer dd.Close()
+	if monitors, err = datadog.New(datadog.Config{
+		APIKey: datadogAPIKey, AppKey: datadogAppKey, URL: dd.URL, Timeout: 2 * time.Second, TTL: alertCheckInterval,
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the Datadog client:", err)
+		return 1
+	}
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
 		return 1
@@ -112,6 +125,10 @@ func run(m *testing.M) int {
 	}
 	current = op
 	code := m.Run()
+	if problems := dd.problems(); len(problems) > 0 {
+		fmt.Fprintln(os.Stderr, "the fake Datadog received invalid requests:", problems)
+		code = 1
+	}
 	if err := current.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
 	}
@@ -160,7 +177,7 @@ func startOperator() (*operator, error) {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
 		Recorder: mgr.GetEventRecorder("picchu"), SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second,
 		MaxConcurrentReconciles: 4,
-		Prometheus:              alerts, AlertCheckInterval: alertCheckInterval,
+		Prometheus:              alerts, Datadog: monitors, AlertCheckInterval: alertCheckInterval,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ type build struct {
 	// notEligible builds deploy but never take traffic; ttl retires them.
 	notEligible bool
 	ttl         int64
+	// datadog judges the build by Datadog monitors instead of Prometheus.
+	datadog bool
 }
 
 // revision is a realistic Revision: a public HTTP port, two replicas over
@@ -76,6 +78,7 @@ func (b build) revision() *picchuv1alpha1.Revision {
 			}},
 		},
 	}
+	rev.Spec.Targets[0].DatadogMonitoring.Enabled = b.datadog
 	if b.canary > 0 {
 		rev.Spec.Targets[0].Canary = picchuv1alpha1.Canary{Percent: 10, TTL: int64(b.canary / time.Second)}
 	}
