@@ -59,12 +59,14 @@ func (s *snapshot) targetPeaks(inc *incarnation) []release.TargetPeak {
 
 // sources are the alert sources that judge a build: Datadog when its
 // target enables datadogMonitoring (and Prometheus too with
-// withPrometheus), otherwise Prometheus. A nil Datadog source stands for
+// withPrometheus), otherwise Prometheus, when the target has alerts there
+// (an enabled SLO or an alert rule), so that a Prometheus outage does not
+// hold apps it has nothing to say about. A nil Datadog source stands for
 // one that is asked for but not configured.
 func (r *ReleaseManagerReconciler) sources(target *picchuv1alpha1.RevisionTarget) (srcs []namedSource) {
 	dd := target.DatadogMonitoring
 	if !dd.Enabled || dd.WithPrometheus {
-		if r.Prometheus != nil {
+		if r.Prometheus != nil && hasPrometheusAlerts(target) {
 			srcs = append(srcs, namedSource{"Prometheus", r.Prometheus})
 		}
 	}
@@ -72,6 +74,19 @@ func (r *ReleaseManagerReconciler) sources(target *picchuv1alpha1.RevisionTarget
 		srcs = append(srcs, namedSource{"Datadog", r.Datadog})
 	}
 	return srcs
+}
+
+// hasPrometheusAlerts says the target defines alerts Prometheus evaluates.
+func hasPrometheusAlerts(target *picchuv1alpha1.RevisionTarget) bool {
+	if len(target.AlertRules) > 0 {
+		return true
+	}
+	for _, slo := range target.ServiceLevelObjectives {
+		if slo.Enabled {
+			return true
+		}
+	}
+	return false
 }
 
 type namedSource struct {

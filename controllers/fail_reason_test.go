@@ -1,0 +1,53 @@
+package controllers_test
+
+import (
+	"testing"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers"
+)
+
+// TestFailReason_AlertsFailOnlyUnprovenBuilds covers the Revision
+// controller's rule: a timeout always fails; firing alerts fail a build
+// that has not peaked at 50 % in its proving target, unless ignoreSLOs.
+func TestFailReason_AlertsFailOnlyUnprovenBuilds(t *testing.T) {
+	rm := func(target, state string, peak int32, alerts ...string) *picchuv1alpha1.ReleaseManager {
+		out := &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: target}}
+		st := picchuv1alpha1.ReleaseManagerRevisionStatus{Tag: "v2", PeakPercent: peak, TriggeredAlerts: alerts}
+		st.State.Current = state
+		out.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{st}
+		return out
+	}
+	rev := func(ignore bool, targets ...picchuv1alpha1.RevisionTarget) *picchuv1alpha1.Revision {
+		return &picchuv1alpha1.Revision{Spec: picchuv1alpha1.RevisionSpec{
+			App: picchuv1alpha1.RevisionApp{Name: "shop", Tag: "v2"}, IgnoreSLOs: ignore, Targets: targets,
+		}}
+	}
+	staging, production := picchuv1alpha1.RevisionTarget{Name: "staging"}, picchuv1alpha1.RevisionTarget{Name: "production"}
+	qa := picchuv1alpha1.RevisionTarget{Name: "qa", AcceptanceTarget: true}
+	for _, tc := range []struct {
+		name   string
+		rev    *picchuv1alpha1.Revision
+		rms    []*picchuv1alpha1.ReleaseManager
+		reason string
+	}{
+		{"nothing wrong", rev(false, production), []*picchuv1alpha1.ReleaseManager{rm("production", "releasing", 20)}, ""},
+		{"timed out", rev(true, production), []*picchuv1alpha1.ReleaseManager{rm("production", "timingout", 0)}, "timed out in production"},
+		{"canary alert before proving", rev(false, production), []*picchuv1alpha1.ReleaseManager{rm("production", "canarying", 10, "availability_canary")},
+			"SLO alerts firing: availability_canary in production"},
+		{"ignoreSLOs", rev(true, production), []*picchuv1alpha1.ReleaseManager{rm("production", "canarying", 10, "availability_canary")}, ""},
+		{"proven in production", rev(false, production), []*picchuv1alpha1.ReleaseManager{rm("production", "releasing", 50, "latency")}, ""},
+		{"alert in staging while production has not proven it", rev(false, staging, production), []*picchuv1alpha1.ReleaseManager{
+			rm("staging", "released", 100, "availability"), rm("production", "canarying", 10)},
+			"SLO alerts firing: availability in staging"},
+		{"an acceptance target proves it first", rev(false, qa, production), []*picchuv1alpha1.ReleaseManager{
+			rm("qa", "released", 100), rm("production", "canarying", 10, "availability_canary")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, ok := controllers.FailReason(tc.rev, tc.rms, 50)
+			if reason != tc.reason || ok != (tc.reason != "") {
+				t.Errorf("FailReason = %q, %v; want %q", reason, ok, tc.reason)
+			}
+		})
+	}
+}

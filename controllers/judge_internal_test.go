@@ -1,0 +1,74 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+type staticSource []string
+
+func (s staticSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+	return s, nil
+}
+
+// TestSources_DatadogInsteadOfOrBesidesPrometheus checks which providers
+// judge a build, per its target's settings.
+func TestSources_DatadogInsteadOfOrBesidesPrometheus(t *testing.T) {
+	slo := []picchuv1alpha1.ServiceLevelObjective{{Name: "availability", Enabled: true}}
+	disabled := []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	r := &ReleaseManagerReconciler{Prometheus: staticSource{}, Datadog: staticSource{}}
+	noDatadog := &ReleaseManagerReconciler{Prometheus: staticSource{}}
+	for _, tc := range []struct {
+		name   string
+		r      *ReleaseManagerReconciler
+		target picchuv1alpha1.RevisionTarget
+		want   []string
+	}{
+		{"SLOs: Prometheus", r, picchuv1alpha1.RevisionTarget{ServiceLevelObjectives: slo}, []string{"Prometheus"}},
+		{"no enabled SLO or alert rule: nothing to ask Prometheus", r, picchuv1alpha1.RevisionTarget{ServiceLevelObjectives: disabled}, nil},
+		{"Datadog instead of Prometheus", r, picchuv1alpha1.RevisionTarget{ServiceLevelObjectives: slo,
+			DatadogMonitoring: picchuv1alpha1.DatadogMonitoring{Enabled: true}}, []string{"Datadog"}},
+		{"Datadog with Prometheus", r, picchuv1alpha1.RevisionTarget{ServiceLevelObjectives: slo,
+			DatadogMonitoring: picchuv1alpha1.DatadogMonitoring{Enabled: true, WithPrometheus: true}}, []string{"Prometheus", "Datadog"}},
+		{"Datadog asked but not configured: still asked (and holds)", noDatadog, picchuv1alpha1.RevisionTarget{
+			DatadogMonitoring: picchuv1alpha1.DatadogMonitoring{Enabled: true}}, []string{"Datadog"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, s := range tc.r.sources(&tc.target) {
+				got = append(got, s.name)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("sources %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("sources %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+
+	// Datadog asked for without credentials holds the build and says why.
+	rev := &picchuv1alpha1.Revision{Spec: picchuv1alpha1.RevisionSpec{Targets: []picchuv1alpha1.RevisionTarget{{
+		Name: "production", DatadogMonitoring: picchuv1alpha1.DatadogMonitoring{Enabled: true},
+	}}}}
+	s := &snapshot{rm: &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "a", Target: "production"}}}
+	inc := &incarnation{tag: "v2", revision: rev, target: &rev.Spec.Targets[0]}
+	inc.status.State.Current = string(release.Canarying)
+	s.incarnations = []*incarnation{inc}
+	noDatadog.judge(context.Background(), s)
+	if inc.verdict != release.Unobserved || len(s.alertProblems) != 1 {
+		t.Errorf("verdict %s, problems %v", inc.verdict, s.alertProblems)
+	}
+	// A proven build is not judged.
+	inc.status.PeakPercent = 50
+	inc.verdict = release.Unjudged
+	noDatadog.judge(context.Background(), s)
+	if inc.verdict != release.Unjudged {
+		t.Errorf("a build at its proving peak was judged: %s", inc.verdict)
+	}
+}
