@@ -97,6 +97,7 @@ func TestSLO_CanaryAlertFailsAndRollsBackAHealthyCanaryIsReleased(t *testing.T) 
 	traffic.Set(app, "v3", 5, 0.5)
 	v3 := create(t, build{app: app, tag: "v3", commit: 3, delay: 300 * time.Millisecond, canary: 2 * time.Minute})
 	state(t, 30*time.Second, app, "v3", "canarying")
+	canarying := time.Now()
 	canaryRule(t, app, "v3", true)
 	harness.Eventually(t, 60*time.Second, "v3 failed by its canary alert", func() error {
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v3), v3); err != nil {
@@ -117,7 +118,10 @@ func TestSLO_CanaryAlertFailsAndRollsBackAHealthyCanaryIsReleased(t *testing.T) 
 	if v3.Annotations[picchuv1alpha1.AnnotationFailedAt] == "" {
 		t.Error("no failed-at annotation")
 	}
+	failedAt := time.Now()
 	st = state(t, 30*time.Second, app, "v3", "failed")
+	t.Logf("v3 failed %v after it started canarying, and its traffic was back on v2 %v later",
+		failedAt.Sub(canarying).Round(10*time.Millisecond), time.Since(failedAt).Round(10*time.Millisecond))
 	if !slices.Equal(st.TriggeredAlerts, []string{"availability_canary"}) {
 		t.Errorf("release manager recorded alerts %v", st.TriggeredAlerts)
 	}
