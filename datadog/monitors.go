@@ -54,8 +54,9 @@ type group struct {
 // build, or without groups, does not count: an ungrouped monitor cannot be
 // attributed to one build.
 //
-// The result is empty, not nil, when no monitor alerts. The error wraps
-// ErrNoData, naming the monitor, when such a group reports No Data; it wraps
+// The result is empty, not nil, when no monitor alerts. Monitors that alert
+// are returned even when another cannot tell; when none alerts, the error
+// wraps ErrNoData, naming the monitor, if such a group reports No Data; it wraps
 // the API error (with the HTTP status, or context.DeadlineExceeded when a
 // request outlives Config.Timeout) when Datadog cannot be asked. It is also an
 // error when such a group has a status this package does not know, or when
@@ -75,6 +76,10 @@ func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly b
 	}
 	want := c.tagKey + ":" + tag
 	firing := map[string]bool{}
+	// A monitor that alerts says more than one without data or with a
+	// status this package does not know: the build fails on the first even
+	// when another cannot tell.
+	var problem error
 	for _, m := range monitors {
 		for _, g := range m.groups {
 			if !hasTag(g.tags, want) {
@@ -84,13 +89,18 @@ func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly b
 			case statusAlert:
 				firing[m.name] = true
 			case statusNoData:
-				return nil, fmt.Errorf("datadog: monitor %q (tagged %s), group %q: %w", m.name, query, g.name, ErrNoData)
+				if problem == nil {
+					problem = fmt.Errorf("datadog: monitor %q (tagged %s), group %q: %w", m.name, query, g.name, ErrNoData)
+				}
 			default:
-				if !quietStatus(g.status) {
-					return nil, fmt.Errorf("datadog: monitor %q (tagged %s), group %q: unrecognised status %q", m.name, query, g.name, g.status)
+				if !quietStatus(g.status) && problem == nil {
+					problem = fmt.Errorf("datadog: monitor %q (tagged %s), group %q: unrecognised status %q", m.name, query, g.name, g.status)
 				}
 			}
 		}
+	}
+	if len(firing) == 0 && problem != nil {
+		return nil, problem
 	}
 	names := make([]string, 0, len(firing))
 	for name := range firing {
