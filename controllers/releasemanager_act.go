@@ -42,15 +42,21 @@ func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) plan.Re
 		}
 	}
 	live := s.observation.LiveClusters()
+	var monitoring *monitoringObjects
+	if newest := s.newestRevision(); newest != nil {
+		objs := s.monitoringObjects(newest)
+		monitoring = &objs
+	}
 	return plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
-		return s.applyTo(ctx, c, byName[c.Name()], live)
+		return s.applyTo(ctx, c, byName[c.Name()], live, monitoring)
 	}), r.ClusterTimeout)
 }
 
 // applyTo brings one cluster to the decided state: the app's namespace and
 // access, each build's config and ReplicaSet, the builds being deleted
-// gone, then the Service, PDB and Istio routing over the builds that remain.
-func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluster, liveClusters int) error {
+// gone, then the Service, PDB and Istio routing over the builds that remain,
+// then the app's monitoring.
+func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluster, liveClusters int, monitoring *monitoringObjects) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := pplan.Namespace(app, target)
 	newest := s.newestRevision()
@@ -91,7 +97,7 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 	if err := s.syncRouting(ctx, c, fc, newest); err != nil {
 		return err
 	}
-	return s.syncMonitoring(ctx, c, newest)
+	return s.syncMonitoring(ctx, c, monitoring)
 }
 
 // newestRevision is the newest build whose Revision exists, preferring a

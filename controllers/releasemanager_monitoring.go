@@ -34,21 +34,62 @@ func (s *snapshot) monitoring(inc *incarnation) pplan.Monitoring {
 	}
 }
 
-// syncMonitoring applies the app's ServiceMonitors, SLO recording rules,
-// legacy alert rules and Sloth service levels from the newest build, and
-// the canary alert rules of each build that canaries; it deletes every
-// monitoring object Picchu wrote for the app that is no longer wanted.
-func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, newest *incarnation) error {
+// monitoringObjects are the monitoring objects a run wants on every
+// cluster, built once per run.
+type monitoringObjects struct {
+	// err says why they could not be built (a bad SLO or monitor); every
+	// cluster reports it.
+	err           error
+	monitors      []*monitoringv1.ServiceMonitor
+	sloRules      *monitoringv1.PrometheusRule
+	alertRules    *monitoringv1.PrometheusRule
+	serviceLevels *slothv1.PrometheusServiceLevel
+	canaries      []*monitoringv1.PrometheusRule
+}
+
+// monitoringObjects builds the app's ServiceMonitors, SLO recording rules,
+// legacy alert rules and Sloth service levels from the newest build, and the
+// canary alert rules of each build that canaries.
+func (s *snapshot) monitoringObjects(newest *incarnation) (out monitoringObjects) {
+	m := s.monitoring(newest)
+	var err error
+	if out.monitors, err = pplan.ServiceMonitors(m); err == nil {
+		if out.sloRules, err = pplan.SLORules(m); err == nil && s.serviceLevels != "" {
+			out.serviceLevels, err = pplan.ServiceLevels(m, s.serviceLevels)
+		}
+	}
+	if err != nil {
+		out.err = fmt.Errorf("build %s: %w", newest.tag, err)
+		return out
+	}
+	out.alertRules = pplan.AlertRules(m)
+	for _, inc := range s.incarnations {
+		if inc.revision == nil || inc.step.State != release.Canarying {
+			continue
+		}
+		rule, err := pplan.CanaryRules(s.monitoring(inc), inc.tag)
+		if err != nil {
+			out.err = fmt.Errorf("build %s: %w", inc.tag, err)
+			return out
+		}
+		if rule != nil {
+			out.canaries = append(out.canaries, rule)
+		}
+	}
+	return out
+}
+
+// syncMonitoring applies the monitoring objects to a cluster and deletes
+// every monitoring object Picchu wrote there for the app that is no longer
+// wanted.
+func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, objs *monitoringObjects) error {
+	if objs.err != nil {
+		return objs.err
+	}
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := pplan.Namespace(app, target)
-	m := s.monitoring(newest)
-
-	monitors, err := pplan.ServiceMonitors(m)
-	if err != nil {
-		return fmt.Errorf("build %s: %w", newest.tag, err)
-	}
 	want := map[string]bool{}
-	for _, sm := range monitors {
+	for _, sm := range objs.monitors {
 		if err := c.Apply(ctx, sm); err != nil {
 			return err
 		}
@@ -57,17 +98,12 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, newest *
 	if err := prune(ctx, c, ns, pplan.MonitoringSelector(app, target, ""), serviceMonitorKind, want); err != nil {
 		return err
 	}
-
-	sloRules, err := pplan.SLORules(m)
-	if err != nil {
-		return fmt.Errorf("build %s: %w", newest.tag, err)
-	}
 	for _, obj := range []struct {
 		want client.Object
 		name string
 	}{
-		{nilIfNil(sloRules), pplan.SLORuleName(app)},
-		{nilIfNil(pplan.AlertRules(m)), pplan.AlertRuleName(app)},
+		{nilIfNil(objs.sloRules), pplan.SLORuleName(app)},
+		{nilIfNil(objs.alertRules), pplan.AlertRuleName(app)},
 	} {
 		if err := applyOrDelete(ctx, c, obj.want, &monitoringv1.PrometheusRule{
 			ObjectMeta: metav1.ObjectMeta{Name: obj.name, Namespace: ns},
@@ -75,32 +111,17 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, newest *
 			return err
 		}
 	}
-
 	if s.serviceLevels != "" {
-		psl, err := pplan.ServiceLevels(m, s.serviceLevels)
-		if err != nil {
-			return fmt.Errorf("build %s: %w", newest.tag, err)
-		}
-		if err := applyServiceLevels(ctx, c, psl, serviceLevelsOf(app, target, s.serviceLevels)); err != nil {
+		if err := applyServiceLevels(ctx, c, objs.serviceLevels, serviceLevelsOf(app, target, s.serviceLevels)); err != nil {
 			return err
 		}
 	}
-
 	canaries := map[string]bool{}
-	for _, inc := range s.incarnations {
-		if inc.revision == nil || inc.step.State != release.Canarying {
-			continue
+	for _, rule := range objs.canaries {
+		if err := c.Apply(ctx, rule); err != nil {
+			return err
 		}
-		rule, err := pplan.CanaryRules(s.monitoring(inc), inc.tag)
-		if err != nil {
-			return fmt.Errorf("build %s: %w", inc.tag, err)
-		}
-		if rule != nil {
-			if err := c.Apply(ctx, rule); err != nil {
-				return err
-			}
-			canaries[rule.Name] = true
-		}
+		canaries[rule.Name] = true
 	}
 	return prune(ctx, c, ns, pplan.MonitoringSelector(app, target, pplan.RuleTypeCanary), prometheusRuleKind, canaries)
 }
