@@ -32,15 +32,8 @@ type Serving struct {
 
 // CanRampTo says whether a build has the replicas to take next percent of
 // the traffic. It needs scale.min: without it, or without a live cluster, it
-// says no. The capacity the target needs at 100% is:
-//
-//   - scale.min, when no other build serves (with traffic and pods);
-//   - the other builds' pods, when one of them is unscaled; for a build
-//     without an autoscaler, scale.min instead (scale.max when min is 0);
-//   - otherwise the other builds' pods scaled up to 100% of the traffic:
-//     ceil(pods ÷ (their percent ÷ 100)).
-//
-// The build needs 90% of that capacity, spread over the fleet, times next
+// says no. The capacity the target needs at 100% is BaseCapacity. The build
+// needs 90% of that capacity, spread over the fleet, times next
 // percent (rounded up), and never more than the fleet's replicas for
 // scale.max. A next of 0 needs nothing, and so does a fleet whose every
 // scaling factor is 0, as it will never run a pod.
@@ -60,29 +53,7 @@ func CanRampTo(in CapacityInput, next int32) bool {
 
 // baseCapacity is the fleet-wide replica count the target needs at 100%.
 func (in CapacityInput) baseCapacity() int32 {
-	scaleMin := max(*in.ScaleMin, 0)
-	var pods, traffic int64
-	unscaled := false
-	for _, o := range in.Others {
-		if o.Percent <= 0 || o.Pods <= 0 {
-			continue
-		}
-		pods += int64(o.Pods)
-		traffic += int64(o.Percent)
-		unscaled = unscaled || o.Unscaled
-	}
-	switch {
-	case pods == 0:
-		return scaleMin
-	case unscaled && !in.HasAutoscaler && scaleMin == 0:
-		return max(in.ScaleMax, 0)
-	case unscaled && !in.HasAutoscaler:
-		return scaleMin
-	case unscaled:
-		return int32(min(pods, math.MaxInt32))
-	default:
-		return int32(min(ceilDiv(100*pods, min(traffic, 100)), math.MaxInt32))
-	}
+	return BaseCapacity(in.ScaleMin, in.ScaleMax, in.HasAutoscaler, in.Others, in.liveFactors())
 }
 
 // liveFactors is one scaling factor per live cluster.
