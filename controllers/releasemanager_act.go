@@ -2,12 +2,16 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,13 +20,16 @@ import (
 	"github.com/medium/picchu/plan"
 )
 
+var (
+	replicaSetKind            = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	hpaKind                   = autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler")
+	scaledObjectKind          = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
+	triggerAuthenticationKind = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"}
+)
+
 // autoscalerKinds are the kinds of a build's autoscaler objects, removed
-// when it retires.
-var autoscalerKinds = []schema.GroupVersionKind{
-	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
-	{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"},
-	{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"},
-}
+// while it ramps and when it retires.
+var autoscalerKinds = []schema.GroupVersionKind{hpaKind, scaledObjectKind, triggerAuthenticationKind, pplan.WorkerPodAutoscalerKind}
 
 // buildKinds are the kinds of a build's objects on a cluster, deleted with it.
 var buildKinds = append([]schema.GroupVersionKind{
@@ -80,9 +87,6 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 			}
 		case inc.step.Action == release.Retire && inc.revision != nil:
 			if err := s.syncBuild(ctx, c, fc, inc, liveClusters); err != nil {
-				return fmt.Errorf("retiring build %s: %w", inc.tag, err)
-			}
-			if err := c.DeleteAllOf(ctx, ns, pplan.TagSelector(app, target, inc.tag), autoscalerKinds...); err != nil {
 				return fmt.Errorf("retiring build %s: %w", inc.tag, err)
 			}
 		case inc.step.Action == release.Delete:
@@ -149,18 +153,136 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 	if err := prune(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("Secret"), wantSecrets); err != nil {
 		return err
 	}
-	// Until builds have autoscalers, each runs its full scale.default share
-	// from deployment on (as the original ran builds without one), so
-	// whichever build the ramp gives traffic to can carry it; a retired
-	// build runs none.
-	replicas := int32(0)
-	if inc.step.Action != release.Retire {
-		replicas = release.ReplicasPerCluster(replicaCount(inc.target), 100, liveClusters, fc.factor)
+	return s.scaleBuild(ctx, c, fc, inc, liveClusters, configMaps, secrets)
+}
+
+// scaleBuild applies a build's ReplicaSet and autoscaler as its ScalePlan
+// says. Picchu writes the replicas (with their own field manager) only when
+// it sizes the build; when the autoscaler does, they are left to it, and
+// handing them over resets nothing.
+func (s *snapshot) scaleBuild(ctx context.Context, c *plan.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int, configMaps, secrets []string) error {
+	app, target := s.rm.Spec.App, s.rm.Spec.Target
+	ns := pplan.Namespace(app, target)
+	sp := inc.scale
+	perCluster := func(n int32) int32 {
+		if n <= 0 {
+			return 0
+		}
+		return release.ReplicasPerCluster(n, 100, liveClusters, fc.factor)
 	}
-	return c.Apply(ctx, pplan.ReplicaSet(pplan.Build{
+	rs := pplan.ReplicaSet(pplan.Build{
 		App: app, Target: target, Tag: inc.tag, Image: inc.revision.Spec.App.Image,
-		Spec: inc.target, Replicas: replicas, ConfigMaps: configMaps, Secrets: secrets,
-	}))
+		Spec: inc.target, Autoscaler: sp.Kind, Ramping: sp.Ramping, ConfigMaps: configMaps, Secrets: secrets,
+	})
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(replicaSetKind)
+	err := c.Client.Get(ctx, client.ObjectKeyFromObject(rs), live)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading ReplicaSet %s/%s: %w", ns, inc.tag, err)
+	}
+	exists := err == nil
+	setReplicas := func(n int32) error { return c.ApplyReplicas(ctx, replicaSetKind, ns, inc.tag, n) }
+	switch {
+	case sp.SetReplicas && exists:
+		// Replicas first: an older Picchu's main apply may own them, and
+		// they must never be without an owner in between.
+		if err := setReplicas(perCluster(sp.Replicas)); err != nil {
+			return err
+		}
+		if err := c.Apply(ctx, rs); err != nil {
+			return err
+		}
+	case !exists:
+		// Created at its count in one request (under an autoscaler, at its
+		// min), then applied as usual.
+		n := sp.Replicas
+		if !sp.SetReplicas {
+			n = sp.Min
+		}
+		if err := c.CreateScaled(ctx, rs, perCluster(n)); err != nil {
+			return err
+		}
+		if err := c.Apply(ctx, rs); err != nil {
+			return err
+		}
+	default:
+		// The autoscaler owns the replicas. If an older Picchu applied them
+		// with its main manager, take them over first, unchanged, so the
+		// main apply does not remove them.
+		if n, ok := replicasOwnedBy(live, plan.FieldManager); ok {
+			if err := setReplicas(n); err != nil {
+				return err
+			}
+		}
+		if err := c.Apply(ctx, rs); err != nil {
+			return err
+		}
+	}
+	return s.syncAutoscaler(ctx, c, inc, pplan.Scaler{
+		App: app, Target: target, Tag: inc.tag, Scale: inc.target.Scale,
+		Min: perCluster(sp.Min), Max: perCluster(sp.Max),
+	})
+}
+
+// syncAutoscaler applies the build's autoscaler objects while its ScalePlan
+// wants them, and deletes the others (all of them while it ramps or
+// retires).
+func (s *snapshot) syncAutoscaler(ctx context.Context, c *plan.Cluster, inc *incarnation, sc pplan.Scaler) error {
+	ns := pplan.Namespace(sc.App, sc.Target)
+	want := map[schema.GroupVersionKind]client.Object{}
+	if inc.scale.Autoscaler {
+		switch inc.scale.Kind {
+		case release.AutoscalerHPA:
+			hpa, err := pplan.HorizontalPodAutoscaler(sc)
+			if err != nil {
+				return err
+			}
+			want[hpaKind] = nilIfNil(hpa)
+		case release.AutoscalerKEDA:
+			want[scaledObjectKind] = pplan.ScaledObject(sc)
+			want[triggerAuthenticationKind] = pplan.TriggerAuthentication(sc)
+		case release.AutoscalerWPA:
+			want[pplan.WorkerPodAutoscalerKind] = pplan.WorkerPodAutoscaler(sc)
+		}
+	}
+	var gone []schema.GroupVersionKind
+	for _, kind := range autoscalerKinds {
+		if kind == pplan.WorkerPodAutoscalerKind && inc.scale.Kind != release.AutoscalerWPA {
+			// Few clusters serve the worker autoscaler; asking one that
+			// does not costs a discovery request every run.
+			continue
+		}
+		if obj := want[kind]; obj != nil {
+			if err := c.Apply(ctx, obj); err != nil {
+				return err
+			}
+			continue
+		}
+		gone = append(gone, kind)
+	}
+	return c.DeleteAllOf(ctx, ns, pplan.TagSelector(sc.App, sc.Target, sc.Tag), gone...)
+}
+
+// replicasOwnedBy returns an object's spec.replicas when manager applied
+// them, and whether it did.
+func replicasOwnedBy(obj *unstructured.Unstructured, manager string) (int32, bool) {
+	n, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if err != nil || !found {
+		return 0, false
+	}
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields["f:spec"]["f:replicas"]; ok {
+			return int32(n), true
+		}
+	}
+	return 0, false
 }
 
 // isNoKind says an error means the cluster does not serve a kind.

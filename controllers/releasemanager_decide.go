@@ -28,6 +28,9 @@ type decision struct {
 	// fire (set by judge, before the decisions).
 	verdict release.Verdict
 	firing  []string
+	// scale is how the build is sized this run: the one place that says
+	// whether it ramps, read by both its ReplicaSet and autoscaler plans.
+	scale release.ScalePlan
 }
 
 // decide runs the pure decisions: each build's next state, then the
@@ -63,6 +66,41 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 		}
 	}
 	s.recommission()
+	factors := s.liveFactors()
+	for _, inc := range s.incarnations {
+		if inc.target == nil {
+			continue
+		}
+		inc.scale = release.Scale(release.ScaleInput{
+			Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
+			Percent: inc.weight, Others: s.others(inc), Factors: factors,
+		})
+	}
+}
+
+// liveFactors are the scaling factors of the fleet's live clusters.
+func (s *snapshot) liveFactors() []float64 {
+	var out []float64
+	for _, fc := range s.fleet {
+		if fc.live {
+			out = append(out, fc.factor)
+		}
+	}
+	return out
+}
+
+// others are the builds other than inc that take traffic, with the pods
+// this run observes them running on the live clusters (never a recorded
+// count, which lags a run behind).
+func (s *snapshot) others(inc *incarnation) []release.Serving {
+	var out []release.Serving
+	for _, o := range s.incarnations {
+		if o == inc || o.status.CurrentPercent <= 0 {
+			continue
+		}
+		out = append(out, release.Serving{Percent: o.status.CurrentPercent, Pods: s.observation.Live(o.tag).Available})
+	}
+	return out
 }
 
 // holds says a live cluster cannot be seen or reached: no build steps up.
@@ -129,35 +167,30 @@ func deploying(s release.State) bool {
 	return s == "" || s == release.Created || s == release.Deploying
 }
 
-// capacity is the capacity gate's input for a build. Until builds have
-// autoscalers (their plans come with the autoscaling work), every build runs
-// its full scale.default share from deployment on, so the gate asks for that
-// share to be available: 90 % of it for the next percent.
+// capacity is the capacity gate's input for a build. A build without an
+// autoscaler runs its full scale.default share from deployment on, so the
+// gate asks for that share to be available: 90 % of it for the next
+// percent. A build with an autoscaler is sized from the other builds' pods
+// while it ramps (release.RampReplicas), and the gate asks for the same
+// base capacity (release.BaseCapacity).
 func (s *snapshot) capacity(inc *incarnation) release.CapacityInput {
-	count := replicaCount(inc.target)
+	factors := s.liveFactors()
 	in := release.CapacityInput{
-		ScaleMin: &count, ScaleMax: max(inc.target.Scale.Max, count),
+		LiveClusters: len(factors), Factors: factors,
 		Available: s.observation.Live(inc.tag).Available,
 	}
-	for _, fc := range s.fleet {
-		if fc.live {
-			in.LiveClusters++
-			in.Factors = append(in.Factors, fc.factor)
-		}
+	if release.AutoscalerKind(inc.target.Scale) == "" {
+		count := release.DefaultReplicas(inc.target.Scale)
+		in.ScaleMin, in.ScaleMax = &count, max(inc.target.Scale.Max, count)
+		return in
 	}
+	lo, hi := release.AutoscalerRange(inc.target.Scale)
+	if inc.target.Scale.Min != nil {
+		lo = *inc.target.Scale.Min
+	}
+	in.ScaleMin, in.ScaleMax, in.HasAutoscaler = &lo, hi, true
+	in.Others = s.others(inc)
 	return in
-}
-
-// replicaCount is the fleet-wide replica count of a build: scale.default,
-// else scale.min, else 1.
-func replicaCount(t *picchuv1alpha1.RevisionTarget) int32 {
-	switch {
-	case t.Scale.Default > 0:
-		return t.Scale.Default
-	case t.Scale.Min != nil && *t.Scale.Min > 0:
-		return *t.Scale.Min
-	}
-	return 1
 }
 
 // recommission brings back the newest retired build that did not fail when

@@ -19,8 +19,14 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
 
-// FieldManager owns every field Picchu applies.
+// FieldManager owns every field Picchu applies, except replicas.
 const FieldManager = "picchu"
+
+// ReplicasFieldManager owns the replicas Picchu sets (ApplyReplicas). The
+// main apply never holds them, so a ReplicaSet's replicas are not removed
+// or reset when Picchu hands them to an autoscaler: Picchu just stops
+// applying them with this manager.
+const ReplicasFieldManager = "picchu-replicas"
 
 // Plan brings one cluster closer to what a release wants.
 type Plan interface {
@@ -79,6 +85,7 @@ func (c *Cluster) Name() string { return c.Cluster.Name }
 type objectKey struct {
 	gvk             schema.GroupVersionKind
 	namespace, name string
+	manager         string
 }
 
 // appliedObject is what Picchu last applied to an object and the object's
@@ -99,7 +106,39 @@ func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
 	if err != nil {
 		return err
 	}
-	key := objectKey{desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName()}
+	return c.apply(ctx, desired, FieldManager)
+}
+
+// ApplyReplicas sets the replicas of an existing object of a scalable kind
+// (a ReplicaSet) as ReplicasFieldManager, and nothing else of it. A live
+// object labelled picchu.medium.engineering/ignore is left as it is, and
+// nothing is sent when the replicas were set so already.
+func (c *Cluster) ApplyReplicas(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, replicas int32) error {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(replicas)}}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return c.apply(ctx, u, ReplicasFieldManager)
+}
+
+// CreateScaled creates obj, of a scalable kind, with replicas in one
+// request, as ReplicasFieldManager, so a new ReplicaSet starts at its count
+// rather than at the API server's default of 1. The caller's Apply of obj
+// that follows makes the main manager co-own every other field; the next
+// ApplyReplicas, which applies replicas alone, leaves those to it.
+func (c *Cluster) CreateScaled(ctx context.Context, obj client.Object, replicas int32) error {
+	desired, err := c.toApply(obj)
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedField(desired.Object, int64(replicas), "spec", "replicas"); err != nil {
+		return fmt.Errorf("setting replicas of %s %s/%s: %w", desired.GetKind(), desired.GetNamespace(), desired.GetName(), err)
+	}
+	return c.apply(ctx, desired, ReplicasFieldManager)
+}
+
+func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured, manager string) error {
+	key := objectKey{desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName(), manager}
 	data, err := json.Marshal(desired.Object)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", c.describe(key), err)
@@ -120,7 +159,7 @@ func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
 	}
 
 	if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
-		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		client.FieldOwner(manager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s: %w", c.describe(key), err)
 	}
 	c.remember(key, appliedObject{hash: hash, resourceVersion: desired.GetResourceVersion()})
@@ -136,7 +175,7 @@ func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
-	key := objectKey{gvk, obj.GetNamespace(), obj.GetName()}
+	key := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
 	switch err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		c.forget(key)
@@ -163,7 +202,7 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			if err := c.delete(ctx, objectKey{gvk, item.GetNamespace(), item.GetName()}, item); err != nil {
+			if err := c.delete(ctx, objectKey{gvk: gvk, namespace: item.GetNamespace(), name: item.GetName()}, item); err != nil {
 				return err
 			}
 		}
@@ -216,10 +255,15 @@ func (c *Cluster) remember(key objectKey, a appliedObject) {
 	c.applied[key] = a
 }
 
+// forget drops what every manager applied to key's object.
 func (c *Cluster) forget(key objectKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.applied, key)
+	for k := range c.applied {
+		if k.gvk == key.gvk && k.namespace == key.namespace && k.name == key.name {
+			delete(c.applied, k)
+		}
+	}
 }
 
 func (c *Cluster) describe(key objectKey) string {

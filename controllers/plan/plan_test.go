@@ -68,7 +68,7 @@ func ptr[T any](v T) *T { return &v }
 
 func build() plan.Build {
 	return plan.Build{
-		App: "shop", Target: "production", Tag: "v1", Image: "shop:v1", Spec: target(), Replicas: 3, Autoscaler: "hpa",
+		App: "shop", Target: "production", Tag: "v1", Image: "shop:v1", Spec: target(), Autoscaler: "hpa",
 		ConfigMaps: []string{"shop-v1-config"}, Secrets: []string{"shop-v1-secrets"},
 	}
 }
@@ -76,8 +76,8 @@ func build() plan.Build {
 func Test_ReplicaSet(t *testing.T) {
 	rs := plan.ReplicaSet(build())
 	pod := rs.Spec.Template.Spec
-	if rs.Name != "v1" || rs.Namespace != "shop-production" || *rs.Spec.Replicas != 3 || rs.Spec.MinReadySeconds != 5 {
-		t.Errorf("metadata/spec: %s/%s replicas %d minReady %d", rs.Namespace, rs.Name, *rs.Spec.Replicas, rs.Spec.MinReadySeconds)
+	if rs.Name != "v1" || rs.Namespace != "shop-production" || rs.Spec.Replicas != nil || rs.Spec.MinReadySeconds != 5 {
+		t.Errorf("metadata/spec: %s/%s replicas %v (set by ApplyReplicas only) minReady %d", rs.Namespace, rs.Name, rs.Spec.Replicas, rs.Spec.MinReadySeconds)
 	}
 	if rs.Annotations[plan.AnnotationAutoscaler] != "hpa" {
 		t.Errorf("annotations %v", rs.Annotations)
@@ -174,6 +174,9 @@ func TestPlans_ApplyToARealCluster(t *testing.T) {
 	if err := tgt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, pdb); err != nil ||
 		pdb.Spec.MinAvailable.IntVal != 2 || pdb.Spec.MaxUnavailable != nil || pdb.Spec.Selector.MatchLabels[picchuv1alpha1.LabelApp] != "shop" {
 		t.Errorf("pdb %+v (%v)", pdb.Spec, err)
+	}
+	if err := c.ApplyReplicas(ctx, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), ns, "v1", 3); err != nil {
+		t.Fatal(err)
 	}
 	rs := &appsv1.ReplicaSet{}
 	if err := tgt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "v1"}, rs); err != nil {

@@ -32,8 +32,11 @@ type Build struct {
 	App, Target, Tag, Image string
 	// Spec is the Revision's target.
 	Spec *picchuv1alpha1.RevisionTarget
-	// Replicas on this cluster.
-	Replicas int32
+	// Ramping marks the ReplicaSet with AnnotationRamping: Picchu sets its
+	// replicas while the build ramps. The replicas themselves are never in
+	// this object: Cluster.ApplyReplicas sets them with their own field
+	// manager, so that handing them to an autoscaler resets nothing.
+	Ramping bool
 	// Autoscaler is the kind of autoscaler (hpa, wpa, keda), or empty.
 	Autoscaler string
 	// ConfigMaps and Secrets are the build's config copies, exposed with envFrom.
@@ -51,6 +54,9 @@ func ReplicaSet(b Build) *appsv1.ReplicaSet {
 	delete(rsLabels, picchuv1alpha1.LabelPodTag)
 
 	annotations := map[string]string{}
+	if b.Ramping {
+		annotations[AnnotationRamping] = "true"
+	}
 	if b.Autoscaler != "" {
 		annotations[AnnotationAutoscaler] = b.Autoscaler
 	}
@@ -58,13 +64,11 @@ func ReplicaSet(b Build) *appsv1.ReplicaSet {
 	if role != "" {
 		annotations[annotationIAMRole] = role
 	}
-	replicas := b.Replicas
 	return &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: b.Tag, Namespace: Namespace(b.App, b.Target), Labels: rsLabels, Annotations: annotations,
 		},
 		Spec: appsv1.ReplicaSetSpec{
-			Replicas:        &replicas,
 			MinReadySeconds: b.Spec.Scale.MinReadySeconds,
 			// Istio's labels are left out of the selector, as the original does.
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
