@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -209,10 +207,8 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *plan.Cluster, fc *fleetClu
 		// The autoscaler owns the replicas. If an older Picchu applied them
 		// with its main manager, take them over first, unchanged, so the
 		// main apply does not remove them.
-		if n, ok := replicasOwnedBy(live, plan.FieldManager); ok {
-			if err := setReplicas(n); err != nil {
-				return err
-			}
+		if err := c.TakeOverReplicas(ctx, live); err != nil {
+			return err
 		}
 		if err := c.Apply(ctx, rs); err != nil {
 			return err
@@ -261,28 +257,6 @@ func (s *snapshot) syncAutoscaler(ctx context.Context, c *plan.Cluster, inc *inc
 		gone = append(gone, kind)
 	}
 	return c.DeleteAllOf(ctx, ns, pplan.TagSelector(sc.App, sc.Target, sc.Tag), gone...)
-}
-
-// replicasOwnedBy returns an object's spec.replicas when manager applied
-// them, and whether it did.
-func replicasOwnedBy(obj *unstructured.Unstructured, manager string) (int32, bool) {
-	n, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
-	if err != nil || !found {
-		return 0, false
-	}
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
-			continue
-		}
-		var fields map[string]map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
-			continue
-		}
-		if _, ok := fields["f:spec"]["f:replicas"]; ok {
-			return int32(n), true
-		}
-	}
-	return 0, false
 }
 
 // isNoKind says an error means the cluster does not serve a kind.

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -135,6 +136,42 @@ func (c *Cluster) CreateScaled(ctx context.Context, obj client.Object, replicas 
 		return fmt.Errorf("setting replicas of %s %s/%s: %w", desired.GetKind(), desired.GetNamespace(), desired.GetName(), err)
 	}
 	return c.apply(ctx, desired, ReplicasFieldManager)
+}
+
+// TakeOverReplicas moves the replicas of live, an object read from the
+// cluster, from the main field manager to ReplicasFieldManager without
+// changing them, when the main manager applied them (as Picchu versions
+// before ReplicasFieldManager did). Otherwise the main apply, which no
+// longer holds replicas, would remove them and the API server would reset
+// them to 1 under the autoscaler's feet.
+func (c *Cluster) TakeOverReplicas(ctx context.Context, live *unstructured.Unstructured) error {
+	n, ok := replicasAppliedBy(live, FieldManager)
+	if !ok {
+		return nil
+	}
+	return c.ApplyReplicas(ctx, live.GroupVersionKind(), live.GetNamespace(), live.GetName(), n)
+}
+
+// replicasAppliedBy returns an object's spec.replicas when manager applied
+// them, and whether it did.
+func replicasAppliedBy(obj *unstructured.Unstructured, manager string) (int32, bool) {
+	n, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if err != nil || !found {
+		return 0, false
+	}
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields["f:spec"]["f:replicas"]; ok {
+			return int32(n), true
+		}
+	}
+	return 0, false
 }
 
 func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured, manager string) error {
