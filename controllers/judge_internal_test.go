@@ -72,3 +72,40 @@ func TestSources_DatadogInsteadOfOrBesidesPrometheus(t *testing.T) {
 		t.Errorf("a build at its proving peak was judged: %s", inc.verdict)
 	}
 }
+
+// TestScale_StaleStatus_SizesFromThisRunsObservation: a ramping build is
+// sized, and gated, from the pods this run observes on the clusters, not
+// from the counts recorded in the status, which lag a run behind.
+func TestScale_StaleStatus_SizesFromThisRunsObservation(t *testing.T) {
+	min := int32(4)
+	target := &picchuv1alpha1.RevisionTarget{Scale: picchuv1alpha1.ScaleInfo{
+		Min: &min, Max: 100, TargetCPUUtilizationPercentage: &min,
+	}}
+	old := &incarnation{tag: "v1", target: target}
+	old.status.CurrentPercent, old.status.Scale.Current = 80, 5 // recorded a run ago
+	ramping := &incarnation{tag: "v2", target: target}
+	ramping.status.CurrentPercent = 20
+	s := &snapshot{
+		incarnations: []*incarnation{ramping, old},
+		fleet:        []*fleetCluster{{obj: &picchuv1alpha1.Cluster{}, live: true, factor: 1}},
+		observation: release.Observation{{Name: "a", Live: true, Observed: true, Tags: map[string]release.Replicas{
+			"v1": {Desired: 40, Available: 40}, "v2": {Desired: 10, Available: 10},
+		}}},
+	}
+	others := s.others(ramping)
+	if len(others) != 1 || others[0].Pods != 40 || others[0].Percent != 80 {
+		t.Fatalf("others %+v, want v1's 40 observed pods at 80 %%", others)
+	}
+	gate := s.capacity(ramping)
+	if !gate.HasAutoscaler || gate.Available != 10 || len(gate.Others) != 1 || gate.Others[0].Pods != 40 {
+		t.Errorf("capacity input %+v", gate)
+	}
+	// 40 pods at 80 % are 50 at 100 %; the next step (40 %) needs 20.
+	ramping.step = release.Step{State: release.Releasing, Action: release.Sync}
+	plan := release.Scale(release.ScaleInput{Step: ramping.step, Scale: target.Scale, Release: picchuv1alpha1.ReleaseInfo{
+		Max: 100, GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2},
+	}, Percent: 20, Others: others, Factors: s.liveFactors()})
+	if plan.Replicas != 20 {
+		t.Errorf("ramp replicas %d, want 20", plan.Replicas)
+	}
+}
