@@ -129,12 +129,14 @@ func Scale(in ScaleInput) ScalePlan {
 	return p
 }
 
-// RampReplicas is the fleet-wide replica count of a ramping build: the
-// share of the target's base capacity (BaseCapacity: the other builds'
-// pods, never its own, so there is no feedback loop) for the traffic it
-// takes next (its canary percent while canarying, else its next step), and
-// at least what its traffic now needs. It is at least the same share of its
-// autoscaler's min, at least 1, and at most scale.max.
+// RampReplicas is the fleet-wide replica count of a ramping build: enough
+// for the traffic it takes next (its canary percent while canarying, else
+// its next step) out of the target's base capacity (BaseCapacity: the other
+// builds' pods, never its own, so there is no feedback loop), counted as
+// the capacity gate counts it (after the per-cluster rounding and scaling
+// factors), so that once they are available the gate lets the step
+// through. The base is at least its autoscaler's min; the count is at least
+// 1 and at most scale.max.
 func RampReplicas(in ScaleInput) int32 {
 	lo, hi := AutoscalerRange(in.Scale)
 	next := in.Percent
@@ -145,9 +147,13 @@ func RampReplicas(in ScaleInput) int32 {
 		next = max(next, NextPercent(in.Release, in.Percent))
 	}
 	next = clampPercent(next)
-	base := max(int64(BaseCapacity(in.Scale.Min, hi, true, in.Others, in.Factors)), int64(lo))
-	want := max(ceilDiv(base*int64(next), 100), 1)
-	return int32(min(want, int64(hi)))
+	base := max(BaseCapacity(in.Scale.Min, hi, true, in.Others, in.Factors), lo)
+	need := ceilDiv(int64(FleetReplicas(base, in.Factors))*int64(next), 100)
+	r := int32(max(ceilDiv(int64(base)*int64(next), 100), 1))
+	for r < hi && int64(FleetReplicas(r, in.Factors)) < need {
+		r++
+	}
+	return min(r, hi)
 }
 
 // BaseCapacity is the fleet-wide replica count the target needs at 100 % of

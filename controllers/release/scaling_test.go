@@ -1,6 +1,7 @@
 package release
 
 import (
+	"math"
 	"testing"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -214,6 +215,18 @@ func FuzzScale(f *testing.F) {
 		}
 		if !p.SetReplicas && !p.Autoscaler {
 			t.Fatalf("nobody sizes %+v", in)
+		}
+		// Once the pods Picchu asks for are available, the capacity gate
+		// lets the step they are for through: a ramp never stalls on its own
+		// allocation.
+		if p.Ramping && in.Step.State == Releasing && !math.IsNaN(f1) && !math.IsNaN(f2) {
+			gate := CapacityInput{
+				ScaleMin: &min, ScaleMax: hi, HasAutoscaler: true, Others: in.Others,
+				LiveClusters: 2, Factors: in.Factors, Available: FleetReplicas(p.Replicas, in.Factors),
+			}
+			if next := NextPercent(in.Release, in.Percent); !CanRampTo(gate, next) {
+				t.Fatalf("%d replicas (%d pods) do not pass the gate to %d%%: %+v", p.Replicas, gate.Available, next, in)
+			}
 		}
 	})
 }

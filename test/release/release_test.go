@@ -32,6 +32,8 @@ type build struct {
 	ttl         int64
 	// datadog judges the build by Datadog monitors instead of Prometheus.
 	datadog bool
+	// hpa scales the build with an HPA between 4 and 12 replicas (no default).
+	hpa bool
 }
 
 // revision is a realistic Revision: a public HTTP port, two replicas over
@@ -79,6 +81,10 @@ func (b build) revision() *picchuv1alpha1.Revision {
 		},
 	}
 	rev.Spec.Targets[0].DatadogMonitoring.Enabled = b.datadog
+	if b.hpa {
+		four, cpu := int32(4), int32(70)
+		rev.Spec.Targets[0].Scale = picchuv1alpha1.ScaleInfo{Min: &four, Max: 12, TargetCPUUtilizationPercentage: &cpu}
+	}
 	if b.canary > 0 {
 		rev.Spec.Targets[0].Canary = picchuv1alpha1.Canary{Percent: 10, TTL: int64(b.canary / time.Second)}
 	}
