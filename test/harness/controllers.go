@@ -397,7 +397,8 @@ func startProcess(name, logPath string, env []string, binary string, args ...str
 func (p *process) exited() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited (%v): %s", p.name, p.err, logFileTail(p.logPath))
+		return fmt.Errorf("%s exited (%v; set PICCHU_TEST_CONTROL_PLANE_OUTPUT to see all its output): %s",
+			p.name, p.err, logFileTail(p.logPath))
 	default:
 		return nil
 	}
