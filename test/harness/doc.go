@@ -6,6 +6,9 @@
 // the way a user registers one: a Cluster with spec.config and the fleet
 // label, and a Secret of the same name whose auth-info key holds a kubeconfig
 // user (a client certificate for some targets, a bearer token for others).
+// With Options.Controllers, each target also runs kube-controller-manager
+// (ReplicaSets, HorizontalPodAutoscalers, garbage collection), kube-scheduler
+// and kwok with fake nodes, so that ReplicaSets get Running and Ready pods.
 //
 // It also runs a real Prometheus server (StartPrometheus, provisioned by
 // hack/install-prometheus.sh) with rules a test sets, scraping Traffic, a

@@ -37,8 +37,9 @@ const (
 	AuthToken AuthMode = "token"
 )
 
-// attachOutput shows the API servers' and etcd's output when
-// PICCHU_TEST_CONTROL_PLANE_OUTPUT is set, to debug a server that fails to start.
+// attachOutput shows the output of the API servers, etcd and the targets'
+// controllers when PICCHU_TEST_CONTROL_PLANE_OUTPUT is set, to debug a
+// server that fails to start.
 var attachOutput = os.Getenv("PICCHU_TEST_CONTROL_PLANE_OUTPUT") != ""
 
 // Options says what to start.
@@ -52,6 +53,14 @@ type Options struct {
 	// Webhooks serves Picchu's admission webhooks for the delivery cluster
 	// from this process (see Env.Delivery.Env.WebhookInstallOptions).
 	Webhooks bool
+	// Controllers runs, against each target's API server, the
+	// kube-controller-manager (ReplicaSet, HorizontalPodAutoscaler and
+	// garbage collector controllers; HPAs sync every second), the
+	// kube-scheduler, and kwok managing KwokNodeCount fake nodes, on which
+	// pods become Running and Ready at once. Start returns once they have
+	// run a probe ReplicaSet; Stop stops them. Do not use ServeReplicaSets
+	// on such targets.
+	Controllers bool
 }
 
 // Server is one running API server.
@@ -59,6 +68,10 @@ type Server struct {
 	Env    *envtest.Environment
 	Config *rest.Config
 	Client client.Client
+	// Controllers says the server runs real controllers, a scheduler and
+	// kwok nodes (see Options.Controllers).
+	Controllers bool
+	controllers []*process
 }
 
 // Target is a running target cluster and its registration on the delivery cluster.
@@ -148,13 +161,18 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		env.Targets = append(env.Targets, t)
 	}
 
-	servers := []*Server{env.Delivery}
-	for _, t := range env.Targets {
-		servers = append(servers, &t.Server)
-	}
 	var g errgroup.Group
-	for _, s := range servers {
-		g.Go(s.start)
+	g.Go(env.Delivery.start)
+	for _, t := range env.Targets {
+		g.Go(func() error {
+			if err := t.start(); err != nil || !opts.Controllers {
+				return err
+			}
+			if err := t.startControllers(ctx, filepath.Join(tmpDir, t.Name)); err != nil {
+				return fmt.Errorf("target %s: %w", t.Name, err)
+			}
+			return nil
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return env, err
@@ -251,7 +269,8 @@ func (t *Target) credentials() (*clientcmdapi.AuthInfo, error) {
 	}
 }
 
-// Stop stops every API server that started and removes temporary files.
+// Stop stops every target's controllers and every API server that started,
+// and removes temporary files.
 func (e *Env) Stop() error {
 	if e == nil {
 		return nil
@@ -262,6 +281,9 @@ func (e *Env) Stop() error {
 		servers = append(servers, &t.Server)
 	}
 	for _, t := range e.Targets {
+		if err := t.stopControllers(); err != nil {
+			errs = append(errs, fmt.Errorf("target %s: %w", t.Name, err))
+		}
 		if t.Proxy != nil {
 			if err := t.Proxy.Stop(); err != nil {
 				errs = append(errs, fmt.Errorf("target %s: stopping proxy: %w", t.Name, err))

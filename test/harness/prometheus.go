@@ -438,29 +438,7 @@ func (p *Prometheus) ruleGroupNames(ctx context.Context) ([]string, error) {
 
 // logTail returns the last lines of Prometheus' log, to explain a failure.
 func (p *Prometheus) logTail() string {
-	const maxBytes = 4 << 10
-	f, err := os.Open(p.logPath())
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	defer func() { _ = f.Close() }()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Sprintf("(log unreadable: %v)", err)
-	}
-	offset := max(info.Size()-maxBytes, 0)
-	buf := make([]byte, info.Size()-offset)
-	if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Sprintf("(log unreadable: %v)", err)
-	}
-	tail := string(buf)
-	if offset > 0 {
-		// Drop the first, partial line.
-		if i := strings.IndexByte(tail, '\n'); i >= 0 {
-			tail = tail[i+1:]
-		}
-	}
-	return "log tail:\n" + strings.TrimRight(tail, "\n")
+	return logFileTail(p.logPath())
 }
 
 // logErrors returns the error lines among the last lines of Prometheus' log,

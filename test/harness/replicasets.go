@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,7 +15,11 @@ import (
 // kubelets, which envtest does not run: it reports every replica of every
 // ReplicaSet on the server available, as soon as the ReplicaSet is created
 // or resized. It runs until ctx ends; the error says why it stopped early.
+// It refuses a server that runs real controllers (Server.Controllers).
 func (s *Server) ServeReplicaSets(ctx context.Context) error {
+	if s.Controllers {
+		return errors.New("serving ReplicaSets: the server runs real controllers")
+	}
 	c, err := client.NewWithWatch(s.Config, client.Options{Scheme: s.Client.Scheme()})
 	if err != nil {
 		return fmt.Errorf("watch client: %w", err)

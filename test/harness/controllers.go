@@ -1,0 +1,461 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const (
+	// controllersReadyTimeout bounds the wait for a target's controllers to
+	// start and prove themselves on a probe ReplicaSet.
+	controllersReadyTimeout = 2 * time.Minute
+	// controllersPollInterval is how often their health is polled.
+	controllersPollInterval = 100 * time.Millisecond
+	// processStopTimeout is how long a controller process gets to exit
+	// after SIGTERM before it is killed.
+	processStopTimeout = 30 * time.Second
+	// logTailBytes is how much of the end of a process' log an error quotes.
+	logTailBytes = 4 << 10
+
+	// kwokVersion is the kwok release hack/install-k8s-binaries.sh installs
+	// unless KWOK_VERSION says otherwise.
+	kwokVersion = "v0.7.0"
+	// KwokNodeCount is the number of fake nodes of a target that runs controllers.
+	KwokNodeCount = 3
+	// KwokNodeAnnotation marks the nodes kwok manages (with value "fake").
+	KwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// KwokNodeLabel is the label (with value "kwok") of the fake nodes.
+	KwokNodeLabel = "type"
+
+	// probeName names the ReplicaSet, in kube-system, that proves the
+	// controllers schedule, run and delete pods before Start returns.
+	probeName = "harness-probe"
+)
+
+// kubeControllerManagerControllers are the controllers kube-controller-manager
+// runs: ReplicaSets, HorizontalPodAutoscalers, and the garbage collector that
+// deletes the pods of a deleted ReplicaSet. The ServiceAccount admission
+// plugin is off on envtest's API servers, so pods need no service account
+// and no token controller.
+var kubeControllerManagerControllers = []string{
+	"replicaset-controller",
+	"horizontal-pod-autoscaler-controller",
+	"garbage-collector-controller",
+}
+
+var (
+	kwokOnce sync.Once
+	kwokPath string
+	kwokErr  error
+)
+
+// KwokBinary returns the path of the kwok controller:
+// bin/kwok/<KWOK_VERSION, v0.7.0 when unset>/kwok, installed there once by
+// hack/install-k8s-binaries.sh when missing.
+func KwokBinary(ctx context.Context) (string, error) {
+	kwokOnce.Do(func() {
+		version := os.Getenv("KWOK_VERSION")
+		if version == "" {
+			version = kwokVersion
+		}
+		path := filepath.Join(RepoRoot(), "bin", "kwok", version, "kwok")
+		if _, err := os.Stat(path); err == nil {
+			kwokPath = path
+			return
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "install-k8s-binaries.sh"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			kwokErr = fmt.Errorf("provisioning kwok with hack/install-k8s-binaries.sh: %w: %s", err, out)
+			return
+		}
+		if _, err := os.Stat(path); err != nil {
+			kwokErr = fmt.Errorf("provisioning kwok with hack/install-k8s-binaries.sh: %w", err)
+			return
+		}
+		kwokPath = path
+	})
+	return kwokPath, kwokErr
+}
+
+// startControllers runs, against the server, kwok (managing KwokNodeCount
+// fake nodes it creates), kube-scheduler and kube-controller-manager, each
+// with its own kubeconfig and log in dir, and waits until the nodes are
+// Ready and a probe ReplicaSet's pod has been created, scheduled, run and,
+// once the ReplicaSet is deleted, removed. On error it stops what it started.
+func (s *Server) startControllers(ctx context.Context, dir string) (err error) {
+	defer func() {
+		if err != nil {
+			err = errors.Join(fmt.Errorf("starting controllers: %w", err), s.stopControllers())
+		}
+	}()
+	assets, err := Assets(ctx)
+	if err != nil {
+		return err
+	}
+	kwok, err := KwokBinary(ctx)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "kwok"), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, controllersReadyTimeout)
+	defer cancel()
+
+	type component struct {
+		name, binary string
+		env          []string
+		args         []string
+	}
+	components := []component{
+		{
+			name: "kwok", binary: kwok,
+			// Reads no configuration from ~/.kwok: the default stages make
+			// pods on the fake nodes Running and Ready at once.
+			env: []string{"KWOK_WORKDIR=" + filepath.Join(dir, "kwok")},
+			args: []string{
+				"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
+			},
+		},
+		{
+			name: "kube-scheduler", binary: filepath.Join(assets, "kube-scheduler"),
+			args: []string{"--leader-elect=false", "--secure-port=0"},
+		},
+		{
+			name: "kube-controller-manager", binary: filepath.Join(assets, "kube-controller-manager"),
+			args: []string{
+				"--leader-elect=false",
+				"--secure-port=0",
+				"--controllers=" + strings.Join(kubeControllerManagerControllers, ","),
+				"--horizontal-pod-autoscaler-sync-period=1s",
+			},
+		},
+	}
+	s.Controllers = true
+	for _, c := range components {
+		kubeconfig, err := s.writeKubeconfig(dir, c.name)
+		if err != nil {
+			return err
+		}
+		args := append([]string{"--kubeconfig=" + kubeconfig}, c.args...)
+		p, err := startProcess(c.name, filepath.Join(dir, c.name+".log"), c.env, c.binary, args...)
+		if err != nil {
+			return err
+		}
+		s.controllers = append(s.controllers, p)
+	}
+
+	for i := range KwokNodeCount {
+		node := kwokNode(fmt.Sprintf("kwok-node-%d", i))
+		if err := s.Client.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating node %s: %w", node.Name, err)
+		}
+	}
+	if err := s.waitControllers(ctx, "kwok nodes Ready", s.kwokNodesReady); err != nil {
+		return err
+	}
+	return s.probe(ctx)
+}
+
+// writeKubeconfig writes dir/<name>.kubeconfig for a new member of
+// system:masters named harness:<name>, and returns its path.
+func (s *Server) writeKubeconfig(dir, name string) (string, error) {
+	user, err := s.Env.AddUser(envtest.User{Name: "harness:" + name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding a user for %s: %w", name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("building the kubeconfig of %s: %w", name, err)
+	}
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubeconfig of %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// kwokNode is a fake node for kwok to manage, with room for plenty of pods.
+func kwokNode(name string) *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				KwokNodeLabel:          "kwok",
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+			},
+			Annotations: map[string]string{KwokNodeAnnotation: "fake"},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
+// kwokNodesReady says whether all the fake nodes are Ready and
+// schedulable. It plays the part of the node lifecycle controller, which
+// does not run: it removes the not-ready taint the API server puts on a new
+// node once kwok reports the node Ready.
+func (s *Server) kwokNodesReady(ctx context.Context) error {
+	nodes := &corev1.NodeList{}
+	if err := s.Client.List(ctx, nodes, client.MatchingLabels{KwokNodeLabel: "kwok"}); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	ready := 0
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if !nodeReady(n) {
+			continue
+		}
+		taints := slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeNotReady
+		})
+		if len(taints) != len(n.Spec.Taints) {
+			n.Spec.Taints = taints
+			if err := s.Client.Update(ctx, n); err != nil {
+				return fmt.Errorf("removing the not-ready taint of node %s: %w", n.Name, err)
+			}
+		}
+		ready++
+	}
+	if ready != KwokNodeCount {
+		return fmt.Errorf("%d of %d nodes Ready", ready, KwokNodeCount)
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// probe creates a one-replica ReplicaSet in kube-system, waits until its pod
+// is available, deletes it and waits until its pod is gone: the ReplicaSet
+// controller, the scheduler, kwok and the garbage collector all work.
+func (s *Server) probe(ctx context.Context) error {
+	labels := map[string]string{"app": probeName}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: probeName, Namespace: metav1.NamespaceSystem},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers:                    []corev1.Container{{Name: "probe", Image: "registry.example/harness-probe:1"}},
+				},
+			},
+		},
+	}
+	if err := s.Client.Create(ctx, rs); err != nil {
+		return fmt.Errorf("creating probe ReplicaSet: %w", err)
+	}
+	err := s.waitControllers(ctx, "probe ReplicaSet available", func(ctx context.Context) error {
+		got := &appsv1.ReplicaSet{}
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(rs), got); err != nil {
+			return fmt.Errorf("reading probe ReplicaSet: %w", err)
+		}
+		if got.Status.AvailableReplicas != 1 {
+			return fmt.Errorf("probe ReplicaSet has %d available replicas, want 1", got.Status.AvailableReplicas)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Delete(ctx, rs, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return fmt.Errorf("deleting probe ReplicaSet: %w", err)
+	}
+	return s.waitControllers(ctx, "probe pods deleted", func(ctx context.Context) error {
+		err := s.Client.Get(ctx, client.ObjectKeyFromObject(rs), &appsv1.ReplicaSet{})
+		if err == nil {
+			return errors.New("probe ReplicaSet still exists")
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading probe ReplicaSet: %w", err)
+		}
+		pods := &corev1.PodList{}
+		if err := s.Client.List(ctx, pods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels(labels)); err != nil {
+			return fmt.Errorf("listing probe pods: %w", err)
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d probe pods remain", len(pods.Items))
+		}
+		return nil
+	})
+}
+
+// waitControllers polls check until it returns nil. It fails when a
+// controller process exits, or when ctx ends first, with the last error of
+// check and the processes' log tails.
+func (s *Server) waitControllers(ctx context.Context, what string, check func(context.Context) error) error {
+	tick := time.NewTicker(controllersPollInterval)
+	defer tick.Stop()
+	for {
+		last := check(ctx)
+		if last == nil {
+			return nil
+		}
+		for _, p := range s.controllers {
+			if err := p.exited(); err != nil {
+				return fmt.Errorf("waiting for %s: %w", what, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			tails := make([]string, 0, len(s.controllers))
+			for _, p := range s.controllers {
+				tails = append(tails, p.name+" "+logFileTail(p.logPath))
+			}
+			return fmt.Errorf("waiting for %s: %w (last: %v)\n%s", what, context.Cause(ctx), last, strings.Join(tails, "\n"))
+		case <-tick.C:
+		}
+	}
+}
+
+// stopControllers stops the server's controller processes concurrently.
+func (s *Server) stopControllers() error {
+	procs := s.controllers
+	s.controllers = nil
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Go(func() { errs[i] = p.stop(processStopTimeout) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// process is a child process with its output in a log file.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	log     *os.File
+	done    chan struct{} // closed once the process has exited
+	err     error         // cmd.Wait's result, set before done is closed
+}
+
+// startProcess starts binary with args and the environment of this process
+// plus env, writing its output to logPath (and to stderr too when
+// PICCHU_TEST_CONTROL_PLANE_OUTPUT is set).
+func startProcess(name, logPath string, env []string, binary string, args ...string) (*process, error) {
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: opening its log: %w", name, err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out io.Writer = log
+	if attachOutput {
+		out = io.MultiWriter(log, os.Stderr)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting %s: %w", name, err), log.Close())
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, log: log, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited returns an error with the log tail when the process has exited,
+// nil while it runs.
+func (p *process) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited (%v; set PICCHU_TEST_CONTROL_PLANE_OUTPUT to see all its output): %s",
+			p.name, p.err, logFileTail(p.logPath))
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM, kills the process when it has not exited timeout
+// later, and waits for it to exit. It reports a process that had exited by
+// itself, or had to be killed.
+func (p *process) stop(timeout time.Duration) error {
+	var errs []error
+	if err := p.exited(); err != nil {
+		errs = append(errs, fmt.Errorf("stopping: %w", err))
+	} else {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			errs = append(errs, fmt.Errorf("stopping %s: %w", p.name, err))
+		}
+		timer := time.NewTimer(timeout)
+		select {
+		case <-p.done:
+			timer.Stop()
+		case <-timer.C:
+			errs = append(errs, fmt.Errorf("stopping %s: still running %s after SIGTERM; killing it: %s",
+				p.name, timeout, logFileTail(p.logPath)))
+			if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				errs = append(errs, fmt.Errorf("killing %s: %w", p.name, err))
+			}
+			<-p.done
+		}
+	}
+	if err := p.log.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the log of %s: %w", p.name, err))
+	}
+	return errors.Join(errs...)
+}
+
+// logFileTail returns the last lines of the log at path, to explain a failure.
+func logFileTail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer func() { _ = f.Close() }()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	offset := max(info.Size()-logTailBytes, 0)
+	buf := make([]byte, info.Size()-offset)
+	if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	tail := string(buf)
+	if offset > 0 {
+		// Drop the first, partial line.
+		if i := strings.IndexByte(tail, '\n'); i >= 0 {
+			tail = tail[i+1:]
+		}
+	}
+	return "log tail:\n" + strings.TrimRight(tail, "\n")
+}
