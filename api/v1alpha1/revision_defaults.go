@@ -99,3 +99,19 @@ func (r *Revision) DefaultRouting() {
 		r.Spec.Targets[i].DefaultRouting()
 	}
 }
+
+// DefaultScale sets each target's unset scale.default to its scale.min, or
+// to 1 without a min. (The original defaulted it to 1 even with a min, and
+// builds with min 16 ramped with 1 to 4 pods.)
+func (r *Revision) DefaultScale() {
+	for i := range r.Spec.Targets {
+		s := &r.Spec.Targets[i].Scale
+		if s.Default != 0 {
+			continue
+		}
+		s.Default = 1
+		if s.Min != nil && *s.Min > 0 {
+			s.Default = *s.Min
+		}
+	}
+}

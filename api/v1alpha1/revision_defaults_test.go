@@ -172,3 +172,19 @@ func Test_RevisionValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestDefaultScale_DefaultIsMinWhenUnset(t *testing.T) {
+	sixteen, zero := int32(16), int32(0)
+	r := &Revision{Spec: RevisionSpec{Targets: []RevisionTarget{
+		{Name: "a", Scale: ScaleInfo{Min: &sixteen, Max: 96}},
+		{Name: "b", Scale: ScaleInfo{Min: &sixteen, Default: 20, Max: 96}},
+		{Name: "c", Scale: ScaleInfo{Min: &zero, Max: 5}},
+		{Name: "d"},
+	}}}
+	r.DefaultScale()
+	for i, want := range []int32{16, 20, 1, 1} {
+		if got := r.Spec.Targets[i].Scale.Default; got != want {
+			t.Errorf("target %s: default %d, want %d", r.Spec.Targets[i].Name, got, want)
+		}
+	}
+}

@@ -17,8 +17,9 @@ type ScaleInfo struct {
 	// +kubebuilder:validation:Minimum=0
 	Min *int32 `json:"min,omitempty"`
 	// default is the number of replicas of a build without an autoscaler.
+	// When unset it is min, or 1 without a min (the admission webhook writes
+	// it; Picchu reads an unset default the same way).
 	// +optional
-	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	Default int32 `json:"default,omitempty"`
 	// max is the most replicas the autoscaler may run.

@@ -42,6 +42,7 @@ type revisionDefaulter struct{}
 
 func (revisionDefaulter) Default(_ context.Context, r *Revision) error {
 	r.DefaultRouting()
+	r.DefaultScale()
 	return nil
 }
 

@@ -128,7 +128,9 @@ func TestRevision_DefaultsAreStored(t *testing.T) {
 		{"release.linearScaling.delay", durationString(r.LinearScaling.Delay), "10s"},
 		{"release.schedule", r.Schedule, picchuv1alpha1.ScheduleInhumane},
 		{"release.ttl", r.TTL, int64(432000)},
-		{"scale.default", target.Scale.Default, int32(1)},
+		// Unset: the webhook writes min (or 1); the schema has no default
+		// for it, as the original's had none.
+		{"scale.default", target.Scale.Default, int32(0)},
 		{"scale.max", target.Scale.Max, int32(1)},
 		{"scale.requestsRateMetric", target.Scale.RequestsRateMetric, "istio_requests_rate"},
 		{"externalTest.timeout", durationString(target.ExternalTest.Timeout), "2h0m0s"},

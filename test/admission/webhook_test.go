@@ -139,3 +139,29 @@ func TestRevisionWebhook_WarnsAboutLikelyMistakes(t *testing.T) {
 		}
 	}
 }
+
+// TestRevisionWebhook_DefaultsScaleToMin checks that an unset scale.default
+// becomes scale.min (the original made it 1, and ramps stalled at a few pods).
+func TestRevisionWebhook_DefaultsScaleToMin(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		scale string
+		want  int32
+	}{
+		{`"scale": {"min": 16, "max": 96, "targetCPUUtilizationPercentage": 70}`, 16},
+		{`"scale": {"min": 16, "default": 20, "max": 96}`, 20},
+		{`"scale": {"max": 3}`, 1},
+	} {
+		u := object(t, "Revision", revisionJSON(`"ports": [{"name": "http"}], `+tc.scale))
+		if err := hookedClient.Create(ctx, u); err != nil {
+			t.Fatalf("creating revision with %s: %v", tc.scale, err)
+		}
+		rev := &picchuv1alpha1.Revision{}
+		if err := hookedClient.Get(ctx, client.ObjectKeyFromObject(u), rev); err != nil {
+			t.Fatal(err)
+		}
+		if got := rev.Spec.Targets[0].Scale.Default; got != tc.want {
+			t.Errorf("%s: stored scale.default %d, want %d", tc.scale, got, tc.want)
+		}
+	}
+}
