@@ -77,6 +77,9 @@ type ScaleInput struct {
 	Others []Serving
 	// Factors are the scaling factors of the fleet's live clusters.
 	Factors []float64
+	// Desired is the pods the build is asked to run now (its ReplicaSets'
+	// replicas over the live clusters): a ramp never shrinks it.
+	Desired int32
 }
 
 // ScalePlan is how a build is sized on the fleet this run.
@@ -136,7 +139,9 @@ func Scale(in ScaleInput) ScalePlan {
 // the capacity gate counts it (after the per-cluster rounding and scaling
 // factors), so that once they are available the gate lets the step
 // through. The base is at least its autoscaler's min; the count is at least
-// 1 and at most scale.max.
+// 1, at least what the build is asked to run now (a ramp never shrinks a
+// build: its own pods are a floor, never part of the base, so they cannot
+// feed back into the count), and at most scale.max.
 func RampReplicas(in ScaleInput) int32 {
 	lo, hi := AutoscalerRange(in.Scale)
 	next := in.Percent
@@ -153,6 +158,7 @@ func RampReplicas(in ScaleInput) int32 {
 	for r < hi && int64(FleetReplicas(r, in.Factors)) < need {
 		r++
 	}
+	r = max(r, int32(min(unfactor(int64(max(in.Desired, 0)), in.Factors), math.MaxInt32)))
 	return min(r, hi)
 }
 

@@ -47,6 +47,25 @@ func TestScale_OverAllocationCap(t *testing.T) {
 	}
 }
 
+// TestScale_RampNeverShrinksABuild: a build that came up at its
+// autoscaler's min keeps those pods while it ramps, even when its next step
+// needs fewer; its own pods are a floor, never part of the base, and
+// scale.max still caps them.
+func TestScale_RampNeverShrinksABuild(t *testing.T) {
+	in := ScaleInput{
+		Step: Step{State: Releasing}, Scale: hpa(40, 80), Release: doubling(), Percent: 10,
+		Others: []Serving{{Percent: 100, Pods: 60}}, Factors: []float64{1, 2}, Desired: 60,
+	}
+	// Its 60 pods on clusters with factors 1 and 2 are 40 replicas.
+	if got := Scale(in).Replicas; got != 40 {
+		t.Errorf("replicas %d, want the 40 it runs (the next step needs 8)", got)
+	}
+	in.Desired = 600
+	if got := Scale(in).Replicas; got != 80 {
+		t.Errorf("replicas %d, want scale.max 80", got)
+	}
+}
+
 // TestScale_DefaultChange: scale.default falls back to scale.min, not 1
 // (apps with min 16, max 96 and no default ramped at 1 to 4 pods).
 func TestScale_DefaultChange(t *testing.T) {
