@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -164,15 +165,21 @@ func replicaSet(t *testing.T, target *harness.Target, app, tag string) *appsv1.R
 }
 
 // makeReady does what the ReplicaSet controller and kubelets would: it
-// reports every replica of the build's ReplicaSet available.
+// reports every replica of the build's ReplicaSet available. A ReplicaSet
+// Picchu just created may be written once more (its
+// replicas and the rest are applied by two field managers), so, like the
+// real controller, it reads the ReplicaSet again on a conflict.
 func makeReady(t *testing.T, target *harness.Target, app, tag string) {
 	t.Helper()
-	rs := replicaSet(t, target, app, tag)
-	n := *rs.Spec.Replicas
-	rs.Status = appsv1.ReplicaSetStatus{
-		Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: n, AvailableReplicas: n, ObservedGeneration: rs.Generation,
-	}
-	if err := target.Client.Status().Update(context.Background(), rs); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rs := replicaSet(t, target, app, tag)
+		n := *rs.Spec.Replicas
+		rs.Status = appsv1.ReplicaSetStatus{
+			Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: n, AvailableReplicas: n, ObservedGeneration: rs.Generation,
+		}
+		return target.Client.Status().Update(context.Background(), rs)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
