@@ -214,6 +214,10 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *plan.Cluster, fc *fleetClu
 			return err
 		}
 	}
+	if sp.Kind == "" && inc.step.Action != release.Retire && live.GetAnnotations()[pplan.AnnotationAutoscaler] == "" {
+		// Never had an autoscaler: nothing to apply or delete.
+		return nil
+	}
 	return s.syncAutoscaler(ctx, c, inc, pplan.Scaler{
 		App: app, Target: target, Tag: inc.tag, Scale: inc.target.Scale,
 		Min: perCluster(sp.Min), Max: perCluster(sp.Max),
