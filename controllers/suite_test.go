@@ -18,13 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/operator"
 )
 
 var (
@@ -67,54 +67,35 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	mgr, err := ctrl.NewManager(env.Delivery.Config, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating manager:", err)
-		return 1
-	}
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
 		return 1
 	}
-	remoteEvents := controllers.NewRemoteEvents()
-	registry = remote.NewRegistry(env.Scheme, ctrl.Log.WithName("remote"), func(rm types.NamespacedName) {
-		remoteEvents.Notify(rm)
-		select {
-		case replicaSetEvents <- rm:
-		default: // the test reads only the first few
-		}
-	})
-	registry.WrapTransport = targetWrites.wrap
-	if err := (&controllers.ClusterReconciler{
-		Client: mgr.GetClient(), Registry: registry,
+	op, err := operator.Start(env, operator.Options{
 		// Short, so that the tests see an unreachable cluster come back soon.
-		HealthPeriod: 2 * time.Second, HealthTimeout: 2 * time.Second,
-	}).SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up cluster controller:", err)
-		return 1
-	}
-	if err := (&controllers.RevisionReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up revision controller:", err)
-		return 1
-	}
-	if err := (&controllers.ReleaseManagerReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
-		Recorder: mgr.GetEventRecorder("picchu"),
+		HealthPeriod: 2 * time.Second,
+		OnReplicaSet: func(rm types.NamespacedName) {
+			select {
+			case replicaSetEvents <- rm:
+			default: // the test reads only the first few
+			}
+		},
+		WrapTransport: targetWrites.wrap,
 		// Long, so that only events can explain a prompt reaction.
 		SyncPeriod:             10 * time.Minute,
 		ClusterTimeout:         5 * time.Second,
 		ServiceLevelsNamespace: serviceLevelsNamespace,
-	}).SetupWithManager(mgr); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up release manager controller:", err)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the operator:", err)
 		return 1
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped:", err)
+	defer func() {
+		if err := op.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the operator:", err)
 		}
 	}()
+	registry = op.Registry
 	return m.Run()
 }
 

@@ -24,14 +24,11 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/operator"
 )
 
 var env *harness.Env
@@ -70,49 +67,16 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	stop, err := startOperator(ctx)
+	op, err := operator.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the operator:", err)
 		return 1
 	}
 	code := m.Run()
-	cancel()
-	if err := stop(); err != nil {
+	if err := op.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
 	}
 	return code
-}
-
-// startOperator runs the operator's controllers against the delivery
-// cluster, as main does; stop waits until it has stopped.
-func startOperator(ctx context.Context) (stop func() error, err error) {
-	mgr, err := ctrl.NewManager(env.Delivery.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
-	}
-	remoteEvents := controllers.NewRemoteEvents()
-	registry := remote.NewRegistry(env.Scheme, ctrl.Log.WithName("remote"), remoteEvents.Notify)
-	if err := (&controllers.ClusterReconciler{
-		Client: mgr.GetClient(), Registry: registry, HealthPeriod: 10 * time.Second, HealthTimeout: 2 * time.Second,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&controllers.RevisionReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&controllers.ReleaseManagerReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
-		Recorder: mgr.GetEventRecorder("picchu"), SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() error { return <-done }, nil
 }
 
 // revision is a build of app scaled by an HPA between 40 and 80 replicas

@@ -9,7 +9,6 @@ package release_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -17,22 +16,17 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/releasemetrics"
-	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/datadog"
 	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/operator"
 )
 
 var (
@@ -129,7 +123,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "the fake Datadog received invalid requests:", problems)
 		code = 1
 	}
-	if err := current.stop(); err != nil {
+	if err := current.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
 	}
 	return code
@@ -140,70 +134,22 @@ func run(m *testing.M) int {
 var ruleErrors atomic.Value
 
 // current is the running operator.
-var current *operator
-
-// operator is Picchu's manager with its controllers, as main runs it.
-type operator struct {
-	cancel   context.CancelFunc
-	done     chan error
-	registry *remote.Registry
-}
+var current *operator.Operator
 
 // startOperator starts the operator against the delivery cluster. Its
 // safety resync is 10 minutes, so only events and its own deadlines can
 // move a release along.
-func startOperator() (*operator, error) {
-	mgr, err := ctrl.NewManager(env.Delivery.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+func startOperator() (*operator.Operator, error) {
+	return operator.Start(env, operator.Options{
+		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, MaxConcurrentReconciles: 4,
+		Prometheus: alerts, Datadog: monitors, AlertCheckInterval: alertCheckInterval,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
-	}
-	remoteEvents := controllers.NewRemoteEvents()
-	registry := remote.NewRegistry(env.Scheme, ctrl.Log.WithName("remote"), remoteEvents.Notify)
-	if err := (&controllers.ClusterReconciler{
-		Client: mgr.GetClient(), Registry: registry, HealthPeriod: 10 * time.Second, HealthTimeout: 2 * time.Second,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&controllers.RevisionReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("picchu"),
-	}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&controllers.ReleaseManagerReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
-		Recorder: mgr.GetEventRecorder("picchu"), SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second,
-		MaxConcurrentReconciles: 4,
-		Prometheus:              alerts, Datadog: monitors, AlertCheckInterval: alertCheckInterval,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{cancel: cancel, done: make(chan error, 1), registry: registry}
-	go func() { op.done <- mgr.Start(ctx) }()
-	return op, nil
-}
-
-// stop stops the operator and waits until it has.
-func (o *operator) stop() error {
-	o.cancel()
-	err := <-o.done
-	for _, target := range env.Targets {
-		o.registry.Remove(types.NamespacedName{Namespace: env.Namespace, Name: target.Name})
-	}
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 // restart stops the running operator and starts a new one.
 func restart(t testing.TB) {
 	t.Helper()
-	if err := current.stop(); err != nil {
+	if err := current.Stop(); err != nil {
 		t.Fatalf("stopping the operator: %v", err)
 	}
 	op, err := startOperator()
