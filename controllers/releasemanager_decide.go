@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/release"
@@ -185,11 +186,10 @@ func (s *snapshot) capacity(inc *incarnation) release.CapacityInput {
 		in.ScaleMin, in.ScaleMax = &count, max(inc.target.Scale.Max, count)
 		return in
 	}
-	lo, hi := release.AutoscalerRange(inc.target.Scale)
-	if inc.target.Scale.Min != nil {
-		lo = *inc.target.Scale.Min
-	}
-	in.ScaleMin, in.ScaleMax, in.HasAutoscaler = &lo, hi, true
+	_, hi := release.AutoscalerRange(inc.target.Scale)
+	// An unset min counts as 0, so the gate falls back to scale.max as the
+	// ramp's sizing does.
+	in.ScaleMin, in.ScaleMax, in.HasAutoscaler = ptr.To(ptr.Deref(inc.target.Scale.Min, 0)), hi, true
 	in.Others = s.others(inc)
 	return in
 }
