@@ -1,0 +1,15 @@
+// Package mesh plays the users and the Istio mesh of the local demo fleet,
+// where fake (kwok) clusters serve no real traffic.
+//
+// Every interval a Mesh reads the VirtualServices Picchu wrote on each
+// target cluster and, for each app, sends it requests split between its tags
+// by the weights of the app's release route, as Istio would. It counts them
+// in istio_requests_total, as the destinations' sidecars would report them,
+// failing a ratio of each tag's requests that a test or a person sets through
+// its HTTP API. Prometheus scrapes its /metrics endpoint, so that the alert
+// rules Picchu writes see the canaries and ramps it runs.
+//
+// With Options.Rules a Mesh also plays prometheus-operator: it loads the
+// union of the PrometheusRules of every cluster into Prometheus (see
+// PrometheusFiles for a Prometheus started elsewhere).
+package mesh

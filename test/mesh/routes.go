@@ -1,0 +1,112 @@
+package mesh
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// releaseRoutePrefix starts the name of the weighted route of each port of a
+// VirtualService Picchu writes (controllers/plan/istio_routes.go).
+const releaseRoutePrefix = "01_release-"
+
+// virtualServiceList is the kind listed: networking.istio.io/v1. It is
+// listed as unstructured objects, so that the clusters' clients need not know
+// the kind: Picchu's scheme (plan.NewScheme) only knows v1alpha3, which the
+// API server serves from the same objects.
+var virtualServiceList = schema.GroupVersionKind{
+	Group: "networking.istio.io", Version: "v1", Kind: "VirtualServiceList",
+}
+
+// appWeights are the weights of an app's tags, in percent, by app and tag.
+type appWeights map[string]map[string]int32
+
+// readWeights lists every VirtualService on a cluster, in all namespaces, and
+// returns the weights of each app's release route. When two VirtualServices
+// name the same app, the first in namespace/name order wins.
+func readWeights(ctx context.Context, c client.Client) (appWeights, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(virtualServiceList)
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing VirtualServices: %w", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := &list.Items[i], &list.Items[j]
+		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
+	})
+	weights := appWeights{}
+	for i := range list.Items {
+		vs, err := decodeVirtualService(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		app := appOf(vs)
+		if _, seen := weights[app]; seen {
+			continue
+		}
+		if tags := releaseWeights(vs); tags != nil {
+			weights[app] = tags
+		}
+	}
+	return weights, nil
+}
+
+// decodeVirtualService converts a listed object to the typed VirtualService,
+// through JSON, as the spec's protobuf types decode themselves from it.
+func decodeVirtualService(u *unstructured.Unstructured) (*networkingv1.VirtualService, error) {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding VirtualService %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	vs := &networkingv1.VirtualService{}
+	if err := json.Unmarshal(data, vs); err != nil {
+		return nil, fmt.Errorf("decoding VirtualService %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	return vs, nil
+}
+
+// appOf returns the app a VirtualService routes to: its app label, or its
+// name, which Picchu sets to the app's.
+func appOf(vs *networkingv1.VirtualService) string {
+	if app := vs.Labels[picchuv1alpha1.LabelApp]; app != "" {
+		return app
+	}
+	return vs.Name
+}
+
+// releaseWeights returns the weights by tag of the first release route of a
+// VirtualService (routes are sorted, and every port's release route carries
+// the same weights), or nil when it has none. As in Istio, a lone
+// destination without a weight takes all the traffic. Destinations without
+// a subset name no tag and are left out.
+func releaseWeights(vs *networkingv1.VirtualService) map[string]int32 {
+	for _, route := range vs.Spec.GetHttp() {
+		if !strings.HasPrefix(route.GetName(), releaseRoutePrefix) {
+			continue
+		}
+		dests := route.GetRoute()
+		tags := make(map[string]int32, len(dests))
+		for _, d := range dests {
+			tag := d.GetDestination().GetSubset()
+			if tag == "" {
+				continue
+			}
+			weight := d.GetWeight()
+			if len(dests) == 1 && weight == 0 {
+				weight = 100
+			}
+			tags[tag] += weight
+		}
+		return tags
+	}
+	return nil
+}
