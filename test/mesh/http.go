@@ -1,0 +1,110 @@
+package mesh
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Handler serves the mesh's HTTP API:
+//
+//	GET /metrics       the metrics, in Prometheus' text format
+//	PUT /error-ratio   ?app=A&tag=T&ratio=R sets the error ratio of A's tag T
+//	GET /error-ratio   the error ratios set, as JSON {"<app>": {"<tag>": ratio}}
+//	GET /weights       the weights last read, as JSON {"<cluster>": {"<app>": {"<tag>": weight}}}
+//	GET /healthz       200 "ok"
+//
+// A bad request gets 400 and says what is wrong; another method, 405.
+func (m *Mesh) Handler() http.Handler {
+	return m.handler
+}
+
+func (m *Mesh) newHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.metrics.registry, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("PUT /error-ratio", m.putErrorRatio)
+	mux.HandleFunc("GET /error-ratio", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, m.ErrorRatios())
+	})
+	mux.HandleFunc("GET /weights", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, m.Weights())
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+// putErrorRatio sets the error ratio of the query's app and tag.
+func (m *Mesh) putErrorRatio(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	app, tag, raw := q.Get("app"), q.Get("tag"), q.Get("ratio")
+	var missing []string
+	for _, p := range []struct{ name, value string }{{"app", app}, {"tag", tag}, {"ratio", raw}} {
+		if p.value == "" {
+			missing = append(missing, p.name)
+		}
+	}
+	if len(missing) > 0 {
+		http.Error(w, "missing query parameter(s): "+strings.Join(missing, ", "), http.StatusBadRequest)
+		return
+	}
+	ratio, err := strconv.ParseFloat(raw, 64)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("ratio %q is not a number", raw), http.StatusBadRequest)
+		return
+	}
+	if err := m.SetErrorRatio(app, tag, ratio); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.logf("app %s: tag %s: error ratio %v", app, tag, ratio)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "%s/%s: error ratio %v\n", app, tag, ratio)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// SetErrorRatio asks the mesh serving at baseURL (say
+// http://127.0.0.1:9901) to fail ratio (between 0 and 1) of the requests to
+// app's tag, with PUT /error-ratio.
+func SetErrorRatio(ctx context.Context, baseURL, app, tag string, ratio float64) error {
+	q := url.Values{}
+	q.Set("app", app)
+	q.Set("tag", tag)
+	q.Set("ratio", strconv.FormatFloat(ratio, 'g', -1, 64))
+	target := strings.TrimSuffix(baseURL, "/") + "/error-ratio?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, target, nil)
+	if err != nil {
+		return fmt.Errorf("setting the error ratio of %s/%s at %s: %w", app, tag, baseURL, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("setting the error ratio of %s/%s at %s: %w", app, tag, baseURL, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("setting the error ratio of %s/%s at %s: PUT /error-ratio: %s: %s",
+			app, tag, baseURL, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}

@@ -1,0 +1,356 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// DefaultRequestsPerSecond is the rate at which each cluster receives
+	// requests for each app when Options.RequestsPerSecond is zero.
+	DefaultRequestsPerSecond = 100
+	// DefaultInterval is how often weights are read and counters advanced
+	// when Options.Interval is zero.
+	DefaultInterval = 250 * time.Millisecond
+	// minReadTimeout is the least time a cluster has to answer a list before
+	// it counts as down for a tick; it has the Interval when that is longer.
+	minReadTimeout = time.Second
+)
+
+// Options says which clusters a Mesh serves and how.
+type Options struct {
+	// Clusters are the target clusters by name. Their clients need only
+	// know the kinds of plan.NewScheme().
+	Clusters map[string]client.Client
+	// RequestsPerSecond is the rate at which each cluster receives requests
+	// for each app, split between its tags by weight
+	// (DefaultRequestsPerSecond when zero).
+	RequestsPerSecond float64
+	// Interval is how often weights are read and counters advanced, and how
+	// often rules are synced (DefaultInterval when zero).
+	Interval time.Duration
+	// Rules, when set, receives the union of the PrometheusRules of the
+	// clusters whenever it changes (see RuleLoader).
+	Rules RuleLoader
+	// Log receives what the mesh has to say: weights that changed, clusters
+	// that fail to answer and answer again, rules loaded (log.Printf when nil).
+	Log func(format string, args ...any)
+}
+
+// Mesh plays users and the Istio mesh of a fleet of clusters. Create it with
+// New; its methods are safe for concurrent use.
+type Mesh struct {
+	clusters []namedClient // sorted by name
+	rps      float64
+	interval time.Duration
+	rules    RuleLoader
+	logf     func(format string, args ...any)
+	metrics  *metrics
+	handler  http.Handler
+	running  atomic.Bool
+
+	mu      sync.Mutex
+	ratios  map[string]map[string]float64 // error ratios by app and tag
+	weights map[string]appWeights         // weights last read, by cluster
+}
+
+// namedClient is a cluster's client and its name.
+type namedClient struct {
+	name   string
+	client client.Client
+}
+
+// New checks opts and returns a Mesh serving no traffic until Run.
+func New(opts Options) (*Mesh, error) {
+	if len(opts.Clusters) == 0 {
+		return nil, errors.New("creating the mesh: no clusters")
+	}
+	if math.IsNaN(opts.RequestsPerSecond) || math.IsInf(opts.RequestsPerSecond, 0) || opts.RequestsPerSecond < 0 {
+		return nil, fmt.Errorf("creating the mesh: requests per second %v is not a finite number at least 0", opts.RequestsPerSecond)
+	}
+	if opts.Interval < 0 {
+		return nil, fmt.Errorf("creating the mesh: interval %s is negative", opts.Interval)
+	}
+	m := &Mesh{
+		rps:      opts.RequestsPerSecond,
+		interval: opts.Interval,
+		rules:    opts.Rules,
+		logf:     opts.Log,
+		ratios:   map[string]map[string]float64{},
+		weights:  map[string]appWeights{},
+	}
+	if m.rps == 0 {
+		m.rps = DefaultRequestsPerSecond
+	}
+	if m.interval == 0 {
+		m.interval = DefaultInterval
+	}
+	if m.logf == nil {
+		m.logf = log.Printf
+	}
+	for name, c := range opts.Clusters {
+		if name == "" {
+			return nil, errors.New("creating the mesh: a cluster has no name")
+		}
+		if c == nil {
+			return nil, fmt.Errorf("creating the mesh: cluster %s has no client", name)
+		}
+		m.clusters = append(m.clusters, namedClient{name: name, client: c})
+	}
+	sort.Slice(m.clusters, func(i, j int) bool { return m.clusters[i].name < m.clusters[j].name })
+	var err error
+	if m.metrics, err = newMetrics(); err != nil {
+		return nil, fmt.Errorf("creating the mesh: %w", err)
+	}
+	m.handler = m.newHandler()
+	return m, nil
+}
+
+// Run serves traffic, and syncs rules when Options.Rules is set, until ctx
+// is done; then it returns nil. A cluster that fails to answer is logged and
+// serves no traffic until it answers again, as a cluster that is down. Run
+// returns an error at once when the Mesh is already running.
+func (m *Mesh) Run(ctx context.Context) error {
+	if !m.running.CompareAndSwap(false, true) {
+		return errors.New("running the mesh: already running")
+	}
+	defer m.running.Store(false)
+	var wg sync.WaitGroup
+	if m.rules != nil {
+		// In a loop of its own, so that a slow Prometheus never holds up traffic.
+		wg.Go(func() { m.syncRules(ctx) })
+	}
+	m.serveTraffic(ctx)
+	wg.Wait()
+	return nil
+}
+
+// serveTraffic reads the weights and counts the requests of each interval
+// until ctx is done. The first read only learns the weights.
+func (m *Mesh) serveTraffic(ctx context.Context) {
+	report := newReporter(m.logf, "listing VirtualServices")
+	last := time.Now()
+	m.step(ctx, 0, report)
+	tick := time.NewTicker(m.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			m.step(ctx, now.Sub(last), report)
+			last = now
+		}
+	}
+}
+
+// step reads the weights of every cluster and counts the requests of the
+// elapsed time at those weights.
+func (m *Mesh) step(ctx context.Context, elapsed time.Duration, report *reporter) {
+	read := map[string]appWeights{}
+	for _, r := range readClusters(ctx, m.clusters, m.readTimeout(), readWeights) {
+		if r.err != nil {
+			if ctx.Err() == nil {
+				report.failed(r.cluster, r.err)
+			}
+			continue
+		}
+		report.ok(r.cluster)
+		read[r.cluster] = r.value
+	}
+	if ctx.Err() != nil {
+		// Stopping: the reads were cut short, and no traffic is due.
+		return
+	}
+	m.mu.Lock()
+	previous := m.weights
+	m.weights = read
+	counts := m.countLocked(read, elapsed.Seconds())
+	m.mu.Unlock()
+
+	m.logChanges(previous, read)
+	m.metrics.setWeights(read)
+	m.metrics.addRequests(counts)
+}
+
+// countLocked returns the requests each cluster, app and tag received in
+// seconds at weights, split by the error ratios. Call it with mu held.
+func (m *Mesh) countLocked(weights map[string]appWeights, seconds float64) []requestCount {
+	var counts []requestCount
+	for cluster, apps := range weights {
+		for app, tags := range apps {
+			for tag, weight := range tags {
+				n := max(m.rps*float64(weight)/100*seconds, 0)
+				ratio := m.ratios[app][tag]
+				counts = append(counts, requestCount{
+					cluster: cluster, app: app, tag: tag, ok: n * (1 - ratio), failed: n * ratio,
+				})
+			}
+		}
+	}
+	return counts
+}
+
+// readTimeout is how long a cluster has to answer a list.
+func (m *Mesh) readTimeout() time.Duration {
+	return max(m.interval, minReadTimeout)
+}
+
+// logChanges logs the weights of each cluster and app that differ from
+// those read before.
+func (m *Mesh) logChanges(previous, current map[string]appWeights) {
+	for _, cluster := range sortedKeys(current) {
+		apps := current[cluster]
+		for _, app := range sortedKeys(apps) {
+			if !sameWeights(previous[cluster][app], apps[app]) {
+				m.logf("cluster %s: app %s: weights %s", cluster, app, formatWeights(apps[app]))
+			}
+		}
+	}
+}
+
+func sameWeights(a, b map[string]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for tag, w := range a {
+		if bw, ok := b[tag]; !ok || bw != w {
+			return false
+		}
+	}
+	return true
+}
+
+func formatWeights(tags map[string]int32) string {
+	s := ""
+	for i, tag := range sortedKeys(tags) {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s %d%%", tag, tags[tag])
+	}
+	return s
+}
+
+// SetErrorRatio makes ratio (between 0 and 1) of the requests to app's tag
+// fail with status 500 from the next interval on, on every cluster.
+func (m *Mesh) SetErrorRatio(app, tag string, ratio float64) error {
+	if app == "" || tag == "" {
+		return fmt.Errorf("setting an error ratio: app %q and tag %q must not be empty", app, tag)
+	}
+	if math.IsNaN(ratio) || ratio < 0 || ratio > 1 {
+		return fmt.Errorf("setting the error ratio of %s/%s: ratio %v is not between 0 and 1", app, tag, ratio)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ratios[app] == nil {
+		m.ratios[app] = map[string]float64{}
+	}
+	m.ratios[app][tag] = ratio
+	return nil
+}
+
+// ErrorRatios returns the error ratios set, by app and tag.
+func (m *Mesh) ErrorRatios() map[string]map[string]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]map[string]float64, len(m.ratios))
+	for app, tags := range m.ratios {
+		out[app] = make(map[string]float64, len(tags))
+		for tag, r := range tags {
+			out[app][tag] = r
+		}
+	}
+	return out
+}
+
+// Weights returns a copy of the weights last read, in percent, by cluster,
+// app and tag. A cluster that failed to answer then is left out.
+func (m *Mesh) Weights() map[string]map[string]map[string]int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]map[string]map[string]int32, len(m.weights))
+	for cluster, apps := range m.weights {
+		out[cluster] = make(map[string]map[string]int32, len(apps))
+		for app, tags := range apps {
+			out[cluster][app] = make(map[string]int32, len(tags))
+			for tag, w := range tags {
+				out[cluster][app][tag] = w
+			}
+		}
+	}
+	return out
+}
+
+// clusterResult is what was read from one cluster.
+type clusterResult[T any] struct {
+	cluster string
+	value   T
+	err     error
+}
+
+// readClusters reads every cluster at once, each within timeout, and
+// returns the results in the clusters' order.
+func readClusters[T any](ctx context.Context, clusters []namedClient, timeout time.Duration,
+	read func(context.Context, client.Client) (T, error)) []clusterResult[T] {
+	results := make([]clusterResult[T], len(clusters))
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			v, err := read(ctx, c.client)
+			results[i] = clusterResult[T]{cluster: c.name, value: v, err: err}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// reporter logs the errors of each cluster when they start or change, and
+// when the cluster answers again, so that a cluster that is down does not
+// fill the log every interval.
+type reporter struct {
+	logf func(format string, args ...any)
+	what string            // what is read, to say that it works again
+	last map[string]string // last error logged, by cluster
+}
+
+func newReporter(logf func(string, ...any), what string) *reporter {
+	return &reporter{logf: logf, what: what, last: map[string]string{}}
+}
+
+func (r *reporter) failed(cluster string, err error) {
+	msg := err.Error()
+	if r.last[cluster] == msg {
+		return
+	}
+	r.last[cluster] = msg
+	r.logf("cluster %s: %v (skipped until it answers)", cluster, err)
+}
+
+func (r *reporter) ok(cluster string) {
+	if _, failing := r.last[cluster]; failing {
+		delete(r.last, cluster)
+		r.logf("cluster %s: %s: answering again", cluster, r.what)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,81 @@
+package mesh
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are what a Mesh exports, in a registry of its own.
+type metrics struct {
+	registry *prometheus.Registry
+	// requests counts requests as the destinations' Istio sidecars report them.
+	requests *prometheus.CounterVec
+	// weights are the weights last read.
+	weights *prometheus.GaugeVec
+
+	mu     sync.Mutex            // serializes setWeights
+	series map[weightSeries]bool // series of weights set
+}
+
+// weightSeries are the labels of a series of weights.
+type weightSeries struct{ cluster, app, tag string }
+
+// requestCount is the requests a cluster's app's tag received in an interval.
+type requestCount struct {
+	cluster, app, tag string
+	ok, failed        float64
+}
+
+func newMetrics() (*metrics, error) {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "istio_requests_total",
+			Help: "Requests received, as reported by the destination's Istio sidecar (simulated by the mesh).",
+		}, []string{"reporter", "destination_app", "destination_version", "destination_cluster", "response_code"}),
+		weights: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mesh_route_weight",
+			Help: "Weight in percent of the release route to each tag of each app, as last read from the cluster's VirtualService.",
+		}, []string{"destination_cluster", "destination_app", "destination_version"}),
+		series: map[weightSeries]bool{},
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.weights} {
+		if err := m.registry.Register(c); err != nil {
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// setWeights exports weights, by cluster, app and tag, and deletes the
+// series of those no longer there.
+func (m *metrics) setWeights(weights map[string]appWeights) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	current := map[weightSeries]bool{}
+	for cluster, apps := range weights {
+		for app, tags := range apps {
+			for tag, w := range tags {
+				current[weightSeries{cluster, app, tag}] = true
+				m.weights.WithLabelValues(cluster, app, tag).Set(float64(w))
+			}
+		}
+	}
+	for s := range m.series {
+		if !current[s] {
+			m.weights.DeleteLabelValues(s.cluster, s.app, s.tag)
+		}
+	}
+	m.series = current
+}
+
+// addRequests counts requests. Both response codes get a series, at 0 when
+// no request failed, so that error ratios read 0 rather than nothing.
+func (m *metrics) addRequests(counts []requestCount) {
+	for _, c := range counts {
+		m.requests.WithLabelValues("destination", c.app, c.tag, c.cluster, "200").Add(c.ok)
+		m.requests.WithLabelValues("destination", c.app, c.tag, c.cluster, "500").Add(c.failed)
+	}
+}
