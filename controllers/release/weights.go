@@ -45,7 +45,9 @@ type Allocation struct {
 // its canary percent or its Max: traffic must go somewhere, so a first-ever
 // canary serves 100%, and a build whose Max is lowered keeps its traffic
 // until an older one can take it back. The result sums to exactly 100 when
-// any build is releasable, and is all 0 otherwise. Allocate never panics:
+// any build is releasable. When none is, the newest build that has traffic
+// and waits between its canary and its release (an app's first build) keeps
+// 100%; otherwise all get 0. Allocate never panics:
 // percents outside [0, 100] are clamped.
 func Allocate(incs []Incarnation) Allocation {
 	a := Allocation{
@@ -55,6 +57,12 @@ func Allocate(incs []Incarnation) Allocation {
 	}
 	order := releasable(incs)
 	if len(order) == 0 {
+		// Traffic must still go somewhere: an app's first build, between
+		// its canary (where it served everything) and its release, keeps
+		// serving all of it rather than leave the route with no weight.
+		if i := holding(incs); i >= 0 {
+			a.Percent[i] = 100
+		}
 		return a
 	}
 	for _, i := range order {
@@ -90,6 +98,17 @@ func Allocate(incs []Incarnation) Allocation {
 	}
 	a.Percent[receiver] += left
 	return a
+}
+
+// holding returns the index of the newest build that has traffic and waits
+// between its canary and its release, or -1.
+func holding(incs []Incarnation) int {
+	for i, inc := range incs {
+		if inc.Percent > 0 && (inc.State == Canaried || inc.State == PendingRelease) {
+			return i
+		}
+	}
+	return -1
 }
 
 // releasable lists the indexes of the builds that may take traffic, in the

@@ -31,6 +31,10 @@ func TestAllocate(t *testing.T) {
 			[]Incarnation{inc("v1", Canarying, 0).canary(10)}, []int32{100}, -1, nil},
 		{"a canary takes its percent from the released build",
 			[]Incarnation{inc("v2", Canarying, 0).canary(10), inc("v1", Released, 100)}, []int32{10, 90}, 1, nil},
+		{"a first build keeps everything between its canary and its release",
+			[]Incarnation{inc("v1", Canaried, 100).canary(10)}, []int32{100}, -1, nil},
+		{"a first build keeps everything while its release is pending",
+			[]Incarnation{inc("v2", Deployed, 0), inc("v1", PendingRelease, 100)}, []int32{0, 100}, -1, nil},
 		{"a canaried build is not routed",
 			[]Incarnation{inc("v2", Canaried, 10).canary(10), inc("v1", Released, 90)}, []int32{0, 100}, 1, nil},
 		{"a pending release is not routed",
@@ -202,6 +206,11 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 	if receiver < 0 {
 		receiver = slices.IndexFunc(incs, func(i Incarnation) bool { return i.State == Canarying })
 	}
+	// With nothing releasable, the newest build waiting between its
+	// canary and its release with traffic keeps all of it.
+	waiting := slices.IndexFunc(incs, func(i Incarnation) bool {
+		return i.Percent > 0 && (i.State == Canaried || i.State == PendingRelease)
+	})
 	var sum, canaries int32
 	full := true // every build but the ramping one got all it asked for
 	for i, inc := range incs {
@@ -210,7 +219,8 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 		if p < 0 || p > 100 {
 			return fmt.Errorf("%s gets %d%%", inc.Tag, p)
 		}
-		if !isReleasable(inc) && p != 0 {
+		holds := receiver < 0 && i == waiting
+		if !isReleasable(inc) && !holds && p != 0 {
 			return fmt.Errorf("%s is %s and gets %d%%", inc.Tag, inc.State, p)
 		}
 		lost := i > ramping && ramping >= 0 && p == 0 && (inc.State == Releasing || inc.State == Released)
@@ -234,6 +244,12 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 		full = full && p == limit
 	}
 	if receiver < 0 {
+		if h := waiting; h >= 0 {
+			if sum != 100 || a.Percent[h] != 100 {
+				return fmt.Errorf("nothing releasable: %s, waiting with traffic, gets %d%% of %d%%", incs[h].Tag, a.Percent[h], sum)
+			}
+			return nil
+		}
 		if sum != 0 {
 			return fmt.Errorf("nothing releasable, yet %d%% allocated", sum)
 		}
