@@ -1,0 +1,287 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/test/harness"
+)
+
+// fieldManager applies what the fleet sets up.
+const fieldManager = "picchu-fleet"
+
+// tools are the binaries the fleet runs, built or installed under ./bin by
+// the repository's scripts when missing.
+type tools struct {
+	k8s        string // directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+	kwok       string // directory of kwok and kwokctl
+	prometheus string // the Prometheus server
+}
+
+func findTools(ctx context.Context) (tools, error) {
+	var t tools
+	var err error
+	if t.k8s, err = harness.Assets(ctx); err != nil {
+		return t, err
+	}
+	kwok, err := harness.KwokBinary(ctx)
+	if err != nil {
+		return t, err
+	}
+	t.kwok = filepath.Dir(kwok)
+	if t.prometheus, err = harness.PrometheusBinary(ctx); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// kwokctl runs kwokctl with the fleet's work directory and returns its output.
+func (t tools) kwokctl(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(t.kwok, "kwokctl"), args...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+filepath.Join(dir, "kwok"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kwokctl %s: %w: %s", strings.Join(args, " "), err, lastLines(out.String(), 10))
+	}
+	return out.String(), nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (f *Fleet) clusterDir(name string) string {
+	return filepath.Join(f.Dir, "kwok", "clusters", name)
+}
+
+// ensureCluster creates the cluster, or starts it when it is stopped, and
+// waits until its API server is ready and its fake nodes are Ready.
+func (f *Fleet) ensureCluster(ctx context.Context, name string) (*Cluster, error) {
+	kubeconfig := filepath.Join(f.clusterDir(name), "kubeconfig.yaml")
+	_, err := os.Stat(kubeconfig)
+	created := errors.Is(err, os.ErrNotExist)
+	if created {
+		f.logf("creating cluster %s", name)
+		if _, err := f.tools.kwokctl(ctx, f.Dir, "create", "cluster", "--name", name, "--runtime", "binary",
+			"--kubeconfig", kubeconfigPath(f.Dir),
+			"--etcd-binary", filepath.Join(f.tools.k8s, "etcd"),
+			"--kube-apiserver-binary", filepath.Join(f.tools.k8s, "kube-apiserver"),
+			"--kube-controller-manager-binary", filepath.Join(f.tools.k8s, "kube-controller-manager"),
+			"--kube-scheduler-binary", filepath.Join(f.tools.k8s, "kube-scheduler"),
+			"--kwok-controller-binary", filepath.Join(f.tools.kwok, "kwok"),
+			// HPAs act within a second, as in the tests.
+			"--extra-args", "kube-controller-manager=horizontal-pod-autoscaler-sync-period=1s",
+			// Nodes report their heartbeat in their status instead of in
+			// leases: kwok v0.7's lease controller, restarted with its
+			// cluster, fails to take over the leases it created and stops
+			// running pods on its nodes.
+			"--node-lease-duration-seconds", "0",
+		); err != nil {
+			return nil, fmt.Errorf("creating cluster %s: %w", name, err)
+		}
+	}
+	c, err := newCluster(name, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if !created && !c.ready(ctx) {
+		f.logf("starting cluster %s", name)
+		if _, err := f.tools.kwokctl(ctx, f.Dir, "start", "cluster", "--name", name); err != nil {
+			return nil, fmt.Errorf("starting cluster %s: %w", name, err)
+		}
+	}
+	if err := waitFor(ctx, readyTimeout, "cluster "+name+" ready", func(ctx context.Context) error {
+		if !c.ready(ctx) {
+			return errors.New("API server not ready")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := f.tools.kwokctl(ctx, f.Dir, "scale", "node", "--name", name, "--replicas", fmt.Sprint(NodeCount)); err != nil {
+		return nil, fmt.Errorf("cluster %s: creating nodes: %w", name, err)
+	}
+	if err := waitFor(ctx, readyTimeout, fmt.Sprintf("%d Ready nodes on %s", NodeCount, name), c.nodesReady); err != nil {
+		return nil, err
+	}
+	f.logf("cluster %s ready (kubeconfig %s)", name, kubeconfig)
+	return c, nil
+}
+
+// ready says whether the cluster's API server answers /readyz.
+func (c *Cluster) ready(ctx context.Context) bool {
+	hc, err := rest.HTTPClientFor(c.Config)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return httpOK(ctx, hc, c.Config.Host+"/readyz") == nil
+}
+
+func (c *Cluster) nodesReady(ctx context.Context) error {
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(ctx, nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue && !n.Spec.Unschedulable {
+				ready++
+			}
+		}
+	}
+	if ready < NodeCount {
+		return fmt.Errorf("%d of %d nodes Ready", ready, NodeCount)
+	}
+	return nil
+}
+
+// StopCluster stops every process of a cluster, its API server included:
+// to the operator, the cluster is down. Its data stays for StartCluster.
+func (f *Fleet) StopCluster(ctx context.Context, name string) error {
+	if _, err := f.tools.kwokctl(ctx, f.Dir, "stop", "cluster", "--name", name); err != nil {
+		return fmt.Errorf("stopping cluster %s: %w", name, err)
+	}
+	return nil
+}
+
+// StartCluster starts a stopped cluster again and waits until it is ready.
+func (f *Fleet) StartCluster(ctx context.Context, name string) error {
+	c := f.Target(name)
+	if name == Delivery {
+		c = f.Delivery
+	}
+	if c == nil {
+		return fmt.Errorf("starting cluster %s: no such cluster in the fleet", name)
+	}
+	if _, err := f.tools.kwokctl(ctx, f.Dir, "start", "cluster", "--name", name); err != nil {
+		return fmt.Errorf("starting cluster %s: %w", name, err)
+	}
+	return waitFor(ctx, readyTimeout, "cluster "+name+" ready", func(ctx context.Context) error {
+		if !c.ready(ctx) {
+			return errors.New("API server not ready")
+		}
+		return c.nodesReady(ctx)
+	})
+}
+
+// installCRDs installs (or updates) Picchu's CRDs on the delivery cluster
+// and the third-party CRDs on the targets, and waits until they serve.
+func (f *Fleet) installCRDs(ctx context.Context) error {
+	delivery := []string{filepath.Join(harness.RepoRoot(), "config", "crd", "bases")}
+	if _, err := envtest.InstallCRDs(f.Delivery.Config, envtest.CRDInstallOptions{Paths: delivery, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing Picchu's CRDs on %s: %w", Delivery, err)
+	}
+	thirdParty, err := harness.ThirdPartyCRDPaths(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range f.Targets {
+		if _, err := envtest.InstallCRDs(t.Config, envtest.CRDInstallOptions{Paths: thirdParty, ErrorIfPathMissing: true}); err != nil {
+			return fmt.Errorf("installing Istio's, prometheus-operator's, KEDA's and Sloth's CRDs on %s: %w", t.Name, err)
+		}
+	}
+	f.logf("CRDs installed: Picchu's on %s, Istio's, prometheus-operator's, KEDA's and Sloth's on the targets", Delivery)
+	return nil
+}
+
+// Register registers the target cluster t on the delivery cluster as a user
+// does: a Secret holding its administrator's credentials (key auth-info, a
+// kubeconfig user as JSON) and a Cluster named as, labelled with the fleet,
+// pointing at its API server with its CA. Registering again updates both.
+func (f *Fleet) Register(ctx context.Context, t *Cluster, as, fleetName string) error {
+	dir := f.clusterDir(t.Name)
+	read := func(file string) ([]byte, error) {
+		data, err := os.ReadFile(filepath.Join(dir, "pki", file))
+		if err != nil {
+			return nil, fmt.Errorf("registering cluster %s: %w", t.Name, err)
+		}
+		return data, nil
+	}
+	ca, err := read("ca.crt")
+	if err != nil {
+		return err
+	}
+	cert, err := read("admin.crt")
+	if err != nil {
+		return err
+	}
+	key, err := read("admin.key")
+	if err != nil {
+		return err
+	}
+	authInfo, err := remote.AuthInfoJSON(&clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key})
+	if err != nil {
+		return fmt.Errorf("registering cluster %s: %w", t.Name, err)
+	}
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: as, Namespace: f.Namespace},
+			Data:       map[string][]byte{remote.AuthInfoKey: authInfo},
+		},
+		&picchuv1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: as, Namespace: f.Namespace,
+				Labels: map[string]string{picchuv1alpha1.LabelFleet: fleetName},
+			},
+			Spec: picchuv1alpha1.ClusterSpec{
+				Enabled: true,
+				Config:  &picchuv1alpha1.ClusterConfig{Server: t.Config.Host, CertificateAuthorityData: ca},
+			},
+		},
+	}
+	for _, obj := range objects {
+		if err := Apply(ctx, f.Delivery.Client, obj); err != nil {
+			return fmt.Errorf("registering cluster %s as %s: %w", t.Name, as, err)
+		}
+	}
+	f.logf("cluster %s registered as Cluster %s/%s of fleet %s", t.Name, f.Namespace, as, fleetName)
+	return nil
+}
+
+// Apply server-side applies obj, a typed object of c's scheme, as the
+// fleet's field manager, taking over fields others set.
+func Apply(ctx context.Context, c client.Client, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return fmt.Errorf("applying %T %s: %w", obj, obj.GetName(), err)
+	}
+	data, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: data}
+	u.SetGroupVersionKind(gvk)
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
