@@ -1,0 +1,107 @@
+// Command demo runs Picchu's story on the local fleet (see test/story):
+// it brings the fleet up (reusing what runs), builds and starts the
+// operator against the delivery cluster, releases v1, then v2 while v1
+// retires, then watches v3's failing canary be rolled back, with a live
+// view. It prints a summary and how to explore, leaves the fleet running
+// (make fleet-down stops it) and exits 0 when every phase ended within its
+// budget.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/medium/picchu/test/fleet"
+	"github.com/medium/picchu/test/story"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out *os.File) error {
+	start := time.Now()
+	view := story.NewView(out)
+	view.Printf("Picchu demo: bringing up the local fleet (delivery, east, west; the first run builds Kubernetes, a few minutes)")
+	f, err := fleet.Up(ctx, fleet.Options{Log: out})
+	if err != nil {
+		return err
+	}
+	view.Printf("Building and starting the operator against the delivery cluster")
+	binary, err := fleet.OperatorBinary(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f.StartOperator(ctx, binary); err != nil {
+		return err
+	}
+	view.Printf("Operator ready (log %s). The story: v1 released; v2 canaried and ramped while v1 retires; v3 fails its canary and is rolled back.", f.OperatorLog())
+	res, runErr := story.Run(ctx, story.Options{Fleet: f, Observe: view.Show, Logf: view.Printf})
+	fmt.Fprintln(out)
+	late := summary(out, res, time.Since(start))
+	fmt.Fprintln(out)
+	fmt.Fprint(out, f.Describe())
+	fmt.Fprintf(out, "  The demo's builds: config/samples/demo/revision-v{1,2,3}.yaml (apply your own with kubectl apply -f).\n")
+	switch {
+	case runErr != nil:
+		return runErr
+	case late > 0:
+		return fmt.Errorf("%d phase(s) took longer than their budget", late)
+	}
+	return nil
+}
+
+// summary prints each phase's timing against its budget and the final
+// weights, and returns the number of phases over budget.
+func summary(out io.Writer, res *story.Result, total time.Duration) int {
+	fmt.Fprintf(out, "Summary (%s in all)\n", total.Round(time.Second))
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "PHASE\tTOOK\tDEPLOY\tCONFIGURED DELAYS\tBUDGET (1.2 × DELAYS + DEPLOY)\t")
+	late := 0
+	for _, p := range res.Phases {
+		verdict := "ok"
+		if !p.Within() {
+			verdict = "OVER BUDGET"
+			late++
+		}
+		took := "unfinished"
+		if !p.Ended.IsZero() {
+			took = round(p.Took())
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s (%s)\t%s\t%s\n", p.Name, took, round(p.DeployTook()),
+			round(p.Delays), p.DelaysExplained, round(p.Budget()), verdict)
+	}
+	_ = w.Flush()
+	fmt.Fprintln(out, "Final weights:")
+	for _, c := range res.Final.Clusters {
+		routes := c.Routes()
+		if c.Err != nil {
+			routes = "unreadable: " + c.Err.Error()
+		}
+		fmt.Fprintf(out, "  %-6s %s\n", c.Name, routes)
+	}
+	var states []string
+	for _, b := range res.Final.Builds {
+		s := b.Tag + " " + b.State
+		if b.FailedReason != "" {
+			s += " (" + b.FailedReason + ")"
+		}
+		states = append(states, s)
+	}
+	fmt.Fprintf(out, "Builds: %s\n", strings.Join(states, "; "))
+	return late
+}
+
+func round(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
