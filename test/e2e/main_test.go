@@ -1,0 +1,120 @@
+// Package e2e runs Picchu end to end on a local fleet of its own (package
+// test/fleet, in a temporary directory): kwok clusters delivery, east and
+// west with the real kube-controller-manager, kube-scheduler and fake
+// nodes, a real Prometheus, the mesh, and the operator built from this
+// repository and run as its own process, as `make demo` runs it.
+//
+// Run it alone with `make test-e2e`; `make test` runs it too.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/medium/picchu/test/fleet"
+)
+
+// lab is the fleet every test of the package shares.
+var lab *fleet.Fleet
+
+// operatorBinary is the operator, built once.
+var operatorBinary string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) (code int) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "picchu-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer func() {
+		if err := fleet.Down(ctx, dir); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: taking the fleet down:", err)
+			code = 1
+		}
+		// fleet-down's promise: no process and no file left behind.
+		if pids, err := fleet.Processes(dir); err != nil || len(pids) > 0 {
+			fmt.Fprintf(os.Stderr, "e2e: processes left after Down: %v %v\n", pids, err)
+			code = 1
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			fmt.Fprintf(os.Stderr, "e2e: %s left after Down (%v)\n", dir, err)
+			code = 1
+		}
+	}()
+	start := time.Now()
+	if lab, err = fleet.Up(ctx, fleet.Options{Dir: dir, Log: os.Stderr}); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the fleet:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: fleet up in %s\n", time.Since(start).Round(100*time.Millisecond))
+	if operatorBinary, err = fleet.OperatorBinary(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if err := lab.StartOperator(ctx, operatorBinary); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	code = m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "e2e: the operator's log: %s (removed with the fleet)\n%s\n", lab.OperatorLog(), tailOf(lab.OperatorLog(), 60))
+	}
+	return code
+}
+
+func tailOf(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	s := string(data)
+	for i, n := len(s)-1, 0; i >= 0; i-- {
+		if s[i] == '\n' {
+			n++
+			if n > lines {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
+}
+
+// promQuery runs an instant query on the fleet's Prometheus and returns
+// the number of series in its answer.
+func promQuery(ctx context.Context, query string) (int, error) {
+	u := lab.PrometheusURL + "/api/v1/query?query=" + url.QueryEscape(query)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("querying %q: %w", query, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return 0, fmt.Errorf("querying %q: decoding: %w", query, err)
+	}
+	if out.Status != "success" {
+		return 0, fmt.Errorf("querying %q: %s", query, out.Error)
+	}
+	return len(out.Data.Result), nil
+}
