@@ -60,6 +60,25 @@ test: verify k8s-binaries prometheus-binary ## Run every test, with the race det
 bench: k8s-binaries ## Run the benchmarks.
 	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test -run '^$$' -bench . -benchmem $(PKGS)
 
+##@ Local fleet and demo
+
+.PHONY: demo
+demo: ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3.
+	go build -o bin/picchu-demo ./hack/demo
+	bin/picchu-demo
+
+.PHONY: fleet-up
+fleet-up: ## Start the local fleet: kwok clusters delivery, east and west, Prometheus and the mesh.
+	hack/fleet.sh up
+
+.PHONY: fleet-down
+fleet-down: ## Stop every process of the local fleet and remove .fleet/.
+	hack/fleet.sh down
+
+.PHONY: test-e2e
+test-e2e: k8s-binaries prometheus-binary ## Run the end-to-end tests on their own local fleet.
+	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -v ./test/e2e/
+
 ##@ Build and run
 
 .PHONY: build
