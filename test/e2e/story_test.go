@@ -98,13 +98,19 @@ func TestStory(t *testing.T) {
 		if got, want := weightsOf(v1, c.Name, "v1"), []int32{100}; !slices.Equal(got, want) {
 			t.Errorf("%s: v1's weights went %v, want %v", c.Name, got, want)
 		}
-		// v2 canaries at 10 % and takes every step of its geometric ramp,
-		// while v1 gives way step by step.
-		if got := weightsOf(v2, c.Name, "v2"); !slices.Equal(got, ramp) {
-			t.Errorf("%s: v2's weights went %v, want %v", c.Name, got, ramp)
+		// v2 canaries at 10 %, and takes every step of its geometric ramp
+		// while v1 gives way step by step. Between its canary and its
+		// release a build is not routed (docs/releasing.md): the schedule
+		// "always" starts the release at once, so its 10 % goes to v1 for
+		// at most a moment, which the observations may catch.
+		if got := weightsOf(v2, c.Name, "v2"); !slices.Equal(got, ramp) &&
+			!slices.Equal(got, append([]int32{10, 0}, ramp...)) {
+			t.Errorf("%s: v2's weights went %v, want its canary then %v", c.Name, got, ramp)
 		}
-		if got, want := weightsOf(v2, c.Name, "v1"), []int32{100, 90, 80, 60, 20, 0}; !slices.Equal(got, want) {
-			t.Errorf("%s: v1's weights went %v while v2 ramped, want %v", c.Name, got, want)
+		gaveWay := []int32{90, 80, 60, 20, 0}
+		if got := weightsOf(v2, c.Name, "v1"); !slices.Equal(got, append([]int32{100}, gaveWay...)) &&
+			!slices.Equal(got, append([]int32{100, 90, 100}, gaveWay...)) {
+			t.Errorf("%s: v1's weights went %v while v2 ramped, want 100 then %v", c.Name, got, gaveWay)
 		}
 		// v3 takes its 10 % canary, then nothing; v2 gives it those 10 %
 		// and takes them back.
