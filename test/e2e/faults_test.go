@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func releasedEverywhere(tag string, clusters ...string) func(story.Snapshot) err
 			return fmt.Errorf("%s is %q", tag, st)
 		}
 		for _, c := range s.Clusters {
-			if len(clusters) > 0 && !contains(clusters, c.Name) {
+			if len(clusters) > 0 && !slices.Contains(clusters, c.Name) {
 				continue
 			}
 			if c.Err != nil {
@@ -73,15 +74,6 @@ func releasedEverywhere(tag string, clusters ...string) func(story.Snapshot) err
 		}
 		return nil
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // watcher records, until stopped, the percent steps of each build of an

@@ -9,13 +9,14 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"testing"
 	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 
 	"github.com/medium/picchu/test/fleet"
 )
@@ -68,53 +69,25 @@ func run(m *testing.M) (code int) {
 	}
 	code = m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: the operator's log: %s (removed with the fleet)\n%s\n", lab.OperatorLog(), tailOf(lab.OperatorLog(), 60))
+		fmt.Fprintf(os.Stderr, "e2e: the operator's log: %s (removed with the fleet)\n%s\n", lab.OperatorLog(), fleet.LogTail(lab.OperatorLog(), 60))
 	}
 	return code
-}
-
-func tailOf(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	s := string(data)
-	for i, n := len(s)-1, 0; i >= 0; i-- {
-		if s[i] == '\n' {
-			n++
-			if n > lines {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
 }
 
 // promQuery runs an instant query on the fleet's Prometheus and returns
 // the number of series in its answer.
 func promQuery(ctx context.Context, query string) (int, error) {
-	u := lab.PrometheusURL + "/api/v1/query?query=" + url.QueryEscape(query)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	c, err := promapi.NewClient(promapi.Config{Address: lab.PrometheusURL})
 	if err != nil {
 		return 0, fmt.Errorf("querying %q: %w", query, err)
 	}
-	defer resp.Body.Close()
-	var out struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []json.RawMessage `json:"result"`
-		} `json:"data"`
+	value, _, err := promv1.NewAPI(c).Query(ctx, query, time.Now())
+	if err != nil {
+		return 0, fmt.Errorf("querying %q: %w", query, err)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return 0, fmt.Errorf("querying %q: decoding: %w", query, err)
+	vector, ok := value.(model.Vector)
+	if !ok {
+		return 0, fmt.Errorf("querying %q: got a %s, want a vector", query, value.Type())
 	}
-	if out.Status != "success" {
-		return 0, fmt.Errorf("querying %q: %s", query, out.Error)
-	}
-	return len(out.Data.Result), nil
+	return len(vector), nil
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // daemonStopTimeout is how long a daemon gets to exit after SIGTERM before
@@ -104,10 +107,9 @@ func (d daemon) stop() error {
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("stopping %s (pid %d): %w", d.name, pid, err)
 		}
-		deadline := time.Now().Add(daemonStopTimeout)
-		for alive(pid, d.dir) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond) // polling a process we cannot wait for
-		}
+		// A process this one did not start cannot be waited for: poll.
+		_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, daemonStopTimeout, true,
+			func(context.Context) (bool, error) { return !alive(pid, d.dir), nil })
 		if alive(pid, d.dir) {
 			if err := killPid(pid); err != nil {
 				return fmt.Errorf("stopping %s: %w", d.name, err)

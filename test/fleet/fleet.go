@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -357,21 +358,15 @@ func newCluster(name, kubeconfig string) (*Cluster, error) {
 // waitFor polls check every pollInterval until it returns nil, or fails
 // with its last error after timeout.
 func waitFor(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		last := check(ctx)
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-		case <-tick.C:
-		}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		last = check(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w (last: %v)", what, err, last)
 	}
+	return nil
 }
 
 // Describe says, for a person, what runs and how to reach it.

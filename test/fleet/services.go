@@ -56,18 +56,19 @@ func (f *Fleet) waitHTTP(ctx context.Context, d daemon, url string) error {
 	hc := &http.Client{Timeout: probeTimeout}
 	return waitFor(ctx, readyTimeout, d.name+" ready", func(ctx context.Context) error {
 		if _, ok := d.running(); !ok {
-			return fmt.Errorf("%s is not running; its log %s ends with:\n%s", d.name, d.LogFile(), tail(d.LogFile()))
+			return fmt.Errorf("%s is not running; its log %s ends with:\n%s", d.name, d.LogFile(), LogTail(d.LogFile(), 20))
 		}
 		return httpOK(ctx, hc, url)
 	})
 }
 
-func tail(path string) string {
+// LogTail returns the last lines of a log file, or why it cannot be read.
+func LogTail(path string, lines int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
 	}
-	return lastLines(string(data), 20)
+	return lastLines(string(data), lines)
 }
 
 func (f *Fleet) prometheusDir() string { return filepath.Join(f.Dir, "prometheus") }
