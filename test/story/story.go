@@ -12,7 +12,6 @@ package story
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -403,14 +402,3 @@ func removed(ctx context.Context, f *fleet.Fleet, app string) error {
 
 // Tags are the builds of the story, in order.
 var Tags = []string{"v1", "v2", "v3"}
-
-var errNoPhase = errors.New("no such phase")
-
-// PhaseOf returns the phase that applied tag.
-func (r *Result) PhaseOf(tag string) (Phase, error) {
-	i := slices.IndexFunc(r.Phases, func(p Phase) bool { return p.Tag == tag })
-	if i < 0 {
-		return Phase{}, fmt.Errorf("%s: %w", tag, errNoPhase)
-	}
-	return r.Phases[i], nil
-}
