@@ -384,14 +384,20 @@ func (p *Prometheus) SetRules(ctx context.Context, groups []monitoringv1.RuleGro
 	}
 }
 
-// reload POSTs /-/reload, which answers once the configuration and rules
-// are loaded, or with the reason they are not.
+// reload asks Prometheus to load its configuration and rules again.
 func (p *Prometheus) reload(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL()+"/-/reload", nil)
+	return ReloadPrometheus(ctx, p.http, p.URL())
+}
+
+// ReloadPrometheus POSTs /-/reload to the Prometheus at baseURL (run with
+// --web.enable-lifecycle), which answers once the configuration and rules
+// are loaded, or with the reason they are not.
+func ReloadPrometheus(ctx context.Context, hc *http.Client, baseURL string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(baseURL, "/")+"/-/reload", nil)
 	if err != nil {
 		return fmt.Errorf("reloading: %w", err)
 	}
-	resp, err := p.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("reloading: %w", err)
 	}

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -133,27 +131,13 @@ func (p PrometheusFiles) SetRules(ctx context.Context, groups []monitoringv1.Rul
 	return nil
 }
 
-// reload POSTs /-/reload, which answers once the rules are loaded, or with
-// why they are not.
+// reload asks Prometheus to load the rules again.
 func (p PrometheusFiles) reload(ctx context.Context) error {
 	httpClient := p.HTTP
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: reloadTimeout}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(p.URL, "/")+"/-/reload", nil)
-	if err != nil {
-		return fmt.Errorf("reloading: %w", err)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("reloading: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("reloading: POST /-/reload: %s: %s", resp.Status, strings.TrimSpace(string(body)))
-	}
-	return nil
+	return harness.ReloadPrometheus(ctx, httpClient, p.URL)
 }
 
 // writeAtomically writes data to a temporary file beside path, then renames
