@@ -42,10 +42,10 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 		git --no-pager diff --stat -- api config; exit 1; fi
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
-	go vet ./...
+	hack/go-build.sh "picchu and its tests (go vet)" "$$(go list -deps -test ./... | wc -l)" go vet -v ./...
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and kwokctl into bin/ (once).
+k8s-binaries: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kubectl, kwok and kwokctl into bin/ (once).
 	hack/install-k8s-binaries.sh >/dev/null
 
 .PHONY: prometheus-binary
@@ -54,6 +54,7 @@ prometheus-binary: ## Provision the Prometheus server the tests run into bin/ (o
 
 .PHONY: test
 test: verify k8s-binaries prometheus-binary ## Run every test, with the race detector, against real API servers and Prometheus.
+	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
 	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: bench
@@ -63,9 +64,9 @@ bench: k8s-binaries ## Run the benchmarks.
 ##@ Local fleet and demo
 
 .PHONY: demo
-demo: ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3.
-	go build -o bin/picchu-demo ./hack/demo
-	bin/picchu-demo
+demo: k8s-binaries prometheus-binary ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3.
+	@hack/go-build.sh "the demo" "$$(go list -deps ./hack/demo | wc -l)" go build -v -o bin/picchu-demo ./hack/demo
+	@bin/picchu-demo
 
 .PHONY: fleet-up
 fleet-up: ## Start the local fleet: kwok clusters delivery, east and west, Prometheus and the mesh.
@@ -102,4 +103,4 @@ docker-build: ## Build the container image.
 	docker build -t $(IMG) .
 
 $(CONTROLLER_GEN):
-	GOBIN=$(dir $(CONTROLLER_GEN)) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	hack/go-build.sh controller-gen 0 env GOBIN=$(dir $(CONTROLLER_GEN)) go install -v sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

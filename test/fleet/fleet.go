@@ -146,7 +146,8 @@ func (f *Fleet) logf(format string, args ...any) {
 }
 
 // Up starts the fleet, or the parts of it that do not run, and returns it
-// once every cluster, Prometheus and the mesh are ready.
+// once every cluster, Prometheus and the mesh are ready. What the Kubernetes
+// libraries of this process log goes to <Dir>/logs/fleet.log.
 func Up(ctx context.Context, opts Options) (*Fleet, error) {
 	opts.defaults()
 	dir, err := filepath.Abs(opts.Dir)
@@ -155,6 +156,9 @@ func Up(ctx context.Context, opts Options) (*Fleet, error) {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the fleet directory: %w", err)
+	}
+	if err := logToFile(dir); err != nil {
+		return nil, err
 	}
 	f := &Fleet{Dir: dir, Fleet: opts.Fleet, Namespace: opts.Namespace, logOut: opts.Log}
 	if f.tools, err = findTools(ctx); err != nil {
@@ -369,18 +373,51 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, check func
 	return nil
 }
 
+// Kubectl is the kubectl that hack/install-k8s-binaries.sh builds beside the
+// Kubernetes binaries: bin/kubectl, so that the commands the fleet prints
+// work on a machine that has only Go.
+func Kubectl() string { return filepath.Join(harness.RepoRoot(), "bin", "kubectl") }
+
+// Commands are the kubectl commands Describe prints, for a person to
+// explore the fleet with; each runs as printed from the current directory.
+func (f *Fleet) Commands() []string {
+	kubectl := shown(Kubectl())
+	cmds := []string{fmt.Sprintf("%s --kubeconfig %s get revisions,releasemanagers,clusters -n %s", kubectl, shown(f.Delivery.Kubeconfig), f.Namespace)}
+	for _, t := range f.Targets {
+		cmds = append(cmds, fmt.Sprintf("%s --kubeconfig %s get virtualservices,replicasets,pods -A", kubectl, shown(t.Kubeconfig)))
+	}
+	return cmds
+}
+
+// shown is path relative to the current directory when it lies inside it,
+// and absolute otherwise.
+func shown(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
+}
+
 // Describe says, for a person, what runs and how to reach it.
 func (f *Fleet) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The local fleet runs (state in %s):\n", f.Dir)
-	fmt.Fprintf(&b, "  %-10s kubectl --kubeconfig %s get revisions,releasemanagers,clusters -n %s\n", f.Delivery.Name, f.Delivery.Kubeconfig, f.Namespace)
-	for _, t := range f.Targets {
-		fmt.Fprintf(&b, "  %-10s kubectl --kubeconfig %s get virtualservices,replicasets,pods -A\n", t.Name, t.Kubeconfig)
+	fmt.Fprintf(&b, "The local fleet runs (state in %s):\n", shown(f.Dir))
+	names := append([]string{f.Delivery.Name}, make([]string, len(f.Targets))...)
+	for i, t := range f.Targets {
+		names[i+1] = t.Name
+	}
+	for i, cmd := range f.Commands() {
+		fmt.Fprintf(&b, "  %-10s %s\n", names[i], cmd)
 	}
 	fmt.Fprintf(&b, "  Prometheus %s (alerts: %s/alerts)\n", f.PrometheusURL, f.PrometheusURL)
 	fmt.Fprintf(&b, "  mesh       %s/weights, %s/metrics\n", f.MeshURL, f.MeshURL)
 	if _, ok := (daemon{f.Dir, operatorDaemon}).running(); ok {
-		fmt.Fprintf(&b, "  operator   log %s, metrics %s\n", f.OperatorLog(), f.OperatorMetricsURL())
+		fmt.Fprintf(&b, "  operator   log %s, metrics %s\n", shown(f.OperatorLog()), f.OperatorMetricsURL())
 	}
 	fmt.Fprintf(&b, "Stop it all with: make fleet-down\n")
 	return b.String()
