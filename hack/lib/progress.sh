@@ -55,5 +55,11 @@ progress_build() {
 # compiles from scratch (standard library included), downloading the modules
 # it needs first.
 progress_count() {
-  go list -deps "$@" | wc -l | tr -d ' '
+  local errs count
+  errs=$(mktemp)
+  if ! count=$(go list -deps "$@" 2>"$errs" | wc -l); then
+    cat "$errs" >&2
+  fi
+  rm -f "$errs"
+  echo "$count" | tr -d ' '
 }

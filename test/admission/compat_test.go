@@ -3,27 +3,44 @@ package admission_test
 import (
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/medium/picchu/test/crdfields"
 	"github.com/medium/picchu/test/harness"
 )
 
-// referenceCRDDir holds the original operator's CRDs, beside the repository.
-func referenceCRDDir(t *testing.T) string {
+// referenceFields is where the original operator's field paths and their
+// types are kept (written by hack/reference-fields from its CRDs).
+var referenceFields = filepath.Join("testdata", "reference-fields.txt")
+
+// reference returns the original operator's CRDs: their names and every
+// field path outside status with its type.
+func reference(t *testing.T) []crdfields.CRD {
 	t.Helper()
-	dir := os.Getenv("PICCHU_REFERENCE_CRDS")
-	if dir == "" {
-		dir = filepath.Join(harness.RepoRoot(), "..", "shared", "reference", "picchu-crds")
+	f, err := os.Open(referenceFields)
+	if err != nil {
+		t.Fatalf("reading the original's field paths: %v", err)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("reference CRDs not found (set PICCHU_REFERENCE_CRDS): %v", err)
+	defer f.Close()
+	crds, err := crdfields.Read(f)
+	if err != nil {
+		t.Fatalf("%s: %v", referenceFields, err)
 	}
-	return dir
+	if len(crds) != 6 {
+		t.Fatalf("%s: want the original's 6 kinds, found %d", referenceFields, len(crds))
+	}
+	return crds
+}
+
+// ours loads our CRD of the reference's kind from config/crd/bases.
+func ours(t *testing.T, ref crdfields.CRD) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	return loadCRD(t, filepath.Join(harness.RepoRoot(), "config", "crd", "bases", ref.Group+"_"+ref.Plural+".yaml"))
 }
 
 func loadCRD(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition {
@@ -47,77 +64,45 @@ type fieldType struct {
 	Format      string
 }
 
-// schemaPaths lists every field path of a schema: ".spec.targets[].name",
-// maps as "{}".
-func schemaPaths(s *apiextensionsv1.JSONSchemaProps, path string, out map[string]fieldType) {
-	out[path] = fieldType{Type: s.Type, IntOrString: s.XIntOrString, Format: s.Format}
-	for name, child := range s.Properties {
-		schemaPaths(&child, path+"."+name, out)
-	}
-	if s.Items != nil && s.Items.Schema != nil {
-		schemaPaths(s.Items.Schema, path+"[]", out)
-	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		schemaPaths(s.AdditionalProperties.Schema, path+"{}", out)
-	}
+func typeOf(f crdfields.Field) fieldType {
+	return fieldType{Type: f.Type, IntOrString: f.IntOrString, Format: f.Format}
 }
 
 // TestCRDs_AcceptEveryReferenceFieldPath checks that every field path of the
 // original operator's CRDs (outside status) is in ours with the same type, so
 // every manifest written for it is accepted and nothing in it is pruned.
 func TestCRDs_AcceptEveryReferenceFieldPath(t *testing.T) {
-	refDir := referenceCRDDir(t)
-	files, err := filepath.Glob(filepath.Join(refDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no reference CRDs in %s: %v", refDir, err)
-	}
-	for _, refFile := range files {
-		name := filepath.Base(refFile)
-		t.Run(name, func(t *testing.T) {
-			ref := loadCRD(t, refFile)
-			ours := loadCRD(t, filepath.Join(harness.RepoRoot(), "config", "crd", "bases", name))
-			if ref.Spec.Names.Kind != ours.Spec.Names.Kind || ref.Spec.Group != ours.Spec.Group ||
-				ref.Spec.Names.Plural != ours.Spec.Names.Plural || ref.Spec.Scope != ours.Spec.Scope {
+	for _, ref := range reference(t) {
+		t.Run(ref.Kind, func(t *testing.T) {
+			crd := ours(t, ref)
+			if ref.Kind != crd.Spec.Names.Kind || ref.Group != crd.Spec.Group ||
+				ref.Plural != crd.Spec.Names.Plural || ref.Scope != string(crd.Spec.Scope) {
 				t.Fatalf("names differ: reference %s %s/%s %s, ours %s %s/%s %s",
-					ref.Spec.Names.Kind, ref.Spec.Group, ref.Spec.Names.Plural, ref.Spec.Scope,
-					ours.Spec.Names.Kind, ours.Spec.Group, ours.Spec.Names.Plural, ours.Spec.Scope)
+					ref.Kind, ref.Group, ref.Plural, ref.Scope,
+					crd.Spec.Names.Kind, crd.Spec.Group, crd.Spec.Names.Plural, crd.Spec.Scope)
 			}
-			refPaths, ourPaths := map[string]fieldType{}, map[string]fieldType{}
-			for _, v := range ref.Spec.Versions {
-				schemaPaths(v.Schema.OpenAPIV3Schema, "", refPaths)
-			}
-			found := false
-			for _, v := range ours.Spec.Versions {
-				if v.Name == "v1alpha1" && v.Served && v.Storage {
-					schemaPaths(v.Schema.OpenAPIV3Schema, "", ourPaths)
-					found = true
-				}
-			}
-			if !found {
+			if !slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+				return v.Name == "v1alpha1" && v.Served && v.Storage
+			}) {
 				t.Fatalf("our CRD has no served storage version v1alpha1")
 			}
-			var paths []string
-			for p := range refPaths {
-				paths = append(paths, p)
+			got, err := crdfields.FromCRD(crd)
+			if err != nil {
+				t.Fatalf("listing our field paths: %v", err)
 			}
-			sort.Strings(paths)
 			checked := 0
-			for _, p := range paths {
-				if p == ".status" || strings.HasPrefix(p, ".status.") {
-					continue
-				}
+			for _, want := range ref.Fields {
 				checked++
-				want := refPaths[p]
-				got, ok := ourPaths[p]
+				have, ok := got.Field(want.Path)
 				switch {
 				case !ok:
-					t.Errorf("%s: missing from our CRD (reference type %+v)", p, want)
-				case got != want:
-					t.Errorf("%s: type %+v, reference %+v", p, got, want)
+					t.Errorf("%s: missing from our CRD (reference type %+v)", want.Path, typeOf(want))
+				case typeOf(have) != typeOf(want):
+					t.Errorf("%s: type %+v, reference %+v", want.Path, typeOf(have), typeOf(want))
 				}
 			}
 			if checked < 5 {
-				t.Fatalf("only %d field paths checked: the reference CRD was not read", checked)
+				t.Fatalf("only %d field paths checked: the reference was not read", checked)
 			}
 			t.Logf("%d reference field paths present with the same type", checked)
 		})

@@ -3,7 +3,6 @@ package admission_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -12,13 +11,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/medium/picchu/test/harness"
 )
 
 // sampleOverrides are values for reference field paths whose generic sample
 // would break one of our validation rules. Keys are field paths as
-// schemaPaths writes them.
+// package crdfields writes them.
 var sampleOverrides = map[string]any{
 	".spec.targets[].serviceMonitors[].spec.endpoints[].proxyUrl": "http://proxy.example:3128",
 	".spec.app.name":                                                  "demo",
@@ -175,24 +172,23 @@ func normalize(t *testing.T, v any) any {
 // server with our CRDs, and checks that every value is stored as sent:
 // nothing rejected, nothing pruned.
 func TestCRDs_ReferenceManifestsApply(t *testing.T) {
-	refDir := referenceCRDDir(t)
-	files, _ := filepath.Glob(filepath.Join(refDir, "*.yaml"))
 	ctx := context.Background()
-	for _, refFile := range files {
-		name := filepath.Base(refFile)
-		ref := loadCRD(t, refFile)
-		ours := loadCRD(t, filepath.Join(harness.RepoRoot(), "config", "crd", "bases", name))
-		refSpec := ref.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-		ourSpec := ours.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	for _, ref := range reference(t) {
+		refSchema, err := ref.Schema()
+		if err != nil {
+			t.Fatalf("rebuilding the reference schema: %v", err)
+		}
+		refSpec := refSchema.Properties["spec"]
+		ourSpec := ours(t, ref).Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 		seen := map[string]bool{}
 		for variant := range 2 {
-			t.Run(ref.Spec.Names.Kind+"/"+string(rune('a'+variant)), func(t *testing.T) {
+			t.Run(ref.Kind+"/"+string(rune('a'+variant)), func(t *testing.T) {
 				spec := sample(".spec", &refSpec, &ourSpec, variant, seen).(map[string]any)
 				u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-				u.SetAPIVersion(ref.Spec.Group + "/v1alpha1")
-				u.SetKind(ref.Spec.Names.Kind)
+				u.SetAPIVersion(ref.Group + "/v1alpha1")
+				u.SetKind(ref.Kind)
 				u.SetNamespace("picchu")
-				u.SetName(uniqueName(strings.ToLower(ref.Spec.Names.Kind)))
+				u.SetName(uniqueName(strings.ToLower(ref.Kind)))
 				sent := map[string]any{}
 				leaves(normalize(t, spec), ".spec", sent)
 				if err := bare.Delivery.Client.Create(ctx, u.DeepCopy()); err != nil {
@@ -220,11 +216,9 @@ func TestCRDs_ReferenceManifestsApply(t *testing.T) {
 		}
 		// Together the manifests set every reference field path, except where
 		// a value is given whole (an override such as defaultIngressPorts).
-		refPaths := map[string]fieldType{}
-		schemaPaths(&refSpec, ".spec", refPaths)
-		for p := range refPaths {
-			if !seen[p] && !underOverride(p) {
-				t.Errorf("%s: %s is set by no manifest", ref.Spec.Names.Kind, p)
+		for _, f := range ref.Fields {
+			if p := f.Path; (p == ".spec" || strings.HasPrefix(p, ".spec.")) && !seen[p] && !underOverride(p) {
+				t.Errorf("%s: %s is set by no manifest", ref.Kind, p)
 			}
 		}
 	}
