@@ -271,7 +271,14 @@ func isNoKind(err error) bool { return meta.IsNoMatchError(err) || apierrors.IsN
 func (s *snapshot) syncRouting(ctx context.Context, c *plan.Cluster, fc *fleetCluster, newest *incarnation) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	routing := s.routing(newest)
-	if err := c.Apply(ctx, pplan.Service(app, target, routing.Ports)); err != nil {
+	var err error
+	if svc := pplan.Service(app, target, routing.Ports); svc != nil {
+		err = c.Apply(ctx, svc)
+	} else {
+		// No build has a port: no Service (one without ports is invalid).
+		err = c.Delete(ctx, pplan.ServiceObject(app, target))
+	}
+	if err != nil {
 		return err
 	}
 	if err := c.Apply(ctx, pplan.PodDisruptionBudget(app, target, newest.target.PodDisruptionBudget)); err != nil {

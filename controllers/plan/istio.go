@@ -59,9 +59,10 @@ func (r Routing) objectMeta() metav1.ObjectMeta {
 
 // DestinationRule is the app's DestinationRule: one subset per release,
 // named by its tag and selecting its pods by tag, with the release's traffic
-// policy. It is nil when there are no releases.
+// policy. It is nil when there are no releases, and when there are no ports:
+// its host is the app's Service, which Service does not build without them.
 func DestinationRule(r Routing) (*istionetworking.DestinationRule, error) {
-	if len(r.Releases) == 0 {
+	if len(r.Releases) == 0 || len(r.Ports) == 0 {
 		return nil, nil
 	}
 	dr := &istionetworking.DestinationRule{

@@ -99,6 +99,9 @@ func fullIstioTrafficPolicy() *istioapi.TrafficPolicy {
 	}
 }
 
+// httpPort is an app's one port: an app without ports has no DestinationRule.
+var httpPort = []picchuv1alpha1.PortInfo{{Name: "http", Port: 80, ContainerPort: 8080}}
+
 func Test_DestinationRule_ConvertsEveryTrafficPolicyField(t *testing.T) {
 	in := fullTrafficPolicy()
 	// A field added to the mirror and not set here fails this test, so the
@@ -106,7 +109,7 @@ func Test_DestinationRule_ConvertsEveryTrafficPolicyField(t *testing.T) {
 	if unset := unsetFields(reflect.ValueOf(in), "trafficPolicy"); len(unset) > 0 {
 		t.Fatalf("fullTrafficPolicy leaves fields unset: %v", unset)
 	}
-	dr, err := plan.DestinationRule(plan.Routing{App: "shop", Target: "production", Releases: []plan.Release{{Tag: "v1", TrafficPolicy: in}}})
+	dr, err := plan.DestinationRule(plan.Routing{App: "shop", Target: "production", Ports: httpPort, Releases: []plan.Release{{Tag: "v1", TrafficPolicy: in}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +149,7 @@ func Test_DestinationRule_RejectsUnconvertiblePolicies(t *testing.T) {
 			// Give port-level settings their own copies, so edits reach one place.
 			policy.PortLevelSettings[0].ConnectionPool = fullTrafficPolicy().ConnectionPool
 			tc.edit(policy)
-			r := plan.Routing{App: "shop", Target: "production", Releases: []plan.Release{{Tag: "v1"}, {Tag: "v2", TrafficPolicy: policy}}}
+			r := plan.Routing{App: "shop", Target: "production", Ports: httpPort, Releases: []plan.Release{{Tag: "v1"}, {Tag: "v2", TrafficPolicy: policy}}}
 			dr, err := plan.DestinationRule(r)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one starting %q", err, tc.want)
