@@ -45,7 +45,7 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 	hack/go-build.sh "picchu and its tests (go vet)" "$$(go list -deps -test ./... | wc -l)" go vet -v ./...
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kubectl, kwok and kwokctl into bin/ (once).
+k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and kwokctl into bin/ (once).
 	hack/install-k8s-binaries.sh >/dev/null
 
 .PHONY: prometheus-binary
@@ -65,6 +65,7 @@ bench: k8s-binaries ## Run the benchmarks.
 
 .PHONY: demo
 demo: k8s-binaries prometheus-binary ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3.
+	@hack/go-build.sh "the operator" "$$(go list -deps . | wc -l)" go build -v -o bin/picchu .
 	@hack/go-build.sh "the demo" "$$(go list -deps ./hack/demo | wc -l)" go build -v -o bin/picchu-demo ./hack/demo
 	@bin/picchu-demo
 

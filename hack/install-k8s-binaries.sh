@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Provisions the Kubernetes binaries the tests and the local fleet run, once,
-# under bin/:
-#   bin/k8s/<version>/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
-#     built from the Go module proxy with the module in hack/k8s;
-#   bin/kwok/<version>/{kwok,kwokctl}
-#     installed with go install;
-#   bin/kubectl, a link to the kubectl above, for people.
-# The version is part of each path, so a bump rebuilds and a second run builds
-# nothing. Prints the directory of the Kubernetes binaries (KUBEBUILDER_ASSETS)
-# on stdout; progress (each binary as it starts and finishes, and every 15 s
-# how far along it is) goes to stderr.
+# into bin/k8s/<kubernetes version>/:
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+#   kwok and kwokctl,
+# all built from the Go module proxy by one "go build" in the module
+# hack/k8s, which pins their versions (so they share every package they have
+# in common, and compile in parallel); and bin/kubectl, a link to that
+# kubectl, for people. A second run builds nothing; a change of any version
+# in hack/k8s (recorded in the directory's .versions) builds again. Prints the
+# directory (KUBEBUILDER_ASSETS) on stdout; progress goes to stderr: what is
+# built, every 15 s how many packages are compiled, and each binary as it is
+# done, with the time elapsed.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,62 +22,92 @@ export GOFLAGS=-mod=mod CGO_ENABLED=0
 
 k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_version=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-kwok_version=${KWOK_VERSION:-v0.7.0}
-k8s_dir="$root/bin/k8s/$k8s_version"
-kwok_dir="$root/bin/kwok/$kwok_version"
-mkdir -p "$k8s_dir" "$kwok_dir"
+kwok_version=$(go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
+versions="Kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
+dir="$root/bin/k8s/$k8s_version"
+mkdir -p "$dir"
 
-# The version stamped into the binaries, as Kubernetes' own release builds do,
-# so that /version and the API server's compatibility checks see a release.
-minor=${k8s_version#v1.}
-minor=${minor%%.*}
-ldflags="-s -w \
- -X k8s.io/component-base/version.gitVersion=$k8s_version \
- -X k8s.io/component-base/version.gitMajor=1 \
- -X k8s.io/component-base/version.gitMinor=$minor \
- -X k8s.io/component-base/version.gitTreeState=clean \
- -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
-
-# name -> package, in build order: etcd first (small), then kube-apiserver,
-# which compiles most of what the others share.
+# name -> package. go build names etcd's binary after its package's
+# directory, "server"; it is renamed.
 declare -A pkg=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
+  [kwok]=sigs.k8s.io/kwok/cmd/kwok
+  [kwokctl]=sigs.k8s.io/kwok/cmd/kwokctl
 )
-order=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl)
+built_name() { if [ "$1" = etcd ]; then echo server; else echo "$1"; fi; }
 
+wanted=$versions
+have=$(cat "$dir/.versions" 2>/dev/null || true)
 missing=()
-for bin in "${order[@]}"; do
-  [ -x "$k8s_dir/$bin" ] || missing+=("$bin")
+for bin in "${names[@]}"; do
+  if [ "$have" != "$wanted" ] || [ ! -x "$dir/$bin" ]; then missing+=("$bin"); fi
 done
+
 if [ ${#missing[@]} -gt 0 ]; then
   start=$SECONDS
-  progress_log "building ${missing[*]} (Kubernetes $k8s_version, etcd $etcd_version) into bin/: the first time, about 8 minutes on 2 cores"
+  progress_log "building ${missing[*]} ($versions) into bin/: the first time, about 9 minutes on 2 cores"
   progress_log "downloading the Go modules they need and counting their packages"
   pkgs=()
   for bin in "${missing[@]}"; do pkgs+=("${pkg[$bin]}"); done
   total=$(progress_count "${pkgs[@]}")
-  progress_log "  $total packages in all ($(progress_elapsed $((SECONDS - start))))"
-  for bin in "${missing[@]}"; do
-    flags=$ldflags
-    [ "$bin" != etcd ] || flags="-s -w"
-    # Build beside the target, then rename, so that a build cut short never
-    # leaves a binary that looks whole.
-    progress_build "$bin" "$(progress_count "${pkg[$bin]}")" \
-      go build -v -trimpath -ldflags "$flags" -o "$k8s_dir/$bin.tmp" "${pkg[$bin]}"
-    mv -f "$k8s_dir/$bin.tmp" "$k8s_dir/$bin"
+  progress_log "  $total packages to compile ($(progress_elapsed $((SECONDS - start))))"
+
+  # The version stamped into the Kubernetes binaries, as its own release
+  # builds do, so /version and the API server's compatibility checks see a
+  # release.
+  minor=${k8s_version#v1.}
+  minor=${minor%%.*}
+  ldflags="-s -w \
+   -X k8s.io/component-base/version.gitVersion=$k8s_version \
+   -X k8s.io/component-base/version.gitMajor=1 \
+   -X k8s.io/component-base/version.gitMinor=$minor \
+   -X k8s.io/component-base/version.gitTreeState=clean \
+   -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
+
+  # Build into a fresh directory, then move each binary into place, so
+  # that a build cut short never leaves a binary that looks whole.
+  out=$(mktemp -d "$dir/.build.XXXXXX")
+  log=$(mktemp)
+  trap 'rm -rf "$out" "$log"' EXIT
+  go build -v -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}" 2>"$log" &
+  pid=$!
+  next=$((SECONDS + PROGRESS_EVERY))
+  pending=("${missing[@]}")
+  while :; do
+    running=1
+    kill -0 "$pid" 2>/dev/null || running=0
+    left=()
+    for bin in "${pending[@]}"; do
+      if [ -x "$out/$(built_name "$bin")" ]; then
+        progress_log "  built $bin ($(progress_elapsed $((SECONDS - start))))"
+      else
+        left+=("$bin")
+      fi
+    done
+    pending=("${left[@]+"${left[@]}"}")
+    [ "$running" = 1 ] || break
+    if [ "$SECONDS" -ge "$next" ]; then
+      done_count=$(grep -cv '^#\|^go: ' "$log" || true)
+      progress_log "  $done_count of about $total packages compiled, $(progress_elapsed $((SECONDS - start)))"
+      next=$((SECONDS + PROGRESS_EVERY))
+    fi
+    sleep 1
   done
+  if ! wait "$pid"; then
+    progress_log "building failed after $(progress_elapsed $((SECONDS - start))):"
+    grep -v '^go: downloading' "$log" | tail -n 30 >&2
+    exit 1
+  fi
+  for bin in "${missing[@]}"; do
+    mv -f "$out/$(built_name "$bin")" "$dir/$bin"
+  done
+  echo "$wanted" >"$dir/.versions"
   progress_log "built ${missing[*]} in $(progress_elapsed $((SECONDS - start)))"
 fi
 ln -sfn "k8s/$k8s_version/kubectl" "$root/bin/kubectl"
-
-for bin in kwok kwokctl; do
-  if [ ! -x "$kwok_dir/$bin" ]; then
-    progress_build "$bin $kwok_version" 0 \
-      env GOBIN="$kwok_dir" GOFLAGS= go install -v "sigs.k8s.io/kwok/cmd/$bin@$kwok_version"
-  fi
-done
-echo "$k8s_dir"
+echo "$dir"

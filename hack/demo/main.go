@@ -34,7 +34,7 @@ func main() {
 func run(ctx context.Context, out *os.File) error {
 	start := time.Now()
 	view := story.NewView(out)
-	view.Printf("Picchu demo: bringing up the local fleet (delivery, east, west; the first run builds Kubernetes, a few minutes)")
+	view.Printf("Picchu demo: bringing up the local fleet (delivery, east, west)")
 	f, err := fleet.Up(ctx, fleet.Options{Log: out})
 	if err != nil {
 		return err
@@ -53,7 +53,8 @@ func run(ctx context.Context, out *os.File) error {
 	late := summary(out, res, time.Since(start))
 	fmt.Fprintln(out)
 	fmt.Fprint(out, f.Describe())
-	fmt.Fprintf(out, "  The demo's builds: config/samples/demo/revision-v{1,2,3}.yaml (apply your own with kubectl apply -f).\n")
+	fmt.Fprintf(out, "  The demo's builds: config/samples/demo/revision-v{1,2,3}.yaml; apply your own with:\n    %s\n",
+		f.KubectlCommand(f.Delivery, "apply --server-side -f <revision.yaml>"))
 	switch {
 	case runErr != nil:
 		return runErr

@@ -378,13 +378,19 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, check func
 // work on a machine that has only Go.
 func Kubectl() string { return filepath.Join(harness.RepoRoot(), "bin", "kubectl") }
 
+// KubectlCommand is the command line that runs kubectl with args against
+// cluster c, as printed for a person: it runs as printed from the current
+// directory.
+func (f *Fleet) KubectlCommand(c *Cluster, args string) string {
+	return fmt.Sprintf("%s --kubeconfig %s %s", shown(Kubectl()), shown(c.Kubeconfig), args)
+}
+
 // Commands are the kubectl commands Describe prints, for a person to
-// explore the fleet with; each runs as printed from the current directory.
+// explore the fleet with, one per cluster, delivery first.
 func (f *Fleet) Commands() []string {
-	kubectl := shown(Kubectl())
-	cmds := []string{fmt.Sprintf("%s --kubeconfig %s get revisions,releasemanagers,clusters -n %s", kubectl, shown(f.Delivery.Kubeconfig), f.Namespace)}
+	cmds := []string{f.KubectlCommand(f.Delivery, "get revisions,releasemanagers,clusters -n "+f.Namespace)}
 	for _, t := range f.Targets {
-		cmds = append(cmds, fmt.Sprintf("%s --kubeconfig %s get virtualservices,replicasets,pods -A", kubectl, shown(t.Kubeconfig)))
+		cmds = append(cmds, f.KubectlCommand(t, "get virtualservices,replicasets,pods -A"))
 	}
 	return cmds
 }

@@ -36,9 +36,6 @@ const (
 	// logTailBytes is how much of the end of a process' log an error quotes.
 	logTailBytes = 4 << 10
 
-	// kwokVersion is the kwok release hack/install-k8s-binaries.sh installs
-	// unless KWOK_VERSION says otherwise.
-	kwokVersion = "v0.7.0"
 	// KwokNodeCount is the number of fake nodes of a target that runs controllers.
 	KwokNodeCount = 3
 	// KwokNodeAnnotation marks the nodes kwok manages (with value "fake").
@@ -62,39 +59,19 @@ var kubeControllerManagerControllers = []string{
 	"garbage-collector-controller",
 }
 
-var (
-	kwokOnce sync.Once
-	kwokPath string
-	kwokErr  error
-)
-
-// KwokBinary returns the path of the kwok controller:
-// bin/kwok/<KWOK_VERSION, v0.7.0 when unset>/kwok, installed there once by
-// hack/install-k8s-binaries.sh when missing.
+// KwokBinary returns the path of the kwok controller, which
+// hack/install-k8s-binaries.sh builds beside the Kubernetes binaries (its
+// version pinned by the module hack/k8s), with kwokctl.
 func KwokBinary(ctx context.Context) (string, error) {
-	kwokOnce.Do(func() {
-		version := os.Getenv("KWOK_VERSION")
-		if version == "" {
-			version = kwokVersion
-		}
-		path := filepath.Join(RepoRoot(), "bin", "kwok", version, "kwok")
-		if _, err := os.Stat(path); err == nil {
-			kwokPath = path
-			return
-		}
-		cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "install-k8s-binaries.sh"))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			kwokErr = fmt.Errorf("provisioning kwok with hack/install-k8s-binaries.sh: %w: %s", err, out)
-			return
-		}
-		if _, err := os.Stat(path); err != nil {
-			kwokErr = fmt.Errorf("provisioning kwok with hack/install-k8s-binaries.sh: %w", err)
-			return
-		}
-		kwokPath = path
-	})
-	return kwokPath, kwokErr
+	dir, err := Assets(ctx)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kwok")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("kwok is not in %s (run hack/install-k8s-binaries.sh): %w", dir, err)
+	}
+	return path, nil
 }
 
 // startControllers runs, against the server, kwok (managing KwokNodeCount
