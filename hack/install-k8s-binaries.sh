@@ -2,7 +2,7 @@
 # Provisions the Kubernetes binaries the tests and the local fleet run, once,
 # into bin/k8s/<kubernetes version>/:
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-#   kwok and kwokctl,
+#   kwok and kwokctl, and kwok-stages.yaml, the stages kwok runs in tests,
 # all built from the Go module proxy by one "go build" in the module
 # hack/k8s, which pins their versions (so they share every package they have
 # in common, and compile in parallel); and bin/kubectl, a link to that
@@ -108,6 +108,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   done
   echo "$wanted" >"$dir/.versions"
   progress_log "built ${missing[*]} in $(progress_elapsed $((SECONDS - start)))"
+fi
+# kwok runs nodes and pods through "stages"; since v0.8 it has none built
+# in. The tests' kwok gets the fast ones its module ships (kwokctl, which the
+# local fleet runs, embeds its own): nodes Ready at once with a status
+# heartbeat, pods Running and Ready at once, deleted pods gone.
+if [ ! -s "$dir/kwok-stages.yaml" ] || [ "$(cat "$dir/.versions" 2>/dev/null)" != "$wanted" ]; then
+  stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
+  for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    echo "---"
+    cat "$stages/$f"
+  done >"$dir/kwok-stages.yaml.tmp"
+  mv -f "$dir/kwok-stages.yaml.tmp" "$dir/kwok-stages.yaml"
 fi
 ln -sfn "k8s/$k8s_version/kubectl" "$root/bin/kubectl"
 echo "$dir"
