@@ -28,11 +28,15 @@ const (
 
 // PortInfo is a port of the app and how it is routed.
 type PortInfo struct {
-	// name of the port, unique within the target. A port named "status"
-	// serves the default probes.
+	// name of the port, unique within the target. It names the container
+	// port and the Service port, so it must be an IANA service name: at most
+	// 15 lowercase letters, digits and '-', at least one letter, and no '-'
+	// at either end or next to another. A port named "status" serves the
+	// default probes.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^([0-9]+-)*[0-9]*[a-z]([a-z0-9]|-[a-z0-9])*$`
 	Name string `json:"name"`
 	// hosts are extra host names routed to this port on the ingress gateways.
 	// +optional

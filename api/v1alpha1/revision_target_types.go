@@ -139,8 +139,10 @@ type RevisionTarget struct {
 	// affinity of the pod.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-	// priorityClassName of the pod.
+	// priorityClassName of the pod: the name of a PriorityClass, a DNS subdomain.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 	// tolerations of the pod.
 	// +optional
@@ -159,8 +161,11 @@ type RevisionTarget struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self == 'true' || self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+$')",message="must be \"true\" or a duration such as 30m or 1h30m"
 	KarpenterDoNotDisrupt string `json:"karpenterDoNotDisrupt,omitempty"`
-	// serviceAccountName of the pod; defaults to the app's service account, which Picchu creates.
+	// serviceAccountName of the pod, a DNS subdomain; defaults to the app's
+	// service account, which Picchu creates.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// schedulerName of the pod.
 	// +optional

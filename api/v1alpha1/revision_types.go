@@ -96,11 +96,12 @@ type RevisionApp struct {
 	Ref string `json:"ref,omitempty"`
 	// tag names the build. It names the ReplicaSet and the routing subset on
 	// every cluster and is a label value there, so it is at most 63 lower-case
-	// letters, digits, '-' and '.'.
+	// letters, digits, '-' and '.', in dot-separated parts that each start and
+	// end with a letter or digit (a DNS subdomain).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Tag string `json:"tag"`
 	// image is the container image of the app container.
 	// +required

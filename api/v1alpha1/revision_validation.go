@@ -30,6 +30,7 @@ func (r *Revision) Validate() (warnings []string, err error) {
 func (t *RevisionTarget) validate(path *field.Path) (warnings []string, errs field.ErrorList) {
 	errs = append(errs, t.validateIngressPorts(path)...)
 	errs = append(errs, t.validateSLONames(path.Child("serviceLevelObjectives"))...)
+	errs = append(errs, t.validatePod(path)...)
 	if t.ConfigSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(t.ConfigSelector); err != nil {
 			errs = append(errs, field.Invalid(path.Child("configSelector"), t.ConfigSelector, err.Error()))
