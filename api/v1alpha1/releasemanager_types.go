@@ -28,6 +28,10 @@ type ReleaseManager struct {
 	// status is the release record, written by Picchu.
 	// +optional
 	Status ReleaseManagerStatus `json:"status,omitempty"`
+
+	// undecoded is what decoding kept of a spec or status the Go types
+	// cannot hold (see DecodeError).
+	undecoded undecoded `json:"-"`
 }
 
 // ReleaseManagerSpec names the app and target a ReleaseManager releases.

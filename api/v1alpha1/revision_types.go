@@ -27,6 +27,10 @@ type Revision struct {
 	// status mirrors each target's release state, written by Picchu.
 	// +optional
 	Status RevisionStatus `json:"status,omitempty"`
+
+	// undecoded is what decoding kept of a spec or status the Go types
+	// cannot hold (see DecodeError).
+	undecoded undecoded `json:"-"`
 }
 
 // RevisionSpec describes one build of an app and how to deliver it.

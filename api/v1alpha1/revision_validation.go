@@ -14,6 +14,11 @@ import (
 // every bad field, plus warnings for settings that are allowed but likely
 // wrong.
 func (r *Revision) Validate() (warnings []string, err error) {
+	if len(r.undecoded.problems) > 0 {
+		// Only a schema that lets a value through that the Go types cannot
+		// hold gets here (see DecodeError).
+		return nil, apierrors.NewInvalid(GroupVersion.WithKind("Revision").GroupKind(), r.Name, r.undecoded.problems)
+	}
 	var errs field.ErrorList
 	targets := field.NewPath("spec", "targets")
 	for i := range r.Spec.Targets {
