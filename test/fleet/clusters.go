@@ -194,7 +194,11 @@ func (f *Fleet) StartCluster(ctx context.Context, name string) error {
 // and the third-party CRDs on the targets, and waits until they serve.
 func (f *Fleet) installCRDs(ctx context.Context) error {
 	delivery := []string{filepath.Join(harness.RepoRoot(), "config", "crd", "bases")}
-	if _, err := envtest.InstallCRDs(f.Delivery.Config, envtest.CRDInstallOptions{Paths: delivery, ErrorIfPathMissing: true}); err != nil {
+	// envtest waits 10 s by default for CRDs to serve, which a busy 2-core
+	// machine can exceed; readyTimeout, as for the clusters.
+	if _, err := envtest.InstallCRDs(f.Delivery.Config, envtest.CRDInstallOptions{
+		Paths: delivery, ErrorIfPathMissing: true, MaxTime: readyTimeout,
+	}); err != nil {
 		return fmt.Errorf("installing Picchu's CRDs on %s: %w", Delivery, err)
 	}
 	thirdParty, err := harness.ThirdPartyCRDPaths(ctx)
@@ -202,7 +206,9 @@ func (f *Fleet) installCRDs(ctx context.Context) error {
 		return err
 	}
 	for _, t := range f.Targets {
-		if _, err := envtest.InstallCRDs(t.Config, envtest.CRDInstallOptions{Paths: thirdParty, ErrorIfPathMissing: true}); err != nil {
+		if _, err := envtest.InstallCRDs(t.Config, envtest.CRDInstallOptions{
+			Paths: thirdParty, ErrorIfPathMissing: true, MaxTime: readyTimeout,
+		}); err != nil {
 			return fmt.Errorf("installing Istio's, prometheus-operator's, KEDA's and Sloth's CRDs on %s: %w", t.Name, err)
 		}
 	}
