@@ -2,9 +2,11 @@ package v1alpha1
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -16,7 +18,7 @@ import (
 
 // validatePod checks the fields Picchu copies into the app container and
 // the pod of every build's ReplicaSet (env, resources, probes, pod
-// annotations) by the rules the target clusters' API servers apply to
+// annotations), and the app's PodDisruptionBudget, by the rules the target clusters' API servers apply to
 // them (Kubernetes 1.36, pkg/apis/core/validation), so that a build no
 // cluster would accept is rejected at admission, naming the field. Their
 // schemas are Kubernetes' own types, whose maps and lists the CRD's CEL
@@ -28,7 +30,50 @@ func (t *RevisionTarget) validatePod(path *field.Path) field.ErrorList {
 	errs = append(errs, validateProbe(t.LivenessProbe, path.Child("livenessProbe"), true)...)
 	errs = append(errs, validateProbe(t.ReadinessProbe, path.Child("readinessProbe"), false)...)
 	errs = append(errs, apivalidation.ValidateAnnotations(t.PodAnnotations, path.Child("podAnnotations"))...)
+	errs = append(errs, validatePodDisruptionBudget(t.PodDisruptionBudget, path.Child("podDisruptionBudget"))...)
 	return errs
+}
+
+var unhealthyPodEvictionPolicies = sets.New(policyv1.IfHealthyBudget, policyv1.AlwaysAllow)
+
+// validatePodDisruptionBudget checks the budget as Kubernetes checks a
+// PodDisruptionBudget's spec; Picchu sets its selector. (The schema has
+// the rule that only one of maxUnavailable and minAvailable is set.)
+func validatePodDisruptionBudget(spec *policyv1.PodDisruptionBudgetSpec, path *field.Path) field.ErrorList {
+	if spec == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, b := range []struct {
+		name  string
+		value *intstr.IntOrString
+	}{{"minAvailable", spec.MinAvailable}, {"maxUnavailable", spec.MaxUnavailable}} {
+		if b.value != nil {
+			errs = append(errs, podBudget(*b.value, path.Child(b.name))...)
+		}
+	}
+	if p := spec.UnhealthyPodEvictionPolicy; p != nil && !unhealthyPodEvictionPolicies.Has(*p) {
+		errs = append(errs, field.NotSupported(path.Child("unhealthyPodEvictionPolicy"), *p, sets.List(unhealthyPodEvictionPolicies)))
+	}
+	return errs
+}
+
+// podBudget checks a number of pods (at least 0) or a percent (0% to 100%).
+func podBudget(v intstr.IntOrString, path *field.Path) field.ErrorList {
+	if v.Type == intstr.Int {
+		if v.IntVal < 0 {
+			return field.ErrorList{field.Invalid(path, v.IntVal, "must be greater than or equal to 0")}
+		}
+		return nil
+	}
+	if msgs := validation.IsValidPercent(v.StrVal); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(path, v.StrVal, strings.Join(msgs, "; "))}
+	}
+	// As Kubernetes reads it: a percent too large for an int is the largest int.
+	if percent, _ := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%")); percent > 100 {
+		return field.ErrorList{field.Invalid(path, v.StrVal, "must not be greater than 100%")}
+	}
+	return nil
 }
 
 // envFieldPaths are the pod fields an env var may read (fieldRef).
