@@ -56,6 +56,7 @@ prometheus-binary: ## Provision the Prometheus server the tests run into bin/ (o
 test: verify k8s-binaries prometheus-binary ## Run every test, with the race detector, against real API servers and Prometheus.
 	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
 	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $(PKGS)
+	cd test/kubevalidation && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
 bench: k8s-binaries ## Run the benchmarks.
