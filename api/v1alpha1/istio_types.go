@@ -285,7 +285,7 @@ type FaultDelay struct {
 	// fixedDelay before forwarding a request, as a duration such as 5s.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+$')",message="must be a positive duration such as 500ms or 5s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$') && (duration(self) == duration('0s') || duration(self) >= duration('1ms'))",message="must be a duration such as 500ms or 5s: 0s, or from 1ms (Istio's minimum) to 2562047h47m16.854775807s"
 	FixedDelay string `json:"fixedDelay,omitempty"`
 	// percent of requests delayed (deprecated by Istio; use percentage).
 	// +optional

@@ -99,7 +99,7 @@ type PortIstioHTTPConfig struct {
 	// timeout of a request on the port's routes, as a duration such as 15s.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 500ms or 15s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && (duration(self) == duration('0s') || duration(self) >= duration('1ms'))",message="must be a non-negative duration such as 500ms or 15s: 0, or from 1ms (Istio's minimum) to 2562047h47m16.854775807s"
 	Timeout string `json:"timeout,omitempty"`
 }
 
@@ -112,7 +112,7 @@ type HTTPRetry struct {
 	// perTryTimeout is the timeout of each attempt, as a duration such as 2s.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 500ms or 2s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && (duration(self) == duration('0s') || duration(self) >= duration('1ms'))",message="must be a non-negative duration such as 500ms or 2s: 0, or from 1ms (Istio's minimum) to 2562047h47m16.854775807s"
 	PerTryTimeout string `json:"perTryTimeout,omitempty"`
 	// retryOn lists the conditions to retry on, as Envoy's x-envoy-retry-on
 	// (for example "5xx,connect-failure").

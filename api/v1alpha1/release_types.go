@@ -85,7 +85,7 @@ type GeometricScaling struct {
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 10s, 5m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && self.findAll('[0-9.]+[^0-9.]+').map(c, double(c.find('^[0-9.]+')) * {'h': 3600e9, 'm': 60e9, 's': 1e9, 'ms': 1e6, 'us': 1e3, 'µs': 1e3, 'μs': 1e3, 'ns': 1.0}[c.find('[^0-9.]+$')]).sum() < 9.2233720369e18 && duration(self) >= duration('0s')",message="must be a non-negative duration such as 10s, 5m or 1h30m, no longer than 2562047h47m16.854775807s"
 	Delay *metav1.Duration `json:"delay,omitempty"`
 }
 
@@ -102,6 +102,6 @@ type LinearScaling struct {
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 10s, 5m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && self.findAll('[0-9.]+[^0-9.]+').map(c, double(c.find('^[0-9.]+')) * {'h': 3600e9, 'm': 60e9, 's': 1e9, 'ms': 1e6, 'us': 1e3, 'µs': 1e3, 'μs': 1e3, 'ns': 1.0}[c.find('[^0-9.]+$')]).sum() < 9.2233720369e18 && duration(self) >= duration('0s')",message="must be a non-negative duration such as 10s, 5m or 1h30m, no longer than 2562047h47m16.854775807s"
 	Delay *metav1.Duration `json:"delay,omitempty"`
 }

@@ -70,6 +70,9 @@ type ReleaseManagerStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// lastUpdated is when Picchu last wrote this status.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
 	// releasing is the newest build taking traffic and its percent.
 	// +optional
@@ -128,9 +131,15 @@ type ReleaseManagerRevisionStatus struct {
 	LastUpdated *Timestamp `json:"lastUpdated,omitempty"`
 	// gitTimestamp is the commit time of the build.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	GitTimestamp *metav1.Time `json:"gitTimestamp,omitempty"`
 	// revisionTimestamp is when the Revision was created.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	RevisionTimestamp *metav1.Time `json:"revisionTimestamp,omitempty"`
 	// deployingStartTimestamp is when the build started deploying.
 	// +optional

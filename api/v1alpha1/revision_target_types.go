@@ -159,7 +159,7 @@ type RevisionTarget struct {
 	// protects them for that long after they start.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self == 'true' || self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+$')",message="must be \"true\" or a duration such as 30m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="self == 'true' || (self.matches('^(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+$') && self.findAll('[0-9.]+[^0-9.]+').map(c, double(c.find('^[0-9.]+')) * {'h': 3600e9, 'm': 60e9, 's': 1e9, 'ms': 1e6, 'us': 1e3, 'µs': 1e3, 'μs': 1e3, 'ns': 1.0}[c.find('[^0-9.]+$')]).sum() < 9.2233720369e18 && duration(self) >= duration('0s'))",message="must be \"true\" or a duration such as 30m or 1h30m, no longer than 2562047h47m16.854775807s"
 	KarpenterDoNotDisrupt string `json:"karpenterDoNotDisrupt,omitempty"`
 	// serviceAccountName of the pod, a DNS subdomain; defaults to the app's
 	// service account, which Picchu creates.
@@ -173,6 +173,8 @@ type RevisionTarget struct {
 	// podDisruptionBudget of the app; by default at most 10% of its pods may be unavailable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!(has(self.maxUnavailable) && has(self.minAvailable))",message="set maxUnavailable or minAvailable, not both"
+	// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || type(self.maxUnavailable) == string || (self.maxUnavailable >= -2147483648 && self.maxUnavailable <= 2147483647)",message="must be a percent such as 10% or a number of pods that fits in 32 bits",fieldPath=".maxUnavailable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.minAvailable) || type(self.minAvailable) == string || (self.minAvailable >= -2147483648 && self.minAvailable <= 2147483647)",message="must be a percent such as 10% or a number of pods that fits in 32 bits",fieldPath=".minAvailable"
 	PodDisruptionBudget *policyv1.PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
 }
 
@@ -210,10 +212,14 @@ type ExternalTest struct {
 	// +kubebuilder:default="2h"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 90s, 30m or 2h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && self.findAll('[0-9.]+[^0-9.]+').map(c, double(c.find('^[0-9.]+')) * {'h': 3600e9, 'm': 60e9, 's': 1e9, 'ms': 1e6, 'us': 1e3, 'µs': 1e3, 'μs': 1e3, 'ns': 1.0}[c.find('[^0-9.]+$')]).sum() < 9.2233720369e18 && duration(self) >= duration('0s')",message="must be a non-negative duration such as 90s, 30m or 2h, no longer than 2562047h47m16.854775807s"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
-	// lastUpdated is when the test runner last wrote this.
+	// lastUpdated is when the test runner last wrote this, in RFC 3339 such
+	// as 2026-11-21T10:00:00Z.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	LastUpdated *metav1.Time `json:"lastUpdated,omitempty"`
 }
 

@@ -69,7 +69,7 @@ type SLICanaryConfig struct {
 	// duration such as 1m (a Prometheus "for").
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|ms|s|m|h))+)$')",message="must be a non-negative duration such as 30s or 2m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) >= duration('0s')",message="must be a non-negative duration such as 30s or 2m, no longer than 2562047h47m16.854775807s"
 	FailAfter string `json:"failAfter,omitempty"`
 }
 

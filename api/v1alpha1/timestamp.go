@@ -14,8 +14,11 @@ const timestampLayout = "2006-01-02T15:04:05.000000Z07:00"
 // ReleaseManager's status; whole seconds would let a restarted operator
 // shorten a step by up to a second. It reads RFC 3339 with or without
 // fractional seconds, so statuses written by the original still decode.
+// The schema admits RFC 3339 only (the date-time format alone also admits
+// forms such as a lower-case "t" or a comma that Go's parser rejects).
 // +kubebuilder:validation:Type=string
 // +kubebuilder:validation:Format=date-time
+// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 // +kubebuilder:object:generate=false
 type Timestamp struct {
 	time.Time `json:"-"`
