@@ -107,9 +107,11 @@ type RevisionApp struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Tag string `json:"tag"`
-	// image is the container image of the app container.
+	// image is the container image of the app container, without leading or
+	// trailing whitespace.
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^[^\t\n\v\f\r\x{85}\p{Z}](.*[^\t\n\v\f\r\x{85}\p{Z}])?$`
 	Image string `json:"image"`
 }
 

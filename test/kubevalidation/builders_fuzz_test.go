@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,8 +28,9 @@ var admission = sync.OnceValues(func() (*kubevalidation.Admission, error) {
 // annotations, service account, PDB), and a previous build of the app with
 // its own ports. When admission accepts both, every core object the
 // builders make for one target cluster (namespace, service account, RBAC,
-// config copies, ReplicaSet, the Service of both builds' ports, PDB, HPA)
-// must pass the target API server's validation.
+// config copies, ReplicaSet, the Service of both builds' ports, PDB, HPA),
+// and the pod the ReplicaSet controller makes from the ReplicaSet, must
+// pass the target API server's validation.
 func FuzzBuildersPassKubernetesValidation(f *testing.F) {
 	for _, seed := range [][]byte{
 		nil, // every choice the ordinary one: a realistic app
@@ -134,11 +136,12 @@ func targetObjects(newest, older *picchuv1alpha1.Revision, live int, factor floa
 		plan.ConfigMapCopy(app, target, tag, cm),
 		plan.SecretCopy(app, target, tag, secret),
 		plan.PodDisruptionBudget(app, target, t.PodDisruptionBudget),
-		plan.ReplicaSet(plan.Build{
-			App: app, Target: target, Tag: tag, Image: newest.Spec.App.Image, Spec: t,
-			Ramping: ramping, Autoscaler: autoscaler, ConfigMaps: []string{cm.Name}, Secrets: []string{secret.Name},
-		}),
 	}
+	rs := plan.ReplicaSet(plan.Build{
+		App: app, Target: target, Tag: tag, Image: newest.Spec.App.Image, Spec: t,
+		Ramping: ramping, Autoscaler: autoscaler, ConfigMaps: []string{cm.Name}, Secrets: []string{secret.Name},
+	})
+	objs = append(objs, rs, podOf(rs))
 	if svc := plan.Service(app, target, unionByName(t.Ports, older.Spec.Targets[0].Ports)); svc != nil {
 		objs = append(objs, svc)
 	}
@@ -161,6 +164,30 @@ func targetObjects(newest, older *picchuv1alpha1.Revision, live int, factor floa
 		}
 	}
 	return objs, nil
+}
+
+// podOf is a pod of rs as the ReplicaSet controller creates it
+// (controller.GetPodFromTemplate): the template's labels, annotations and
+// spec, a name generated from the ReplicaSet's, and rs as its controller.
+// Kubernetes validates some fields of a pod that it does not of a template.
+func podOf(rs *appsv1.ReplicaSet) *corev1.Pod {
+	tpl := rs.Spec.Template.DeepCopy()
+	base := rs.Name + "-"
+	if len(base) > 58 {
+		base = base[:58] // as names.SimpleNameGenerator truncates it
+	}
+	controller := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: base + "x7k2p", GenerateName: rs.Name + "-", Namespace: rs.Namespace,
+			Labels: tpl.Labels, Annotations: tpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: "8d3f1c52-2b7e-4a8e-9f6d-0c1a2b3c4d5e",
+				Controller: &controller, BlockOwnerDeletion: &controller,
+			}},
+		},
+		Spec: tpl.Spec,
+	}
 }
 
 // unionByName is the app's ports as the ReleaseManager gives them to the

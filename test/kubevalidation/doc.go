@@ -13,7 +13,8 @@
 //
 // FuzzBuildersPassKubernetesValidation builds a Revision from the fuzzer's
 // input, and, when admission accepts it, every core object the builders
-// make of it for one target cluster, each of which Kubernetes must accept.
+// make of it for one target cluster, and the pod the ReplicaSet controller
+// makes from its ReplicaSet, each of which Kubernetes must accept.
 //
 // This is its own Go module because the main module does not depend on
 // k8s.io/kubernetes; not hack/k8s, whose versions build the test clusters'

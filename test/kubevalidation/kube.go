@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/registry/autoscaling/horizontalpodautoscaler"
 	"k8s.io/kubernetes/pkg/registry/core/configmap"
 	"k8s.io/kubernetes/pkg/registry/core/namespace"
+	"k8s.io/kubernetes/pkg/registry/core/pod"
 	"k8s.io/kubernetes/pkg/registry/core/secret"
 	"k8s.io/kubernetes/pkg/registry/core/service"
 	"k8s.io/kubernetes/pkg/registry/core/serviceaccount"
@@ -27,7 +28,7 @@ import (
 )
 
 // kinds are the create strategies and resources of the core kinds the
-// builders make.
+// builders make, and of the pods the ReplicaSet controller makes of theirs.
 var kinds = map[string]struct {
 	strategy rest.RESTCreateStrategy
 	resource string
@@ -38,6 +39,7 @@ var kinds = map[string]struct {
 	"Secret":                  {secret.Strategy, "secrets"},
 	"Service":                 {service.Strategy, "services"},
 	"ReplicaSet":              {replicaset.Strategy, "replicasets"},
+	"Pod":                     {pod.Strategy, "pods"},
 	"PodDisruptionBudget":     {poddisruptionbudget.Strategy, "poddisruptionbudgets"},
 	"HorizontalPodAutoscaler": {horizontalpodautoscaler.Strategy, "horizontalpodautoscalers"},
 	"Role":                    {role.Strategy, "roles"},

@@ -45,7 +45,7 @@ func TestAdmission_AdmitsTheOrdinaryRevision(t *testing.T) {
 		kind := fmt.Sprintf("%T", obj)
 		kinds[kind[strings.LastIndex(kind, ".")+1:]] = true
 	}
-	for _, kind := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Secret", "ReplicaSet", "Service", "PodDisruptionBudget"} {
+	for _, kind := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Secret", "ReplicaSet", "Pod", "Service", "PodDisruptionBudget"} {
 		if !kinds[kind] {
 			t.Errorf("no %s among the objects built: %v", kind, kinds)
 		}
