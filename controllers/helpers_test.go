@@ -3,7 +3,9 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +30,20 @@ var targetWrites = &writeCounter{}
 type writeCounter struct {
 	mu       sync.Mutex
 	requests []string
+	// rejectHost, when set, is a target whose writes fail with 500.
+	rejectHost string
+}
+
+// rejectWrites makes every write to the target at host fail, until undone.
+func (w *writeCounter) rejectWrites(host string) (undo func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rejectHost = host
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.rejectHost = ""
+	}
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -41,7 +57,14 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		default:
 			w.mu.Lock()
 			w.requests = append(w.requests, r.Method+" "+r.URL.Path)
+			reject := w.rejectHost != "" && r.URL.Host == w.rejectHost
 			w.mu.Unlock()
+			if reject {
+				body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected: this cluster rejects writes","reason":"InternalError","code":500}`
+				return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+					Header: http.Header{"Content-Type": []string{"application/json"}}, Request: r,
+					Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}, nil
+			}
 		}
 		return rt.RoundTrip(r)
 	})
@@ -63,6 +86,12 @@ func (w *writeCounter) count() int {
 // reconciles is how many runs the named controller finished, from
 // controller-runtime's metrics.
 func reconciles(t *testing.T, controller string) float64 {
+	return reconcilesWith(t, controller, "")
+}
+
+// reconcilesWith is how many runs the named controller finished with
+// result ("success", "error", "requeue", "requeue_after"; any when empty).
+func reconcilesWith(t *testing.T, controller, result string) float64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -74,10 +103,13 @@ func reconciles(t *testing.T, controller string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			ours, ofResult := false, result == ""
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					sum += m.GetCounter().GetValue()
-				}
+				ours = ours || (l.GetName() == "controller" && l.GetValue() == controller)
+				ofResult = ofResult || (l.GetName() == "result" && l.GetValue() == result)
+			}
+			if ours && ofResult {
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -43,4 +43,7 @@ type Options struct {
 	// Timeouts bound the time a build may spend in created, deploying and
 	// under external test.
 	Timeouts release.Timeouts
+	// RemovalGrace is how long an app no Revision targets stays on its
+	// clusters before it is removed (see ReleaseManagerReconciler).
+	RemovalGrace time.Duration
 }

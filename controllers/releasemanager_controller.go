@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -72,6 +74,11 @@ type ReleaseManagerReconciler struct {
 	// AlertCheckInterval is how often the alerts of builds being judged
 	// are read again (10 s when 0).
 	AlertCheckInterval time.Duration
+	// RemovalGrace is how long an app no Revision targets any longer stays
+	// on its clusters before it is removed (DefaultRemovalGrace when 0); an
+	// app one of whose builds still has traffic stays until its
+	// ReleaseManager is deleted.
+	RemovalGrace time.Duration
 	// MaxConcurrentReconciles is the number of apps released at once.
 	MaxConcurrentReconciles int
 	// Now is the clock; time.Now when nil.
@@ -113,7 +120,13 @@ func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	if r.RemovalGrace <= 0 {
+		r.RemovalGrace = DefaultRemovalGrace
+	}
 	r.clusters = map[types.NamespacedName]*clusterHandle{}
+	if err := indexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&picchuv1alpha1.ReleaseManager{}, builder.WithPredicates(metadataOrSpecChanged())).
 		Watches(&picchuv1alpha1.Revision{}, handler.EnqueueRequestsFromMapFunc(releaseManagersOfRevision),
@@ -122,7 +135,13 @@ func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&picchuv1alpha1.FaultInjector{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfApp)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles),
+			// A run that hangs (a target that accepts connections and never
+			// answers past ClusterTimeout, an alert source past its deadline)
+			// is cut, so the app is worked on again.
+			ReconciliationTimeout: 2*r.ClusterTimeout + time.Minute,
+		}).
 		Named("releasemanager")
 	if r.RemoteEvents != nil {
 		b = b.WatchesRawSource(r.RemoteEvents)
@@ -241,20 +260,26 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, err
 	}
 	if !snap.hasRevisions() {
-		// No Revision of the app is left for this target: the finalizer
-		// removes its namespace, and everything in it, from the fleet. The
-		// cache may lag behind a Revision just created, so the API server
-		// confirms before anything is deleted.
+		// No Revision of the app targets this target. The cache may lag
+		// behind a Revision just created, so the API server confirms.
 		if left, err := r.revisionsLeft(ctx, rm); err != nil || left {
 			// The Revision's watch event comes once the cache has it.
 			return ctrl.Result{RequeueAfter: time.Second}, err
 		}
-		if err := r.Client.Delete(ctx, rm); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting release manager %s with no revisions left: %w", req.NamespacedName, err)
+		snap.orphanedSince = orphanedSince(rm, snap.now)
+		snap.removal = release.RemoveOrphan(snap.orphanedSince, snap.now, r.RemovalGrace, snap.hasTraffic())
+		if snap.removal.Remove {
+			// The finalizer removes its namespace, and everything in it,
+			// from the fleet.
+			if err := r.Client.Delete(ctx, rm); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting release manager %s with no revisions left: %w", req.NamespacedName, err)
+			}
+			r.lastRun.Delete(req.NamespacedName)
+			releasemetrics.Forget(rm.Spec.App, rm.Spec.Target)
+			return ctrl.Result{}, nil
 		}
-		r.lastRun.Delete(req.NamespacedName)
-		releasemetrics.Forget(rm.Spec.App, rm.Spec.Target)
-		return ctrl.Result{}, nil
+		// Otherwise its builds leave as builds without a Revision do, and
+		// the one serving keeps its traffic: the status says so.
 	}
 	if prev, ok := r.lastRun.Swap(req.NamespacedName, snap.now); ok {
 		releasemetrics.ObserveReconcileInterval(rm.Spec.App, rm.Spec.Target, snap.now.Sub(prev.(time.Time)))
@@ -277,12 +302,24 @@ func (r *ReleaseManagerReconciler) uncached() client.Reader {
 	return r.Client
 }
 
+// DefaultRemovalGrace is the default RemovalGrace: longer than any GitOps
+// tool takes between deleting a Revision and creating it again.
+const DefaultRemovalGrace = 5 * time.Minute
+
+// orphanedSince is when the ReleaseManager's app lost its last Revision:
+// the transition time of its Orphaned condition, or now when it is not set.
+func orphanedSince(rm *picchuv1alpha1.ReleaseManager, now time.Time) time.Time {
+	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionOrphaned); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return now
+}
+
 // revisionsLeft asks the API server whether any Revision of the app still
 // targets the ReleaseManager's target.
 func (r *ReleaseManagerReconciler) revisionsLeft(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (bool, error) {
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := r.uncached().List(ctx, revs, client.InNamespace(rm.Namespace),
-		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
+	if err := r.uncached().List(ctx, revs, client.InNamespace(rm.Namespace), ofApp(rm.Spec.App)); err != nil {
 		return false, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
 	}
 	for i := range revs.Items {

@@ -213,8 +213,9 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 }
 
 // TestReleaseManager_DeletingRevisions deletes an older build, then the last
-// one: the first takes its ReplicaSet and config copies with it, the last
-// the app's namespace.
+// one: the first takes its ReplicaSet and config copies with it; the last,
+// which serves, leaves the app in place until its ReleaseManager is deleted,
+// which takes the app's namespace.
 func TestReleaseManager_DeletingRevisions(t *testing.T) {
 	ctx := context.Background()
 	const app = "gone"
@@ -279,32 +280,108 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 		return nil
 	})
 
+	// The last Revision goes while its build serves: Picchu does not take
+	// the app down on its own (a GitOps tool may be replacing the
+	// Revision); the ReleaseManager says so.
 	if err := env.Delivery.Client.Delete(ctx, v2); err != nil {
 		t.Fatal(err)
 	}
+	rmKey := client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}
+	harness.Eventually(t, 10*time.Second, "orphaned, held by its traffic", func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := env.Delivery.Client.Get(ctx, rmKey, rm); err != nil {
+			return err
+		}
+		c := condition(rm, picchuv1alpha1.ConditionOrphaned)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonServing {
+			return fmt.Errorf("orphaned condition %+v", c)
+		}
+		return nil
+	})
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": namespace removed", func() error {
-			nsObj := &corev1.Namespace{}
-			err := target.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil
-			case err != nil:
-				return err
-			case !nsObj.DeletionTimestamp.IsZero():
-				// No namespace controller runs here to finish the job.
-				return nil
-			}
-			return fmt.Errorf("namespace %s is not being deleted", ns)
-		})
+		nsObj := &corev1.Namespace{}
+		if err := target.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil || !nsObj.DeletionTimestamp.IsZero() {
+			t.Fatalf("%s: namespace %s of a serving app went: %v %v", target.Name, ns, err, nsObj.DeletionTimestamp)
+		}
+		checkRouting(t, target, app, map[string]int32{"v2": 100})
+	}
+	// A person removes the app by deleting its ReleaseManager.
+	if err := env.Delivery.Client.Delete(ctx, &picchuv1alpha1.ReleaseManager{ObjectMeta: metav1.ObjectMeta{
+		Namespace: rmKey.Namespace, Name: rmKey.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		namespaceRemoved(t, target, ns)
 	}
 	harness.Eventually(t, 10*time.Second, "release manager gone", func() error {
-		err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, &picchuv1alpha1.ReleaseManager{})
+		err := env.Delivery.Client.Get(ctx, rmKey, &picchuv1alpha1.ReleaseManager{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}
 		return nil
 	})
+}
+
+// namespaceRemoved waits until ns is gone from target or being deleted.
+func namespaceRemoved(t *testing.T, target *harness.Target, ns string) *corev1.Namespace {
+	t.Helper()
+	nsObj := &corev1.Namespace{}
+	harness.Eventually(t, 10*time.Second, target.Name+": namespace removed", func() error {
+		err := target.Client.Get(context.Background(), client.ObjectKey{Name: ns}, nsObj)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case !nsObj.DeletionTimestamp.IsZero():
+			// No namespace controller runs here to finish the job.
+			return nil
+		}
+		return fmt.Errorf("namespace %s is not being deleted", ns)
+	})
+	return nsObj
+}
+
+// TestReleaseManager_OrphanedAppWithoutTrafficGoesAfterGrace deletes the
+// only Revision of an app that never took traffic: the app stays for the
+// removal grace period, then leaves every cluster.
+func TestReleaseManager_OrphanedAppWithoutTrafficGoesAfterGrace(t *testing.T) {
+	ctx := context.Background()
+	const app = "idle"
+	config(t, app, "v1")
+	v1 := appRevision(app, "v1", env.Fleet)
+	v1.Spec.Targets[0].Release.Eligible = false
+	if err := env.Delivery.Client.Create(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		makeReady(t, target, app, "v1")
+	}
+	buildState(t, 10*time.Second, app, "v1", "deployed")
+	if err := env.Delivery.Client.Delete(ctx, v1); err != nil {
+		t.Fatal(err)
+	}
+	var since time.Time
+	harness.Eventually(t, 10*time.Second, "orphaned, removal pending", func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
+			return err
+		}
+		c := condition(rm, picchuv1alpha1.ConditionOrphaned)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonRemovalPending {
+			return fmt.Errorf("orphaned condition %+v", c)
+		}
+		since = c.LastTransitionTime.Time
+		return nil
+	})
+	for _, target := range env.Targets {
+		nsObj := namespaceRemoved(t, target, app+"-production")
+		// Conditions and deletion stamps have whole seconds.
+		if earliest := since.Add(removalGrace - time.Second); !nsObj.DeletionTimestamp.IsZero() && nsObj.DeletionTimestamp.Time.Before(earliest) {
+			t.Errorf("%s: namespace deleted at %s, before the grace period ended (%s + %s)",
+				target.Name, nsObj.DeletionTimestamp.Time, since, removalGrace)
+		}
+	}
 }
 
 // checkRouting checks the app's Istio objects on a target: one subset per

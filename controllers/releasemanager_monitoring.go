@@ -106,7 +106,7 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, objs *mo
 		{nilIfNil(objs.alertRules), pplan.AlertRuleName(app)},
 	} {
 		if err := applyOrDelete(ctx, c, obj.want, &monitoringv1.PrometheusRule{
-			ObjectMeta: metav1.ObjectMeta{Name: obj.name, Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: obj.name, Namespace: ns, Labels: pplan.MonitoringSelector(app, target, "")},
 		}); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func applyServiceLevels(ctx context.Context, c *plan.Cluster, psl *slothv1.Prome
 // serviceLevelsOf names the app's Sloth service levels in namespace.
 func serviceLevelsOf(app, target, namespace string) *slothv1.PrometheusServiceLevel {
 	return &slothv1.PrometheusServiceLevel{ObjectMeta: metav1.ObjectMeta{
-		Name: pplan.ServiceLevelName(app, target), Namespace: namespace,
+		Name: pplan.ServiceLevelName(app, target), Namespace: namespace, Labels: pplan.MonitoringSelector(app, target, ""),
 	}}
 }
 

@@ -36,6 +36,10 @@ type snapshot struct {
 	serviceLevels string
 	// alertProblems are the alert checks of this run that could not be made.
 	alertProblems []string
+	// orphanedSince is when the last Revision of the app in this target
+	// went; zero while there is one. removal is what happens to the app.
+	orphanedSince time.Time
+	removal       release.Removal
 }
 
 // incarnation is one build of the app in the target.
@@ -69,8 +73,7 @@ type fleetCluster struct {
 func (r *ReleaseManagerReconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
 	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace}
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace),
-		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
+	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), ofApp(rm.Spec.App)); err != nil {
 		return nil, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
 	}
 	byTag := map[string]*incarnation{}
@@ -127,6 +130,16 @@ func (r *ReleaseManagerReconciler) snapshot(ctx context.Context, rm *picchuv1alp
 		}
 	}
 	return s, nil
+}
+
+// hasTraffic says whether any build of the app has traffic in the target.
+func (s *snapshot) hasTraffic() bool {
+	for _, inc := range s.incarnations {
+		if inc.status.CurrentPercent > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasRevisions says whether any Revision of the app targets the target.

@@ -29,11 +29,17 @@ const (
 	ReasonUnknownState        = "UnknownState"
 	ReasonAlertsObserved      = "AlertsObserved"
 	ReasonAlertsUnavailable   = "AlertsUnavailable"
+	ReasonServing             = "Serving"
+	ReasonRemovalPending      = "RemovalPending"
 )
 
 // again is how soon a ReleaseManager runs again after a state change, so
 // the next state's work starts at once.
 const again = 10 * time.Millisecond
+
+// clusterRetry is how soon a ReleaseManager tries again, at the latest, a
+// cluster it could not update (sooner when a step is due).
+const clusterRetry = 10 * time.Second
 
 // record writes the outcome of a run into the ReleaseManager's status (only
 // when it changed), emits an event per state change and says when to run again.
@@ -159,6 +165,10 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 	rm.Status.ObservedGeneration = rm.Generation
 	setConditions(rm, unavailable, progressing, timedOut, unknown)
 	setAlertsCondition(rm, judging, s.alertProblems)
+	setOrphanedCondition(rm, s, statuses)
+	if d := s.removal.Due; !d.IsZero() && (due.IsZero() || d.Before(due)) {
+		due = d
+	}
 
 	var err error
 	if !sameStatus(before, &rm.Status) {
@@ -180,14 +190,17 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			r.Recorder.Eventf(rm, nil, corev1.EventTypeWarning, w.reason, "Release", "%s", w.note)
 		}
 	}
-	if err := results.Err(); err != nil {
-		return ctrl.Result{}, fmt.Errorf("release manager %s/%s: %w", rm.Namespace, rm.Name, err)
-	}
+	// A cluster's failure is in its status and the conditions, not an
+	// error: an error's backoff would throw away the due time below and
+	// let step deadlines and alert checks slip by minutes.
 	recordMetrics(rm, statuses, s.now)
 	if len(changed) > 0 || moved {
 		return ctrl.Result{RequeueAfter: again}, nil
 	}
 	next := r.SyncPeriod
+	if len(unavailable) > 0 {
+		next = min(next, clusterRetry)
+	}
 	if judging {
 		// Builds being judged have their alerts read again soon.
 		next = min(next, r.AlertCheckInterval)
@@ -302,6 +315,36 @@ func union(a, b []string) []string {
 	out := append(slices.Clone(a), b...)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// setOrphanedCondition sets Orphaned while no Revision targets the app in
+// the target, saying what keeps the app on its clusters, and removes it
+// once there is one again.
+func setOrphanedCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, statuses []picchuv1alpha1.ReleaseManagerRevisionStatus) {
+	if s.orphanedSince.IsZero() {
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionOrphaned)
+		return
+	}
+	msg := fmt.Sprintf("no Revision of %s targets %s", rm.Spec.App, rm.Spec.Target)
+	reason := ReasonRemovalPending
+	if s.removal.HeldByTraffic {
+		reason = ReasonServing
+		var serving []string
+		for _, st := range statuses {
+			if st.CurrentPercent > 0 {
+				serving = append(serving, fmt.Sprintf("%s %d%%", st.Tag, st.CurrentPercent))
+			}
+		}
+		msg += fmt.Sprintf("; %s keeps serving, so the app stays on every cluster until ReleaseManager %s is deleted",
+			strings.Join(serving, ", "), rm.Name)
+	} else {
+		msg += fmt.Sprintf("; the app is removed from every cluster at %s unless a Revision comes back",
+			s.removal.Due.UTC().Format(time.RFC3339))
+	}
+	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+		Type: picchuv1alpha1.ConditionOrphaned, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
+		ObservedGeneration: rm.Generation, LastTransitionTime: metav1.NewTime(s.orphanedSince),
+	})
 }
 
 // setAlertsCondition sets AlertsObserved while builds are judged: True when

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -42,10 +43,16 @@ type RevisionReconciler struct {
 
 // SetupWithManager watches Revisions and the ReleaseManagers of their apps.
 func (r *RevisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := indexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&picchuv1alpha1.Revision{}).
 		Watches(&picchuv1alpha1.ReleaseManager{}, handler.EnqueueRequestsFromMapFunc(r.revisionsOfApp)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles),
+			ReconciliationTimeout:   time.Minute,
+		}).
 		Named("revision").
 		Complete(r)
 }
@@ -57,8 +64,7 @@ func (r *RevisionReconciler) revisionsOfApp(ctx context.Context, obj client.Obje
 		return nil
 	}
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace),
-		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
+	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), ofApp(rm.Spec.App)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing revisions of a release manager's app", "app", rm.Spec.App)
 		return nil
 	}
@@ -70,7 +76,9 @@ func (r *RevisionReconciler) revisionsOfApp(ctx context.Context, obj client.Obje
 }
 
 // ReleaseManagerName is the name of the ReleaseManager of an app in a target.
-func ReleaseManagerName(app, target string) string { return app + "-" + target }
+func ReleaseManagerName(app, target string) string {
+	return picchuv1alpha1.ReleaseManagerName(app, target)
+}
 
 // Reconcile runs the phases for one Revision: deletion once every target
 // marks it deletable, labels, release managers, failing it when a target
@@ -94,6 +102,16 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	var rms []*picchuv1alpha1.ReleaseManager
 	for i := range rev.Spec.Targets {
 		rm, err := r.ensureReleaseManager(ctx, rev, &rev.Spec.Targets[i])
+		var collision *collisionError
+		if errors.As(err, &collision) {
+			// Admission rejects such a Revision; one that got in (webhooks
+			// off, or both created at once) is held in that target.
+			ctrl.LoggerFrom(ctx).Info("not releasing in a target whose name another app has", "error", err.Error())
+			if r.Recorder != nil {
+				r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, "NameCollision", "Hold", "%s", err.Error())
+			}
+			continue
+		}
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -273,6 +291,9 @@ func (r *RevisionReconciler) ensureReleaseManager(ctx context.Context, rev *picc
 	rm := &picchuv1alpha1.ReleaseManager{}
 	err := r.Client.Get(ctx, key, rm)
 	if err == nil {
+		if rm.Spec.App != rev.Spec.App.Name || rm.Spec.Target != target.Name {
+			return nil, &collisionError{name: key.Name, app: rev.Spec.App.Name, target: target.Name, rm: rm}
+		}
 		return rm, nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -294,6 +315,18 @@ func (r *RevisionReconciler) ensureReleaseManager(ctx context.Context, rev *picc
 		return nil, fmt.Errorf("creating release manager %s: %w", key, err)
 	}
 	return rm, nil
+}
+
+// collisionError is a target of a Revision whose ReleaseManager name is
+// another app's: app "a-b" in target "c" against app "a" in target "b-c".
+type collisionError struct {
+	name, app, target string
+	rm                *picchuv1alpha1.ReleaseManager
+}
+
+func (e *collisionError) Error() string {
+	return fmt.Sprintf("app %q in target %q would be named %q, which ReleaseManager %s/%s of app %q in target %q already is; rename the app or the target",
+		e.app, e.target, e.name, e.rm.Namespace, e.rm.Name, e.rm.Spec.App, e.rm.Spec.Target)
 }
 
 // mirrorStatus copies each target's state, traffic and scale for this tag

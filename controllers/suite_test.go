@@ -34,6 +34,9 @@ var (
 	replicaSetEvents = make(chan types.NamespacedName, 100)
 )
 
+// removalGrace is how long an app no Revision targets stays before it goes.
+const removalGrace = 3 * time.Second
+
 // serviceLevelsNamespace is where the operator writes Sloth service levels.
 const serviceLevelsNamespace = "service-level-objectives"
 
@@ -85,6 +88,7 @@ func run(m *testing.M) int {
 		SyncPeriod:             10 * time.Minute,
 		ClusterTimeout:         5 * time.Second,
 		ServiceLevelsNamespace: serviceLevelsNamespace,
+		RemovalGrace:           removalGrace,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the operator:", err)

@@ -100,8 +100,11 @@ type appliedObject struct {
 // apply, and forgets fields Picchu applied before and obj no longer has. obj
 // is a complete desired object of any kind known to the client's scheme, or
 // unstructured. A live object labelled picchu.medium.engineering/ignore is
-// left as it is. Nothing is sent when obj equals what was last applied and
-// the live object has not changed since.
+// left as it is. When obj carries the app and target labels, a live object
+// that does not carry the same ones was not created by Picchu for that app
+// and target: it is never adopted, and Apply returns a *NotOwnedError.
+// Nothing is sent when obj equals what was last applied and the live object
+// has not changed since.
 func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
 	desired, err := c.toApply(obj)
 	if err != nil {
@@ -191,6 +194,8 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
 		return nil
+	case !owns(desired.GetLabels(), live.GetLabels()):
+		return &NotOwnedError{Object: c.describe(key), Labels: desired.GetLabels(), Live: live.GetLabels()}
 	case c.unchanged(key, hash, live.GetResourceVersion()):
 		return nil
 	}
@@ -203,8 +208,10 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 	return nil
 }
 
-// Delete deletes obj from the cluster unless it is gone already or its live
-// object is labelled picchu.medium.engineering/ignore.
+// Delete deletes obj from the cluster unless it is gone already, its live
+// object is labelled picchu.medium.engineering/ignore, or Picchu did not
+// create it: the live object must carry obj's app and target labels, or,
+// when obj has none, an app label. Objects left alone are logged.
 func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Client.Scheme())
 	if err != nil {
@@ -219,6 +226,10 @@ func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", c.describe(key), err)
+	case !deletable(obj.GetLabels(), live.GetLabels()):
+		c.Log.Info("not deleting an object Picchu did not create for this app and target", "object", c.describe(key),
+			"labels", live.GetLabels())
+		return nil
 	}
 	return c.delete(ctx, key, live)
 }
@@ -252,6 +263,7 @@ func (c *Cluster) delete(ctx context.Context, key objectKey, live *unstructured.
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
 		return nil
 	}
+
 	if err := c.Client.Delete(ctx, live); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting %s: %w", c.describe(key), err)
 	}
@@ -305,4 +317,46 @@ func (c *Cluster) forget(key objectKey) {
 
 func (c *Cluster) describe(key objectKey) string {
 	return fmt.Sprintf("%s %s/%s", key.gvk.Kind, key.namespace, key.name)
+}
+
+// NotOwnedError is an object that exists on a cluster but was not created by
+// Picchu for the app and target that want it: Picchu leaves it alone, and
+// the build that needs it holds until a person renames or removes one of them.
+type NotOwnedError struct {
+	// Object is the kind, namespace and name of the object.
+	Object string
+	// Labels are the owner labels Picchu wanted; Live those the object has.
+	Labels, Live map[string]string
+}
+
+func (e *NotOwnedError) Error() string {
+	return fmt.Sprintf("%s exists and was not created by Picchu for app %q in target %q (it has app %q, target %q): "+
+		"Picchu neither adopts nor deletes it; rename the app or target, or remove the object",
+		e.Object, e.Labels[picchuv1alpha1.LabelApp], e.Labels[picchuv1alpha1.LabelTarget],
+		e.Live[picchuv1alpha1.LabelApp], e.Live[picchuv1alpha1.LabelTarget])
+}
+
+// owns says whether a live object with labels live belongs to the app and
+// target that desired's labels name. An object wanted without owner labels
+// (the replicas of an object Picchu created, a namespace shared by every
+// app) belongs to whoever wants it.
+func owns(desired, live map[string]string) bool {
+	for _, l := range []string{picchuv1alpha1.LabelApp, picchuv1alpha1.LabelTarget} {
+		if want, ok := desired[l]; ok && live[l] != want {
+			return false
+		}
+	}
+	return true
+}
+
+// deletable says whether Delete may delete a live object with labels live
+// when asked to delete one with labels want: one of the app and target that
+// want names, or, when want names none, one Picchu created for some app.
+func deletable(want, live map[string]string) bool {
+	_, app := want[picchuv1alpha1.LabelApp]
+	_, target := want[picchuv1alpha1.LabelTarget]
+	if app || target {
+		return owns(want, live)
+	}
+	return live[picchuv1alpha1.LabelApp] != ""
 }

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -328,5 +329,55 @@ func TestApplyFleet_OneBadClusterNeverStopsTheOthers(t *testing.T) {
 	}
 	if err := good.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "config"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("good cluster not applied: %v", err)
+	}
+}
+
+// TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate gives the cluster a
+// namespace and a ConfigMap that a person made, with the names an app's
+// would have: applying the app's objects fails naming the object and
+// changes nothing, and deleting them leaves them in place.
+func TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate(t *testing.T) {
+	ctx := context.Background()
+	cs, w := clusters(t)
+	c := cs[0]
+	owner := map[string]string{picchuv1alpha1.LabelApp: "cert", picchuv1alpha1.LabelTarget: "manager"}
+	name := fmt.Sprintf("cert-manager-%d", nsSeq.Add(1))
+	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"team": "platform"}}}
+	if err := c.Client.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: name,
+		Labels: map[string]string{picchuv1alpha1.LabelApp: "cert", picchuv1alpha1.LabelTarget: "other"}}, Data: map[string]string{"a": "theirs"}}
+	if err := c.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	before := w.total()
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: owner}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: name, Labels: owner}, Data: map[string]string{"a": "ours"}},
+	} {
+		err := c.Apply(ctx, obj)
+		var notOwned *plan.NotOwnedError
+		if !errors.As(err, &notOwned) || !strings.Contains(err.Error(), obj.GetName()) {
+			t.Errorf("applying over %s: got %v, want a NotOwnedError naming it", obj.GetName(), err)
+		}
+		if err := c.Delete(ctx, obj); err != nil {
+			t.Errorf("deleting %s: %v", obj.GetName(), err)
+		}
+	}
+	// A deletion that names no owner leaves objects without an app label.
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Errorf("deleting %s by name: %v", name, err)
+	}
+	if got := w.total() - before; got != 0 {
+		t.Errorf("%d writes to objects Picchu did not create, want 0", got)
+	}
+	ns := &corev1.Namespace{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || !ns.DeletionTimestamp.IsZero() || ns.Labels["team"] != "platform" {
+		t.Errorf("their namespace = %v (deleting %v), %v; want it untouched", ns.Labels, ns.DeletionTimestamp, err)
+	}
+	got := &corev1.ConfigMap{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil || got.Data["a"] != "theirs" {
+		t.Errorf("their configmap = %v, %v; want it untouched", got.Data, err)
 	}
 }

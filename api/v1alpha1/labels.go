@@ -49,4 +49,14 @@ const (
 	// can read their SLO and canary alerts; false (promotion held) when a
 	// metrics provider cannot answer.
 	ConditionAlertsObserved = "AlertsObserved"
+	// ConditionOrphaned is true on a ReleaseManager while no Revision targets
+	// its app and target; its lastTransitionTime is since when. Picchu
+	// removes such an app from its clusters only once none of its builds has
+	// traffic and the removal grace period has passed.
+	ConditionOrphaned = "Orphaned"
 )
+
+// RevisionAppField is the field selector, and the cache index, that finds
+// the Revisions of an app by what they are rather than by a label a person
+// or a tool may have left off.
+const RevisionAppField = "spec.app.name"

@@ -115,3 +115,16 @@ func (r *Revision) DefaultScale() {
 		}
 	}
 }
+
+// DefaultLabels sets the app label to spec.app.name, so that a Revision
+// carries it from its creation. Picchu finds Revisions by spec.app.name;
+// the label is for people and tools selecting them.
+func (r *Revision) DefaultLabels() {
+	if r.Spec.App.Name == "" {
+		return
+	}
+	if r.Labels == nil {
+		r.Labels = map[string]string{}
+	}
+	r.Labels[LabelApp] = r.Spec.App.Name
+}

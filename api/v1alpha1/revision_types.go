@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.status.summary`,description="state and traffic percent per target"
 // +kubebuilder:printcolumn:name="Failed",type=boolean,JSONPath=`.spec.failed`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.spec.app.name`
 type Revision struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

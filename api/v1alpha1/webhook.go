@@ -14,12 +14,13 @@ import (
 )
 
 // SetupWebhooksWithManager registers the admission webhooks of every kind
-// that has one: Revision (defaulting and validation), Cluster and
-// ClusterSecrets (validation).
+// that has one: Revision (defaulting, and validation, which also rejects an
+// "<app>-<target>" name another app has), Cluster and ClusterSecrets
+// (validation).
 func SetupWebhooksWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &Revision{}).
 		WithDefaulter(revisionDefaulter{}).
-		WithValidator(validator[*Revision]{}).
+		WithValidator(revisionValidator{reader: mgr.GetAPIReader()}).
 		Complete(); err != nil {
 		return err
 	}
@@ -41,6 +42,7 @@ func SetupWebhooksWithManager(mgr ctrl.Manager) error {
 type revisionDefaulter struct{}
 
 func (revisionDefaulter) Default(_ context.Context, r *Revision) error {
+	r.DefaultLabels()
 	r.DefaultRouting()
 	r.DefaultScale()
 	return nil

@@ -9,7 +9,7 @@ import (
 // IstioObject is a reference to the app's Istio object of kind
 // (DestinationRule, VirtualService or Sidecar), to delete it.
 func IstioObject(app, target, kind string) client.Object {
-	meta := metav1.ObjectMeta{Name: app, Namespace: Namespace(app, target)}
+	meta := metav1.ObjectMeta{Name: app, Namespace: Namespace(app, target), Labels: appLabels(app, target)}
 	switch kind {
 	case "DestinationRule":
 		return &istionetworking.DestinationRule{ObjectMeta: meta}

@@ -17,7 +17,7 @@ func TestDescribedCommandsRun(t *testing.T) {
 		t.Fatalf("want a command per cluster, got %q", cmds)
 	}
 	described := lab.Describe()
-	for _, cmd := range cmds {
+	for i, cmd := range cmds {
 		if !strings.Contains(described, cmd) {
 			t.Errorf("Describe does not print %q:\n%s", cmd, described)
 		}
@@ -36,7 +36,7 @@ func TestDescribedCommandsRun(t *testing.T) {
 		if len(strings.TrimSpace(string(out))) == 0 {
 			t.Errorf("%s printed nothing", cmd)
 		}
-		if strings.Contains(cmd, "clusters") {
+		if i == 0 { // the delivery cluster's: its Revisions, ReleaseManagers and Clusters
 			for _, target := range lab.Targets {
 				if !strings.Contains(string(out), target.Name) {
 					t.Errorf("%s does not list cluster %s:\n%s", cmd, target.Name, out)

@@ -37,6 +37,10 @@ type Options struct {
 	ServiceLevelsNamespace  string
 	Prometheus, Datadog     controllers.AlertSource
 	AlertCheckInterval      time.Duration
+	RemovalGrace            time.Duration
+	// WithoutRevisionController holds the Revision controller back: no
+	// Revision is labelled, mirrored, failed or given a ReleaseManager.
+	WithoutRevisionController bool
 }
 
 // Operator is a running manager with Picchu's controllers.
@@ -79,16 +83,19 @@ func Start(env *harness.Env, opts Options) (*Operator, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the cluster controller: %w", err)
 	}
-	if err := (&controllers.RevisionReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("picchu"),
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the revision controller: %w", err)
+	if !opts.WithoutRevisionController {
+		if err := (&controllers.RevisionReconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("picchu"),
+		}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the revision controller: %w", err)
+		}
 	}
 	if err := (&controllers.ReleaseManagerReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: registry, RemoteEvents: remoteEvents,
 		Recorder: mgr.GetEventRecorder("picchu"), SyncPeriod: opts.SyncPeriod, ClusterTimeout: opts.ClusterTimeout,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, ServiceLevelsNamespace: opts.ServiceLevelsNamespace,
 		Prometheus: opts.Prometheus, Datadog: opts.Datadog, AlertCheckInterval: opts.AlertCheckInterval,
+		RemovalGrace: opts.RemovalGrace,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
 	}

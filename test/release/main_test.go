@@ -139,20 +139,25 @@ var current *operator.Operator
 // startOperator starts the operator against the delivery cluster. Its
 // safety resync is 10 minutes, so only events and its own deadlines can
 // move a release along.
-func startOperator() (*operator.Operator, error) {
-	return operator.Start(env, operator.Options{
+func startOperator(change ...func(*operator.Options)) (*operator.Operator, error) {
+	opts := operator.Options{
 		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, MaxConcurrentReconciles: 4,
 		Prometheus: alerts, Datadog: monitors, AlertCheckInterval: alertCheckInterval,
-	})
+	}
+	for _, c := range change {
+		c(&opts)
+	}
+	return operator.Start(env, opts)
 }
 
-// restart stops the running operator and starts a new one.
-func restart(t testing.TB) {
+// restart stops the running operator and starts a new one, with the
+// options changed by change.
+func restart(t testing.TB, change ...func(*operator.Options)) {
 	t.Helper()
 	if err := current.Stop(); err != nil {
 		t.Fatalf("stopping the operator: %v", err)
 	}
-	op, err := startOperator()
+	op, err := startOperator(change...)
 	if err != nil {
 		t.Fatalf("starting the operator again: %v", err)
 	}

@@ -113,7 +113,7 @@ func Observe(ctx context.Context, f *fleet.Fleet, app string) Snapshot {
 func builds(ctx context.Context, f *fleet.Fleet, app string) ([]Build, error) {
 	c := f.Delivery.Client
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := c.List(ctx, revs, client.InNamespace(f.Namespace), client.MatchingLabels{picchuv1alpha1.LabelApp: app}); err != nil {
+	if err := c.List(ctx, revs, client.InNamespace(f.Namespace), client.MatchingFields{picchuv1alpha1.RevisionAppField: app}); err != nil {
 		return nil, fmt.Errorf("listing revisions of %s: %w", app, err)
 	}
 	failed := map[string]Build{}

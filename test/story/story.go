@@ -352,25 +352,16 @@ func Manifest(samples, app, tag string) (*picchuv1alpha1.Revision, error) {
 	return rev, nil
 }
 
-// Reset deletes every Revision of app and waits until Picchu has removed
-// the app from the fleet: no ReleaseManager left, no namespace on a target.
+// Reset removes an earlier run of app, as a person removes an app: it
+// deletes its Revisions, then its ReleaseManagers (Picchu never takes a
+// serving app down on its own), and waits until Picchu has removed the app
+// from the fleet: no Revision or ReleaseManager left, no namespace on a
+// target. A ReleaseManager made again meanwhile from a Revision the
+// operator's cache still held is deleted again.
 func Reset(ctx context.Context, f *fleet.Fleet, app string) error {
-	c := f.Delivery.Client
-	revs := &picchuv1alpha1.RevisionList{}
-	if err := c.List(ctx, revs, client.InNamespace(f.Namespace), client.MatchingLabels{picchuv1alpha1.LabelApp: app}); err != nil {
-		return fmt.Errorf("listing revisions of %s: %w", app, err)
-	}
-	if len(revs.Items) == 0 {
-		return nil
-	}
-	for i := range revs.Items {
-		if err := c.Delete(ctx, &revs.Items[i]); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting revision %s: %w", revs.Items[i].Name, err)
-		}
-	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, defaultPollInterval, resetTimeout, true, func(ctx context.Context) (bool, error) {
-		last = removed(ctx, f, app)
+		last = removeStep(ctx, f, app)
 		return last == nil, nil
 	})
 	if err != nil {
@@ -379,10 +370,32 @@ func Reset(ctx context.Context, f *fleet.Fleet, app string) error {
 	return nil
 }
 
-func removed(ctx context.Context, f *fleet.Fleet, app string) error {
+// removeStep deletes what is left of app and says what remains, if anything.
+func removeStep(ctx context.Context, f *fleet.Fleet, app string) error {
+	c := f.Delivery.Client
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := c.List(ctx, revs, client.InNamespace(f.Namespace), client.MatchingFields{picchuv1alpha1.RevisionAppField: app}); err != nil {
+		return fmt.Errorf("listing revisions of %s: %w", app, err)
+	}
+	for i := range revs.Items {
+		if err := c.Delete(ctx, &revs.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting revision %s: %w", revs.Items[i].Name, err)
+		}
+	}
+	if len(revs.Items) > 0 {
+		return fmt.Errorf("revision %s remains", revs.Items[0].Name)
+	}
 	rms := &picchuv1alpha1.ReleaseManagerList{}
-	if err := f.Delivery.Client.List(ctx, rms, client.InNamespace(f.Namespace), client.MatchingLabels{picchuv1alpha1.LabelApp: app}); err != nil {
-		return err
+	if err := c.List(ctx, rms, client.InNamespace(f.Namespace), client.MatchingLabels{picchuv1alpha1.LabelApp: app}); err != nil {
+		return fmt.Errorf("listing release managers of %s: %w", app, err)
+	}
+	for i := range rms.Items {
+		if !rms.Items[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := c.Delete(ctx, &rms.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting release manager %s: %w", rms.Items[i].Name, err)
+		}
 	}
 	if len(rms.Items) > 0 {
 		return fmt.Errorf("release manager %s remains", rms.Items[0].Name)

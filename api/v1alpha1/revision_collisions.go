@@ -1,0 +1,114 @@
+package v1alpha1
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// ReleaseManagerName is the name of the ReleaseManager of an app in a
+// target, and of the app's namespace on every cluster of the target's fleet.
+func ReleaseManagerName(app, target string) string { return app + "-" + target }
+
+// Collision is a target of a Revision whose "<app>-<target>" name is taken
+// by another app: app "a-b" in target "c" and app "a" in target "b-c" would
+// share a ReleaseManager and a namespace on every cluster.
+type Collision struct {
+	// Index is the position of the target in the Revision's spec.targets.
+	Index int
+	// Name is the shared name; App and Target are the other app's.
+	Name, App, Target string
+}
+
+// Collisions lists the targets of rev whose ReleaseManager name another
+// app's target of others already has. Revisions of the same app never
+// collide.
+func Collisions(rev *Revision, others []Revision) []Collision {
+	taken := map[string][2]string{}
+	for i := range others {
+		o := &others[i]
+		if o.Spec.App.Name == rev.Spec.App.Name || (o.Namespace == rev.Namespace && o.Name == rev.Name) {
+			continue
+		}
+		for _, t := range o.Spec.Targets {
+			taken[ReleaseManagerName(o.Spec.App.Name, t.Name)] = [2]string{o.Spec.App.Name, t.Name}
+		}
+	}
+	var out []Collision
+	for i, t := range rev.Spec.Targets {
+		name := ReleaseManagerName(rev.Spec.App.Name, t.Name)
+		if other, ok := taken[name]; ok {
+			out = append(out, Collision{Index: i, Name: name, App: other[0], Target: other[1]})
+		}
+	}
+	return out
+}
+
+// revisionValidator checks a Revision's fields (Revision.Validate) and that
+// its "<app>-<target>" names are not another app's. reader reads the API
+// server, not a cache that may lag behind a Revision just created.
+type revisionValidator struct {
+	reader client.Reader
+}
+
+func (v revisionValidator) ValidateCreate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
+	return v.validate(ctx, rev)
+}
+
+func (v revisionValidator) ValidateUpdate(ctx context.Context, _, rev *Revision) (admission.Warnings, error) {
+	return v.validate(ctx, rev)
+}
+
+func (revisionValidator) ValidateDelete(context.Context, *Revision) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v revisionValidator) validate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
+	warnings, err := rev.Validate()
+	if err != nil || v.reader == nil {
+		return warnings, err
+	}
+	// Only an app whose name is rev's "<app>-<target>" cut at a "-" can
+	// collide with it: ask the API server for those apps' Revisions alone.
+	var others []Revision
+	for _, app := range collidingApps(rev) {
+		list := &RevisionList{}
+		if err := v.reader.List(ctx, list, client.InNamespace(rev.Namespace), client.MatchingFields{RevisionAppField: app}); err != nil {
+			return warnings, apierrors.NewInternalError(fmt.Errorf("listing revisions of app %q to check name collisions: %w", app, err))
+		}
+		others = append(others, list.Items...)
+	}
+	collisions := Collisions(rev, others)
+	if len(collisions) == 0 {
+		return warnings, nil
+	}
+	var errs field.ErrorList
+	for _, c := range collisions {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "targets").Index(c.Index).Child("name"), rev.Spec.Targets[c.Index].Name,
+			fmt.Sprintf("app %q in this target would be named %q, which app %q in target %q already is (its ReleaseManager and its namespace on every cluster); rename the app or the target",
+				rev.Spec.App.Name, c.Name, c.App, c.Target)))
+	}
+	return warnings, apierrors.NewInvalid(GroupVersion.WithKind("Revision").GroupKind(), rev.Name, errs)
+}
+
+// collidingApps lists the apps other than rev's that could have a target
+// named like one of rev's: "<app>-<target>" cut at each "-".
+func collidingApps(rev *Revision) []string {
+	seen := map[string]bool{rev.Spec.App.Name: true}
+	var out []string
+	for _, t := range rev.Spec.Targets {
+		name := ReleaseManagerName(rev.Spec.App.Name, t.Name)
+		for i := range len(name) {
+			if name[i] != '-' || seen[name[:i]] || i == 0 {
+				continue
+			}
+			seen[name[:i]] = true
+			out = append(out, name[:i])
+		}
+	}
+	return out
+}

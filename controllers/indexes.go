@@ -1,0 +1,45 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// indexed remembers the caches that have the Revision index, so that each
+// controller can ask for it and it is added once per manager.
+var indexed sync.Map
+
+// indexRevisionsByApp adds the index picchuv1alpha1.RevisionAppField
+// (spec.app.name) over Revisions to cache c, once. Revisions are found by
+// the app they are, never by the app label alone: a Revision created by
+// kubectl replace, Argo CD or Flux before Picchu labels it still belongs to
+// its app.
+func indexRevisionsByApp(ctx context.Context, c cache.Cache) error {
+	if _, done := indexed.LoadOrStore(c, true); done {
+		return nil
+	}
+	err := c.IndexField(ctx, &picchuv1alpha1.Revision{}, picchuv1alpha1.RevisionAppField, func(obj client.Object) []string {
+		rev, ok := obj.(*picchuv1alpha1.Revision)
+		if !ok || rev.Spec.App.Name == "" {
+			return nil
+		}
+		return []string{rev.Spec.App.Name}
+	})
+	if err != nil {
+		indexed.Delete(c)
+		return fmt.Errorf("indexing revisions by %s: %w", picchuv1alpha1.RevisionAppField, err)
+	}
+	return nil
+}
+
+// ofApp selects the Revisions of app: from the cache through its index, and
+// from the API server through the CRD's selectable field.
+func ofApp(app string) client.MatchingFields {
+	return client.MatchingFields{picchuv1alpha1.RevisionAppField: app}
+}

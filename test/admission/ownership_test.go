@@ -1,0 +1,75 @@
+package admission_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// appRevisionJSON is a valid Revision spec of app in target.
+func appRevisionJSON(app, target string) string {
+	return `{"app": {"name": "` + app + `", "tag": "v1", "image": "registry.example/` + app + `:v1"},
+		"targets": [{"name": "` + target + `", "fleet": "production"}]}`
+}
+
+// TestRevisionWebhook_LabelsTheApp checks that a Revision applied without
+// the app label carries it from its creation, so that nothing, not even a
+// Revision controller that lags, sees it without its app.
+func TestRevisionWebhook_LabelsTheApp(t *testing.T) {
+	ctx := context.Background()
+	u := object(t, "Revision", appRevisionJSON("labelled", "production"))
+	u.SetLabels(map[string]string{"team": "web"})
+	if err := hookedClient.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	rev := &picchuv1alpha1.Revision{}
+	if err := hookedClient.Get(ctx, client.ObjectKeyFromObject(u), rev); err != nil {
+		t.Fatal(err)
+	}
+	if rev.Labels[picchuv1alpha1.LabelApp] != "labelled" || rev.Labels["team"] != "web" {
+		t.Errorf("labels %v, want the app label added to the user's", rev.Labels)
+	}
+}
+
+// TestRevisionWebhook_RejectsAnotherAppsName checks that app "a" in target
+// "b-c" is rejected once app "a-b" in target "c" exists: both would be
+// ReleaseManager "a-b-c" and namespace "a-b-c" on every cluster. Builds of
+// the same app are accepted.
+func TestRevisionWebhook_RejectsAnotherAppsName(t *testing.T) {
+	ctx := context.Background()
+	if err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON("shop-eu", "web"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON("shop-eu", "web"))); err != nil {
+		t.Errorf("another build of the same app was rejected: %v", err)
+	}
+	err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON("shop", "eu-web")))
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.targets[0].name") ||
+		!strings.Contains(err.Error(), `"shop-eu-web"`) || !strings.Contains(err.Error(), `app "shop-eu"`) {
+		t.Errorf("got %v, want an invalid error naming spec.targets[0].name, the shared name and the other app", err)
+	}
+}
+
+// TestRevision_FoundByAppOnTheAPIServer checks that the API server selects
+// Revisions by spec.app.name (the CRD's selectable field), so that Picchu
+// finds a Revision by the app it is, whatever its labels.
+func TestRevision_FoundByAppOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	u := object(t, "Revision", appRevisionJSON("unlabelled", "production"))
+	if err := bare.Delivery.Client.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := bare.Delivery.Client.List(ctx, revs, client.InNamespace("picchu"),
+		client.MatchingFields{picchuv1alpha1.RevisionAppField: "unlabelled"}); err != nil {
+		t.Fatalf("listing by %s: %v", picchuv1alpha1.RevisionAppField, err)
+	}
+	if len(revs.Items) != 1 || revs.Items[0].Name != u.GetName() || revs.Items[0].Labels[picchuv1alpha1.LabelApp] != "" {
+		t.Errorf("found %d revisions, want only the unlabelled %s", len(revs.Items), u.GetName())
+	}
+}
