@@ -2,11 +2,12 @@
 # Provisions the Kubernetes binaries the tests and the local fleet run, once,
 # into bin/k8s/<kubernetes version>/:
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-#   kwok and kwokctl, and kwok-stages.yaml, the stages kwok runs in tests,
-# all built from the Go module proxy by one "go build" in the module
-# hack/k8s, which pins their versions (so they share every package they have
-# in common, and compile in parallel); and bin/kubectl, a link to that
-# kubectl, for people. A second run builds nothing; a change of any version
+#   kwok and kwokctl,
+# the Kubernetes ones and etcd built from the Go module proxy by one
+# "go build" in the module hack/k8s, which pins their versions (so they
+# compile in parallel and share every package they have in common), kwok
+# installed from its own module; and bin/kubectl, a link to that kubectl,
+# for people. A second run builds nothing; a change of any version
 # in hack/k8s (recorded in the directory's .versions) builds again. Prints the
 # directory (KUBEBUILDER_ASSETS) on stdout; progress goes to stderr: what is
 # built, every 15 s how many packages are compiled, and each binary as it is
@@ -22,7 +23,10 @@ export GOFLAGS=-mod=mod CGO_ENABLED=0
 
 k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_version=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-kwok_version=$(go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
+# kwok v0.7.0 runs nodes and pods with its built-in fast stages; it is
+# installed from its own module (v0.8 needs stage files the fleet's kwokctl
+# and the tests would have to be given).
+kwok_version=v0.7.0
 versions="Kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
 dir="$root/bin/k8s/$k8s_version"
 mkdir -p "$dir"
@@ -35,17 +39,15 @@ declare -A pkg=(
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
-  [kwok]=sigs.k8s.io/kwok/cmd/kwok
-  [kwokctl]=sigs.k8s.io/kwok/cmd/kwokctl
 )
-names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl)
+names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 built_name() { if [ "$1" = etcd ]; then echo server; else echo "$1"; fi; }
 
 wanted=$versions
 have=$(cat "$dir/.versions" 2>/dev/null || true)
 missing=()
 for bin in "${names[@]}"; do
-  if [ "$have" != "$wanted" ] || [ ! -x "$dir/$bin" ]; then missing+=("$bin"); fi
+  if [ "$have" != "$wanted" ] || [ ! -x "$dir/$bin" ] || [ ! -x "$dir/kwok" ] || [ ! -x "$dir/kwokctl" ]; then missing+=("$bin"); fi
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -106,21 +108,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   for bin in "${missing[@]}"; do
     mv -f "$out/$(built_name "$bin")" "$dir/$bin"
   done
+  for bin in kwok kwokctl; do
+    progress_build "$bin $kwok_version" 0 \
+      env GOBIN="$out" GOFLAGS= go install -v "sigs.k8s.io/kwok/cmd/$bin@$kwok_version"
+    mv -f "$out/$bin" "$dir/$bin"
+  done
   echo "$wanted" >"$dir/.versions"
   progress_log "built ${missing[*]} in $(progress_elapsed $((SECONDS - start)))"
-fi
-# kwok runs nodes and pods through "stages"; since v0.8 it has none built
-# in. The tests' kwok gets the fast ones its module ships (kwokctl, which the
-# local fleet runs, embeds its own): nodes Ready at once with a status
-# heartbeat, pods Running and Ready at once, deleted pods gone.
-if [ ! -s "$dir/kwok-stages.yaml" ] || [ "$(cat "$dir/.versions" 2>/dev/null)" != "$wanted" ]; then
-  stages=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
-  for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
-           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
-    echo "---"
-    cat "$stages/$f"
-  done >"$dir/kwok-stages.yaml.tmp"
-  mv -f "$dir/kwok-stages.yaml.tmp" "$dir/kwok-stages.yaml"
 fi
 ln -sfn "k8s/$k8s_version/kubectl" "$root/bin/kubectl"
 echo "$dir"

@@ -9,6 +9,4 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
-	_ "sigs.k8s.io/kwok/cmd/kwok"
-	_ "sigs.k8s.io/kwok/cmd/kwokctl"
 )

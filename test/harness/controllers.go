@@ -107,12 +107,10 @@ func (s *Server) startControllers(ctx context.Context, dir string) (err error) {
 	components := []component{
 		{
 			name: "kwok", binary: kwok,
-			// Reads no configuration from ~/.kwok, only the fast stages
-			// hack/install-k8s-binaries.sh writes beside it: nodes Ready at
-			// once, pods on them Running and Ready at once.
+			// Reads no configuration from ~/.kwok: the default stages make
+			// pods on the fake nodes Running and Ready at once.
 			env: []string{"KWOK_WORKDIR=" + filepath.Join(dir, "kwok")},
 			args: []string{
-				"--config=" + filepath.Join(assets, "kwok-stages.yaml"),
 				"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
 			},
 		},
