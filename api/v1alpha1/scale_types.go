@@ -46,9 +46,11 @@ type ScaleInfo struct {
 	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="must be a positive quantity such as 50 or 2500m"
 	TargetRequestsRate *string `json:"targetRequestsRate,omitempty"`
 	// requestsRateMetric is the per-pod metric (served by a metrics adapter)
-	// that targetRequestsRate applies to.
+	// that targetRequestsRate applies to. The autoscaler reads it by name in
+	// an API path, so it is not "." or ".." and has no '/' or '%'.
 	// +optional
 	// +kubebuilder:default=istio_requests_rate
+	// +kubebuilder:validation:Pattern=`^(|[^/%.][^/%]*|\.[^/%.][^/%]*|\.\.[^/%]+)$`
 	RequestsRateMetric string `json:"requestsRateMetric,omitempty"`
 	// worker scales a queue worker with the worker pod autoscaler.
 	// +optional
