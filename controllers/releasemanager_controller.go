@@ -246,6 +246,9 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if rm.Labels[picchuv1alpha1.LabelIgnore] != "" {
 		return ctrl.Result{}, nil
 	}
+	if err := rm.DecodeError(); err != nil {
+		return ctrl.Result{}, reportUndecodable(ctx, r.Client, r.Recorder, "ReleaseManager", rm, &rm.Status.Conditions, err)
+	}
 	if !rm.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, rm)
 	}

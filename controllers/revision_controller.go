@@ -91,6 +91,9 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if !rev.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if err := rev.DecodeError(); err != nil {
+		return ctrl.Result{}, reportUndecodable(ctx, r.Client, r.Recorder, "Revision", rev, &rev.Status.Conditions, err)
+	}
 	// A Revision every target has let go of is deleted before anything is
 	// ensured for it.
 	if deleted, err := r.deleteIfDeletable(ctx, rev); err != nil || deleted {
