@@ -210,11 +210,7 @@ func (r *ReleaseManagerReconciler) readConfig(ctx context.Context, inc *incarnat
 	if err := r.Client.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("listing secrets of %s/%s: %w", ns, inc.revision.Name, err)
 	}
-	kept, err := r.withoutCredentials(ctx, inc, secrets.Items)
-	if err != nil {
-		return err
-	}
-	inc.configMaps, inc.secrets = cms.Items, kept
+	inc.configMaps, inc.secrets = cms.Items, secrets.Items
 	slices.SortFunc(inc.configMaps, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(inc.secrets, func(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) })
 	return nil
