@@ -20,6 +20,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -342,10 +343,17 @@ func Manifest(samples, app, tag string) (*picchuv1alpha1.Revision, error) {
 	if app != SampleApp {
 		data = []byte(strings.ReplaceAll(string(data), SampleApp, app))
 	}
-	rev := &picchuv1alpha1.Revision{}
-	if err := yaml.UnmarshalStrict(data, rev); err != nil {
+	// A Revision decodes leniently (see its UnmarshalJSON), which a strict
+	// decode does not see into: decode its parts strictly instead.
+	var strict struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata"`
+		Spec              picchuv1alpha1.RevisionSpec `json:"spec"`
+	}
+	if err := yaml.UnmarshalStrict(data, &strict); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
+	rev := &picchuv1alpha1.Revision{TypeMeta: strict.TypeMeta, ObjectMeta: strict.ObjectMeta, Spec: strict.Spec}
 	if len(rev.Spec.Targets) != 1 || rev.Spec.Targets[0].Name != Target {
 		return nil, fmt.Errorf("%s: want exactly one target, named %q", path, Target)
 	}
