@@ -55,6 +55,7 @@ type config struct {
 	webhookPort             int
 	webhookCertDir          string
 	syncPeriodSeconds       int
+	allowExecCredentials    bool
 	controllers             controllers.Options
 	zap                     zap.Options
 }
@@ -71,6 +72,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
 	fs.StringVar(&c.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of the webhook server (default: controller-runtime's)")
 	fs.IntVar(&c.syncPeriodSeconds, "sync-period-seconds", 15, "seconds between safety resyncs of every object")
+	fs.BoolVar(&c.allowExecCredentials, "allow-exec-credentials", false, "accept exec plugins in Cluster Secrets: whoever may write a Cluster's Secret can then run commands as the operator")
 	fs.IntVar(&c.controllers.ConcurrentRevisions, "concurrent-revisions", 20, "Revisions reconciled in parallel")
 	fs.IntVar(&c.controllers.ConcurrentReleaseManagers, "concurrent-release-managers", 50, "ReleaseManagers reconciled in parallel")
 	fs.StringVar(&c.controllers.PrometheusQueryAddress, "prometheus-query-address", "", "Prometheus or Thanos API queried for SLO and canary alerts")
@@ -177,6 +179,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	remoteEvents := controllers.NewRemoteEvents()
 	registry := remote.NewRegistry(scheme, ctrl.Log.WithName("remote"), remoteEvents.Notify)
+	registry.Policy = remote.Policy{AllowExec: c.allowExecCredentials}
 	if err := (&controllers.ClusterReconciler{
 		Client:        mgr.GetClient(),
 		Registry:      registry,
@@ -227,7 +230,7 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 	log.Info("starting manager", "webhooks", c.enableWebhooks, "leaderElection", c.enableLeaderElection,
-		"syncPeriod", c.controllers.SyncPeriod.String())
+		"syncPeriod", c.controllers.SyncPeriod.String(), "allowExecCredentials", c.allowExecCredentials)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

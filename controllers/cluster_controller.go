@@ -88,6 +88,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // outcome in its status.
 func (r *ClusterReconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ctrl.Result {
 	key := client.ObjectKeyFromObject(cl)
+	cl.Status.PlainHTTP = cl.Spec.Enabled && remote.PlainHTTP(cl)
 	if !cl.Spec.Enabled {
 		r.Registry.Remove(key)
 		setReady(cl, metav1.ConditionFalse, ReasonDisabled, "spec.enabled is false", false)
@@ -112,7 +113,11 @@ func (r *ClusterReconciler) connect(ctx context.Context, cl *picchuv1alpha1.Clus
 		return ctrl.Result{RequeueAfter: r.HealthPeriod}
 	}
 	cl.Status.Kubernetes.Version = version
-	setReady(cl, metav1.ConditionTrue, ReasonConnected, "Kubernetes "+version, false)
+	msg := "Kubernetes " + version
+	if cl.Status.PlainHTTP {
+		msg += ", over plain HTTP without TLS or credentials (spec.config.allowPlainHTTP)"
+	}
+	setReady(cl, metav1.ConditionTrue, ReasonConnected, msg, false)
 	return ctrl.Result{RequeueAfter: r.HealthPeriod}
 }
 

@@ -259,13 +259,13 @@ func (r *ReleaseManagerReconciler) fleet(ctx context.Context, rm *picchuv1alpha1
 		switch {
 		case err != nil:
 			fc.problem = err.Error()
-		case !registered:
-			fc.problem = "not connected yet"
 		case ready == nil || ready.Status != metav1.ConditionTrue:
 			fc.problem = "not ready"
 			if ready != nil {
 				fc.problem = fmt.Sprintf("not ready: %s: %s", ready.Reason, ready.Message)
 			}
+		case !registered:
+			fc.problem = "not connected yet"
 		default:
 			fc.plans = r.handle(cl, remoteCluster)
 		}

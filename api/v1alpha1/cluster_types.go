@@ -7,7 +7,9 @@ import (
 // Cluster is a target cluster Picchu deploys to. Its fleet is the label
 // picchu.medium.engineering/fleet; its credentials are in a Secret of the same
 // name and namespace whose key "auth-info" holds a kubeconfig user (AuthInfo)
-// as JSON.
+// as JSON with the credentials inline: "token", or "client-certificate-data"
+// and "client-key-data" ("exec" only when the operator allows it). Fields
+// naming files or other identities of the operator's are refused.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -15,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Fleet",type=string,JSONPath=`.metadata.labels.picchu\.medium\.engineering/fleet`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetes.version`,priority=1
+// +kubebuilder:printcolumn:name="Plain-HTTP",type=boolean,JSONPath=`.status.plainHTTP`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -64,15 +67,26 @@ type ClusterSpec struct {
 }
 
 // ClusterConfig is the address and CA of a cluster's API server.
+//
+// +kubebuilder:validation:XValidation:rule="self.server.startsWith('https://') || (has(self.allowPlainHTTP) && self.allowPlainHTTP)",message="must be an https:// URL; an http:// server needs allowPlainHTTP: true, and then gets no credentials",fieldPath=".server"
 type ClusterConfig struct {
-	// server is the API server's URL, such as https://10.0.0.1:6443.
+	// server is the API server's URL, such as https://10.0.0.1:6443. It must
+	// be https:// unless allowPlainHTTP is true.
 	// +required
 	// +kubebuilder:validation:Pattern=`^https?://`
 	Server string `json:"server"`
 	// certificate-authority-data is the PEM CA bundle that signs the API
-	// server's certificate (base64 in YAML).
+	// server's certificate (base64 in YAML). Without it, the operator's
+	// system roots are trusted.
 	// +optional
 	CertificateAuthorityData []byte `json:"certificate-authority-data,omitempty"`
+	// allowPlainHTTP lets server be an http:// URL, such as a local
+	// "kubectl proxy": Picchu then talks to it without TLS, anyone on the
+	// path can read and change what it sends and receives, and it sends no
+	// credentials (the Secret's auth-info must hold none). The Cluster's
+	// status.plainHTTP shows it. Leave it unset for real clusters.
+	// +optional
+	AllowPlainHTTP bool `json:"allowPlainHTTP,omitempty"`
 }
 
 // ClusterIngresses are a cluster's ingress gateways.
@@ -111,6 +125,11 @@ type ClusterStatus struct {
 	// kubernetes reports the API server's version and reachability.
 	// +optional
 	Kubernetes ClusterKubernetesStatus `json:"kubernetes,omitempty"`
+	// plainHTTP says Picchu reaches the API server over plain HTTP, without
+	// TLS and without credentials (spec.config.allowPlainHTTP with an
+	// http:// server).
+	// +optional
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
 }
 
 // ClusterKubernetesStatus reports an API server's version and reachability.

@@ -41,6 +41,9 @@ type Registry struct {
 	// WrapTransport, when set before the first Ensure, wraps the transport
 	// of every client the registry builds (tests count requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Policy, set before the first Ensure, says which credentials are
+	// accepted (the zero value: inline tokens and client certificates).
+	Policy Policy
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*entry
@@ -84,7 +87,7 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 		old.stop()
 		delete(r.clusters, key)
 	}
-	cfg, err := RESTConfig(c, secret)
+	cfg, err := r.Policy.RESTConfig(c, secret)
 	if err != nil {
 		return false, err
 	}
