@@ -210,7 +210,11 @@ func (r *ReleaseManagerReconciler) readConfig(ctx context.Context, inc *incarnat
 	if err := r.Client.List(ctx, secrets, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("listing secrets of %s/%s: %w", ns, inc.revision.Name, err)
 	}
-	inc.configMaps, inc.secrets = cms.Items, secrets.Items
+	kept, err := r.withoutCredentials(ctx, inc, secrets.Items)
+	if err != nil {
+		return err
+	}
+	inc.configMaps, inc.secrets = cms.Items, kept
 	slices.SortFunc(inc.configMaps, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(inc.secrets, func(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) })
 	return nil

@@ -20,6 +20,12 @@ import (
 // {"client-certificate-data": "...", "client-key-data": "..."}.
 const AuthInfoKey = "auth-info"
 
+// LabelCredentials marks a Secret that holds credentials: a Revision's
+// configSelector never copies it to target clusters, whatever its other
+// labels. A Cluster's Secret is recognised without it (by its name), but
+// may carry it, so that it is never copied even before its Cluster exists.
+const LabelCredentials = "picchu.medium.engineering/credentials"
+
 // ErrNoConfig is returned for a Cluster without spec.config.
 var ErrNoConfig = errors.New("cluster has no spec.config")
 
