@@ -8,12 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -55,6 +56,7 @@ type config struct {
 	webhookPort             int
 	webhookCertDir          string
 	syncPeriodSeconds       int
+	namespaces              string
 	allowExecCredentials    bool
 	controllers             controllers.Options
 	zap                     zap.Options
@@ -72,6 +74,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
 	fs.StringVar(&c.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of the webhook server (default: controller-runtime's)")
 	fs.IntVar(&c.syncPeriodSeconds, "sync-period-seconds", 15, "seconds between safety resyncs of every object")
+	fs.StringVar(&c.namespaces, "namespaces", os.Getenv("POD_NAMESPACE"), "comma-separated namespaces of the delivery cluster holding Picchu's Clusters and Revisions: Secrets and ConfigMaps (Cluster credentials, configSelector) are read only there (default: $POD_NAMESPACE; empty: every namespace)")
 	fs.BoolVar(&c.allowExecCredentials, "allow-exec-credentials", false, "accept exec plugins in Cluster Secrets: whoever may write a Cluster's Secret can then run commands as the operator")
 	fs.IntVar(&c.controllers.ConcurrentRevisions, "concurrent-revisions", 20, "Revisions reconciled in parallel")
 	fs.IntVar(&c.controllers.ConcurrentReleaseManagers, "concurrent-release-managers", 50, "ReleaseManagers reconciled in parallel")
@@ -111,8 +114,24 @@ func parseFlags(args []string) (*config, error) {
 	if c.controllers.PrometheusQueryTTL <= 0 || c.controllers.PrometheusQueryTimeout <= 0 || c.controllers.DatadogQueryTTL <= 0 {
 		return nil, errors.New("--prometheus-query-ttl, --prometheus-query-timeout and --datadog-query-ttl must be positive")
 	}
+	for _, ns := range splitNamespaces(c.namespaces) {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
 	c.controllers.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
 	return c, nil
+}
+
+// splitNamespaces splits --namespaces; none means every namespace.
+func splitNamespaces(flag string) []string {
+	var out []string
+	for ns := range strings.SplitSeq(flag, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -158,8 +177,9 @@ func run(ctx context.Context, args []string) error {
 		LeaderElection:          c.enableLeaderElection,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: c.leaderElectionNamespace,
-		Cache:                   cache.Options{SyncPeriod: &syncPeriod},
+		Cache:                   controllers.DeliveryCache(splitNamespaces(c.namespaces)),
 	}
+	opts.Cache.SyncPeriod = &syncPeriod
 	if c.enableWebhooks {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: c.webhookPort, CertDir: c.webhookCertDir})
 	}
@@ -230,7 +250,7 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 	log.Info("starting manager", "webhooks", c.enableWebhooks, "leaderElection", c.enableLeaderElection,
-		"syncPeriod", c.controllers.SyncPeriod.String(), "allowExecCredentials", c.allowExecCredentials)
+		"syncPeriod", c.controllers.SyncPeriod.String(), "namespaces", c.namespaces, "allowExecCredentials", c.allowExecCredentials)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -1,12 +1,35 @@
 package controllers
 
-// The permissions the operator needs in the delivery cluster. Permissions on
+// The permissions the operator needs in the delivery cluster, each verb for
+// a write the code makes (docs/security.md lists them). Permissions on
 // target clusters come from the credentials registered with each Cluster.
 //
-// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=revisions;releasemanagers;clusters;clustersecrets;mirrors;faultinjectors,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=revisions/status;releasemanagers/status;clusters/status;clustersecrets/status;mirrors/status;faultinjectors/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=revisions/finalizers;releasemanagers/finalizers;clusters/finalizers;clustersecrets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Cluster-wide (ClusterRole picchu):
+//
+// Revisions: labelled, failed and marked deletable (patch), deleted when
+// every target is done with them, and their status mirrored (patch).
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=revisions,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=revisions/status,verbs=patch
+//
+// ReleaseManagers: created per app and target, their finalizer updated,
+// deleted when no Revision is left, and their status updated.
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=releasemanagers,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=releasemanagers/status,verbs=update
+//
+// Clusters: their finalizer (patch) and status (patch).
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clusters/status,verbs=patch
+//
+// FaultInjectors are only read; ClusterSecrets and Mirrors not at all.
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=faultinjectors,verbs=get;list;watch
+//
+// Events on Revisions and ReleaseManagers.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+//
+// In the operator's own namespace only (Role picchu, namespace "system",
+// which kustomize renames): the Secrets and ConfigMaps of the Clusters and
+// Revisions there (see DeliveryCache and --namespaces), the leader-election
+// Lease and the events leader election records.
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch

@@ -58,6 +58,9 @@ func Start(env *harness.Env, opts Options) (*Operator, error) {
 	mgr, err := ctrl.NewManager(env.Delivery.Config, ctrl.Options{
 		Scheme:  env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		// As main with --namespaces: Secrets and ConfigMaps of the
+		// harness's namespace only.
+		Cache: controllers.DeliveryCache([]string{env.Namespace}),
 		// A restarted operator registers its controllers again in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
