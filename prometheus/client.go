@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -28,6 +29,11 @@ const (
 	// results on a period of a hundredth of the TTL.
 	MinTTL = time.Millisecond
 )
+
+// ErrPartialResponse is wrapped by the error of a query Prometheus (or
+// Thanos) answered with warnings, such as a partial response with a store
+// down: the answer may lack alerts that fire, so it counts as missing data.
+var ErrPartialResponse = errors.New("partial response")
 
 // sloAlertsQuery selects every firing SLO alert, of every app and tag, so
 // that one cached result answers for all of them.
@@ -191,9 +197,15 @@ func (c *Client) query(ctx context.Context, query string) (model.Vector, error) 
 func (c *Client) fetch(ctx context.Context, query string) (model.Vector, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	value, _, err := c.api.Query(ctx, query, time.Time{}, v1.WithTimeout(c.timeout))
+	value, warnings, err := c.api.Query(ctx, query, time.Time{}, v1.WithTimeout(c.timeout))
 	if err != nil {
 		return nil, c.wrap(query, err)
+	}
+	if len(warnings) > 0 {
+		// A partial answer (Thanos with a store down, say) may lack the
+		// very alerts that fire: it is missing data, not "nothing firing",
+		// and is not cached.
+		return nil, c.wrap(query, fmt.Errorf("%w: %s", ErrPartialResponse, strings.Join(warnings, "; ")))
 	}
 	vector, ok := value.(model.Vector)
 	if !ok {

@@ -412,3 +412,25 @@ func TestFiringAlerts_DoneContextSendsNoRequest(t *testing.T) {
 		t.Errorf("%d requests with a cancelled context, want 0", n)
 	}
 }
+
+// TestFiringAlerts_WarningsAreMissingData answers with Thanos' partial
+// response: the vector and a warning. The answer may lack alerts that fire,
+// so it is an error, not "nothing firing", and it is not cached.
+func TestFiringAlerts_WarningsAreMissingData(t *testing.T) {
+	fake := newFakePrometheus(t, is(canaryQuery("a", "v1")))
+	fake.respond = func(w http.ResponseWriter, _ string) {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"status":   "success",
+			"data":     map[string]any{"resultType": "vector", "result": model.Vector{}},
+			"warnings": []string{"No StoreAPIs matched for this query"},
+		})
+	}
+	c := newClient(t, prometheus.Config{Address: fake.URL()})
+	got, err := c.FiringAlerts(context.Background(), "a", "v1", true)
+	if !errors.Is(err, prometheus.ErrPartialResponse) || !strings.Contains(err.Error(), "No StoreAPIs matched") {
+		t.Fatalf("FiringAlerts on a partial response = %v, %v; want ErrPartialResponse with the warning", got, err)
+	}
+	if n := c.CacheLen(); n != 0 {
+		t.Errorf("CacheLen() = %d after a partial response, want 0", n)
+	}
+}
