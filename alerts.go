@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,10 +14,9 @@ import (
 )
 
 // alertSources builds the Prometheus and Datadog alert sources the flags
-// ask for; either is nil when off. The Datadog keys are read once, from the
-// Secret the flags name, through reader (the API server: the manager's
-// cache has not started yet).
-func alertSources(ctx context.Context, reader client.Reader, o controllers.Options) (controllers.AlertSource, controllers.AlertSource, error) {
+// ask for; either is nil when off. The Datadog keys are read from the
+// Secret the flags name at every query, through reader (the manager's cache).
+func alertSources(reader client.Reader, o controllers.Options) (controllers.AlertSource, controllers.AlertSource, error) {
 	log := ctrl.Log.WithName("setup")
 	var prom, dd controllers.AlertSource
 	if o.PrometheusEnabled && o.PrometheusQueryAddress != "" {
@@ -37,15 +35,12 @@ func alertSources(ctx context.Context, reader client.Reader, o controllers.Optio
 		if !ok || ns == "" || name == "" {
 			return nil, nil, fmt.Errorf("--datadog-secret %q: want namespace/name", o.DatadogSecret)
 		}
-		secret := &corev1.Secret{}
-		if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret); err != nil {
-			return nil, nil, fmt.Errorf("--datadog-secret: reading %s: %w", o.DatadogSecret, err)
-		}
-		apiKey, appKey, err := datadog.KeysFromSecret(secret)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--datadog-secret: %w", err)
-		}
-		d, err := datadog.New(datadog.Config{APIKey: apiKey, AppKey: appKey, Site: o.DatadogSite, TTL: o.DatadogQueryTTL})
+		// Read at every query, from the cache: a Secret created after the
+		// operator started, or rotated, works without a restart, and a
+		// missing one holds the builds Datadog judges (their
+		// AlertsObserved condition says why) instead of stopping the operator.
+		keys := datadog.SecretKeys(reader, types.NamespacedName{Namespace: ns, Name: name})
+		d, err := datadog.New(datadog.Config{Keys: keys, Site: o.DatadogSite, TTL: o.DatadogQueryTTL})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--datadog-site: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,6 +120,15 @@ func parseFlags(args []string) (*config, error) {
 			return nil, fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
 		}
 	}
+	if c.controllers.DatadogSecret != "" {
+		ns, name, ok := strings.Cut(c.controllers.DatadogSecret, "/")
+		if !ok || ns == "" || name == "" {
+			return nil, fmt.Errorf("--datadog-secret %q: want namespace/name", c.controllers.DatadogSecret)
+		}
+		if watched := splitNamespaces(c.namespaces); len(watched) > 0 && !slices.Contains(watched, ns) {
+			return nil, fmt.Errorf("--datadog-secret %q: Secrets are read only from --namespaces %q", c.controllers.DatadogSecret, c.namespaces)
+		}
+	}
 	c.controllers.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
 	return c, nil
 }
@@ -208,7 +218,7 @@ func run(ctx context.Context, args []string) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
-	promSource, ddSource, err := alertSources(ctx, mgr.GetAPIReader(), c.controllers)
+	promSource, ddSource, err := alertSources(mgr.GetClient(), c.controllers)
 	if err != nil {
 		return err
 	}

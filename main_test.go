@@ -46,7 +46,8 @@ func get(url string) (int, string, error) {
 // operator as "picchu --kubeconfig FILE" against a real API server, without
 // webhooks and with leader election, and checks its probes, its metrics, its
 // leader lease and that it connects to a registered target cluster, then
-// stops it.
+// stops it. The Datadog Secret it names does not exist: that is no reason
+// not to start.
 func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -81,6 +82,9 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 			"--leader-election-namespace", env.Namespace,
 			"--metrics-addr", metricsAddr,
 			"--health-probe-bind-address", probeAddr,
+			// Missing: the builds Datadog would judge are unobserved, and
+			// the operator runs.
+			"--datadog-secret", env.Namespace + "/datadog-keys",
 		})
 	}()
 
@@ -149,6 +153,8 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--concurrent-release-managers", "-1"},
 		{"--no-such-flag"},
 		{"extra-argument"},
+		{"--datadog-secret", "no-namespace"},
+		{"--namespaces", "picchu", "--datadog-secret", "elsewhere/datadog"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)

@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Defaults of Config.
@@ -50,11 +52,17 @@ const listMonitorsOperation = "v1.MonitorsApi.ListMonitors"
 
 // Config configures the client.
 type Config struct {
-	// APIKey is the Datadog API key (sent as DD-API-KEY). Required.
+	// APIKey is the Datadog API key (sent as DD-API-KEY). Required unless
+	// Keys is set.
 	APIKey string
 	// AppKey is the Datadog application key (sent as DD-APPLICATION-KEY).
-	// Required.
+	// Required unless Keys is set.
 	AppKey string
+	// Keys, when set instead of APIKey and AppKey, gives the keys before
+	// every request (SecretKeys reads them from a Secret each time, so that
+	// a Secret created late or rotated takes effect without a restart). Its
+	// error is the request's.
+	Keys KeysFunc
 	// Site is the Datadog site, "datadoghq.com" when empty (for example
 	// "datadoghq.eu" or "us3.datadoghq.com"); requests go to
 	// https://api.<Site>. It must be one of the sites the Datadog client
@@ -81,7 +89,7 @@ type Config struct {
 // goroutine that lives as long as the process.
 type Client struct {
 	api     *datadogV1.MonitorsApi
-	keys    map[string]dd.APIKey
+	keys    KeysFunc
 	site    map[string]string // server variables; nil with a URL override
 	host    string            // where requests go, for errors
 	tagKey  string
@@ -100,11 +108,18 @@ type Client struct {
 // Datadog client knows, when URL is not an absolute http(s) URL, when a
 // duration or size is negative, or when TTL is below MinTTL.
 func New(cfg Config) (*Client, error) {
-	if cfg.APIKey == "" {
+	keys := cfg.Keys
+	switch {
+	case keys != nil && (cfg.APIKey != "" || cfg.AppKey != ""):
+		return nil, errors.New("datadog: new client: set Config.Keys or Config.APIKey and Config.AppKey, not both")
+	case keys != nil:
+	case cfg.APIKey == "":
 		return nil, errors.New("datadog: new client: Config.APIKey is empty")
-	}
-	if cfg.AppKey == "" {
+	case cfg.AppKey == "":
 		return nil, errors.New("datadog: new client: Config.AppKey is empty")
+	default:
+		apiKey, appKey := cfg.APIKey, cfg.AppKey
+		keys = func(context.Context) (string, string, error) { return apiKey, appKey, nil }
 	}
 	if cfg.Site == "" {
 		cfg.Site = DefaultSite
@@ -142,10 +157,7 @@ func New(cfg Config) (*Client, error) {
 	conf.Debug = false
 
 	c := &Client{
-		keys: map[string]dd.APIKey{
-			"apiKeyAuth": {Key: cfg.APIKey},
-			"appKeyAuth": {Key: cfg.AppKey},
-		},
+		keys:     keys,
 		tagKey:   cfg.TagKey,
 		timeout:  cfg.Timeout,
 		maxPages: maxPages,
@@ -179,6 +191,23 @@ func New(cfg Config) (*Client, error) {
 	c.api = datadogV1.NewMonitorsApi(dd.NewAPIClient(conf))
 	c.cache = expirable.NewLRU[string, []monitor](cfg.CacheSize, nil, cfg.TTL)
 	return c, nil
+}
+
+// KeysFunc returns the Datadog API and application keys to send.
+type KeysFunc func(ctx context.Context) (apiKey, appKey string, err error)
+
+// SecretKeys reads the keys from the Secret key with KeysFromSecret at every
+// call, through reader (a cache: a call makes no request). A missing Secret
+// or key is the call's error, which fails the query it was for: the builds
+// it judges are unobserved, and the operator runs on.
+func SecretKeys(reader client.Reader, key types.NamespacedName) KeysFunc {
+	return func(ctx context.Context) (string, string, error) {
+		secret := &corev1.Secret{}
+		if err := reader.Get(ctx, key, secret); err != nil {
+			return "", "", fmt.Errorf("datadog: reading keys from Secret %s (--datadog-secret): %w", key, err)
+		}
+		return KeysFromSecret(secret)
+	}
 }
 
 // KeysFromSecret reads the Datadog API and application keys from the data

@@ -23,6 +23,8 @@ func TestNew(t *testing.T) {
 		{name: "defaults", cfg: Config{APIKey: "a", AppKey: "b"}},
 		{name: "no API key", cfg: Config{AppKey: "b"}, want: "APIKey"},
 		{name: "no app key", cfg: Config{APIKey: "a"}, want: "AppKey"},
+		{name: "keys function", cfg: Config{Keys: func(context.Context) (string, string, error) { return "a", "b", nil }}},
+		{name: "keys function and keys", cfg: Config{APIKey: "a", Keys: func(context.Context) (string, string, error) { return "a", "b", nil }}, want: "not both"},
 		{name: "no keys", cfg: Config{}, want: "APIKey"},
 		{name: "known site", cfg: Config{APIKey: "a", AppKey: "b", Site: "us5.datadoghq.com"}},
 		{name: "unknown site", cfg: Config{APIKey: "a", AppKey: "b", Site: "example.com"}, want: `Site "example.com"`},
@@ -183,5 +185,31 @@ func TestTransportError(t *testing.T) {
 	}
 	if strings.Contains(msg, testAPIKey) || strings.Contains(msg, testAppKey) {
 		t.Errorf("error %q holds a key", msg)
+	}
+}
+
+// TestKeysAtEveryRequest gives the keys through Config.Keys: a request goes
+// with the keys of the moment, and a keys error fails the query, naming no
+// key, without a request.
+func TestKeysAtEveryRequest(t *testing.T) {
+	var requests int
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ call) {
+		requests++
+		writeJSON(w, http.StatusOK, []any{})
+	})
+	missing := errors.New(`secrets "datadog" not found`)
+	var keysErr error
+	c, err := New(Config{URL: f.URL, Keys: func(context.Context) (string, string, error) {
+		return testAPIKey, testAppKey, keysErr
+	}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := c.FiringAlerts(context.Background(), "api", "v1", false); err != nil || requests != 1 {
+		t.Fatalf("with keys: %v after %d requests, want one", err, requests)
+	}
+	keysErr = missing // and a query not cached: the canary monitors
+	if _, err := c.FiringAlerts(context.Background(), "api", "v1", true); !errors.Is(err, missing) || requests != 1 {
+		t.Errorf("without keys: %v after %d requests, want %v and no new request", err, requests, missing)
 	}
 }

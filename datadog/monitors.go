@@ -194,7 +194,14 @@ func (c *Client) monitors(ctx context.Context, query string) ([]monitor, error) 
 
 // list reads every page of the monitors selected by query.
 func (c *Client) list(ctx context.Context, query string) ([]monitor, error) {
-	ctx = context.WithValue(ctx, dd.ContextAPIKeys, c.keys)
+	apiKey, appKey, err := c.keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithValue(ctx, dd.ContextAPIKeys, map[string]dd.APIKey{
+		"apiKeyAuth": {Key: apiKey},
+		"appKeyAuth": {Key: appKey},
+	})
 	if c.site != nil {
 		ctx = context.WithValue(ctx, dd.ContextServerVariables, c.site)
 	}

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/datadog"
 	"github.com/medium/picchu/test/harness"
 )
 
@@ -23,6 +25,15 @@ const (
 	datadogAPIKey = "e2e-api-key"
 	datadogAppKey = "e2e-app-key"
 )
+
+// datadogSecret is the Secret the operator reads the Datadog keys from, at
+// every query, as with --datadog-secret.
+func datadogSecret() *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "datadog-keys", Namespace: env.Namespace},
+		Data:       map[string][]byte{datadog.SecretAPIKey: []byte(datadogAPIKey), datadog.SecretAppKey: []byte(datadogAppKey)},
+	}
+}
 
 // fakeDatadog is Datadog's monitor API as far as Picchu reads it. It
 // rejects (and remembers) every request that is not the monitor listing
@@ -124,7 +135,8 @@ func datadogBuild(b build) build {
 // TestSLO_DatadogMonitorsJudgeTheCanary releases builds of an app whose
 // target enables datadogMonitoring, against a fake Datadog API that checks
 // every request: a monitor group with No Data, or an API error, holds the
-// canary (AlertsObserved=False) without failing it, OK lets it pass, and
+// canary (AlertsObserved=False) without failing it, and so does a missing
+// Secret of the keys; OK lets it pass, and
 // Alert fails the next build and rolls it back in both clusters.
 func TestSLO_DatadogMonitorsJudgeTheCanary(t *testing.T) {
 	ctx := context.Background()
@@ -165,7 +177,24 @@ func TestSLO_DatadogMonitorsJudgeTheCanary(t *testing.T) {
 	}
 	routes(t, app, map[string]int32{"v1": 90, "v2": 10})
 
+	// The Secret of the keys goes: a condition, not a failed build or a
+	// stopped operator; it comes back, and the release goes on.
+	if err := env.Delivery.Client.Delete(ctx, datadogSecret()); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 30*time.Second, "the condition names the missing Secret", func() error {
+		c := alertsCondition(t, app, metav1.ConditionFalse)
+		if !strings.Contains(c.Message, "datadog-keys") || !strings.Contains(c.Message, "not found") {
+			return fmt.Errorf("message %q", c.Message)
+		}
+		return nil
+	})
+	// The canary's time is long over: only the missing keys hold it now.
 	dd.fail(app, 0)
+	state(t, time.Second, app, "v2", "canarying")
+	if err := env.Delivery.Client.Create(ctx, datadogSecret()); err != nil {
+		t.Fatal(err)
+	}
 	state(t, 60*time.Second, app, "v2", "released")
 	routes(t, app, map[string]int32{"v2": 100})
 

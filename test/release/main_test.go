@@ -102,8 +102,13 @@ func run(m *testing.M) int {
 	}
 	dd = startFakeDatadog()
 	defer dd.Close()
+	if err := env.Delivery.Client.Create(ctx, datadogSecret()); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the Datadog Secret:", err)
+		return 1
+	}
 	if monitors, err = datadog.New(datadog.Config{
-		APIKey: datadogAPIKey, AppKey: datadogAppKey, URL: dd.URL, Timeout: 2 * time.Second, TTL: alertCheckInterval,
+		Keys: datadog.SecretKeys(env.Delivery.Client, client.ObjectKeyFromObject(datadogSecret())),
+		URL:  dd.URL, Timeout: 2 * time.Second, TTL: alertCheckInterval,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "creating the Datadog client:", err)
 		return 1
