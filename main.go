@@ -91,6 +91,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.controllers.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
 	fs.DurationVar(&c.controllers.Timeouts.Created, "created-timeout", release.DefaultTimeouts.Created, "how long a build may stay in created before it times out")
 	fs.DurationVar(&c.controllers.Timeouts.Deploying, "deploying-timeout", release.DefaultTimeouts.Deploying, "how long a build may take to deploy on every live cluster before it times out")
+	fs.IntVar(&c.controllers.KeepDone, "keep-done-builds", release.DefaultKeepDone, "builds of a target that are done with (retired, failed) kept at most, whatever their ttl: older ones are garbage collected")
 	fs.DurationVar(&c.controllers.RemovalGrace, "app-removal-grace", controllers.DefaultRemovalGrace, "how long an app no Revision targets any longer stays on its clusters before it is removed (an app with traffic stays until its ReleaseManager is deleted)")
 	fs.DurationVar(&c.controllers.Timeouts.Testing, "external-test-timeout", release.DefaultTimeouts.Testing, "how long an external test may go without a report when the Revision's externalTest.timeout is not set")
 	c.zap.BindFlags(fs)
@@ -102,6 +103,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.syncPeriodSeconds < 1 {
 		return nil, fmt.Errorf("--sync-period-seconds must be at least 1, got %d", c.syncPeriodSeconds)
+	}
+	if c.controllers.KeepDone < 1 {
+		return nil, fmt.Errorf("--keep-done-builds must be at least 1, got %d", c.controllers.KeepDone)
 	}
 	if c.controllers.ConcurrentRevisions < 1 || c.controllers.ConcurrentReleaseManagers < 1 {
 		return nil, errors.New("--concurrent-revisions and --concurrent-release-managers must be at least 1")
@@ -246,6 +250,7 @@ func run(ctx context.Context, args []string) error {
 		ProvenPercent:           int32(c.controllers.ProvenPercent),
 		AlertCheckInterval:      c.controllers.PrometheusQueryTTL,
 		RemovalGrace:            c.controllers.RemovalGrace,
+		KeepDone:                c.controllers.KeepDone,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release manager controller: %w", err)
 	}

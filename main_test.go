@@ -154,6 +154,7 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--no-such-flag"},
 		{"extra-argument"},
 		{"--datadog-secret", "no-namespace"},
+		{"--keep-done-builds", "0"},
 		{"--namespaces", "picchu", "--datadog-secret", "elsewhere/datadog"},
 	} {
 		if _, err := parseFlags(args); err == nil {

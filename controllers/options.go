@@ -46,4 +46,6 @@ type Options struct {
 	// RemovalGrace is how long an app no Revision targets stays on its
 	// clusters before it is removed (see ReleaseManagerReconciler).
 	RemovalGrace time.Duration
+	// KeepDone is how many done builds of a target are kept at most.
+	KeepDone int
 }

@@ -79,6 +79,10 @@ type ReleaseManagerReconciler struct {
 	// app one of whose builds still has traffic stays until its
 	// ReleaseManager is deleted.
 	RemovalGrace time.Duration
+	// KeepDone is how many builds of a target that are done with (retired,
+	// failed) are kept at most, whatever their ttl
+	// (release.DefaultKeepDone when 0).
+	KeepDone int
 	// MaxConcurrentReconciles is the number of apps released at once.
 	MaxConcurrentReconciles int
 	// Now is the clock; time.Now when nil.
@@ -122,6 +126,9 @@ func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.RemovalGrace <= 0 {
 		r.RemovalGrace = DefaultRemovalGrace
+	}
+	if r.KeepDone <= 0 {
+		r.KeepDone = release.DefaultKeepDone
 	}
 	r.clusters = map[types.NamespacedName]*clusterHandle{}
 	if err := indexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {

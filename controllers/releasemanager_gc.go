@@ -29,7 +29,7 @@ func (r *ReleaseManagerReconciler) collectGarbage(ctx context.Context, s *snapsh
 		}
 	}
 	key := picchuv1alpha1.LabelTargetDeletablePrefix + s.rm.Spec.Target
-	for i, chosen := range release.Collectable(builds, s.now) {
+	for i, chosen := range release.Collectable(builds, s.now, r.KeepDone) {
 		rev := revs[recorded[i].Tag]
 		if !chosen || rev == nil || rev.Labels[key] == "true" {
 			continue

@@ -59,7 +59,9 @@ type ReleaseInfo struct {
 	Schedule Schedule `json:"schedule,omitempty"`
 	// ttl is how long, in seconds after its creation, a build that was never
 	// released is kept deployed before it retires, and how long a retired
-	// build is kept before garbage collection. Five days by default.
+	// build is kept before garbage collection. Five days by default; 0: it
+	// never expires. A target keeps at most 20 builds that are done with
+	// (retired, failed) whatever their ttl: older ones are collected.
 	// +optional
 	// +kubebuilder:default=432000
 	// +kubebuilder:validation:Minimum=0

@@ -6,6 +6,14 @@ import "time"
 // collection always keeps, so that there is something to roll back to.
 const KeepRetired = 3
 
+// DefaultKeepDone is how many builds of a target that are done with
+// (retired, failed, deleting, deleted) garbage collection keeps at most by
+// default, expired or not: past the newest keepDone, a done build is
+// collectable whatever its TTL, so that a ttl of 0 (never expires) or a long
+// one cannot grow the Revisions of an app, and the ReleaseManager's
+// status.revisions that records them, without bound.
+const DefaultKeepDone = 20
+
 // GCCandidate is a build of a target as garbage collection sees it.
 type GCCandidate struct {
 	// State is the build's current state in the target.
@@ -20,15 +28,18 @@ type GCCandidate struct {
 // Collectable says, for builds given newest first, which may be deleted.
 //
 // The newest KeepRetired builds in state retired are always kept. Any other
-// build that is retired, failed, deleting or deleted and has expired (see
-// expired) is collectable. If that would collect every build, the newest is
-// spared. The result has one entry per build; an empty input gives an empty
-// result.
-func Collectable(builds []GCCandidate, now time.Time) []bool {
+// build that is retired, failed, deleting or deleted is collectable when it
+// has expired (see expired) or when keepDone newer builds are done too. If
+// that would collect every build, the newest is spared. The result has one
+// entry per build; an empty input gives an empty result.
+func Collectable(builds []GCCandidate, now time.Time, keepDone int) []bool {
 	out := make([]bool, len(builds))
-	retired := 0
+	retired, done := 0, 0
 	all := len(builds) > 0
 	for i, b := range builds {
+		if collectableState(b.State) {
+			done++
+		}
 		if b.State == Retired {
 			retired++
 			if retired <= KeepRetired {
@@ -36,7 +47,7 @@ func Collectable(builds []GCCandidate, now time.Time) []bool {
 				continue
 			}
 		}
-		out[i] = collectableState(b.State) && b.expired(now)
+		out[i] = collectableState(b.State) && (b.expired(now) || done > keepDone)
 		all = all && out[i]
 	}
 	if all {

@@ -65,12 +65,19 @@ func TestCollectable(t *testing.T) {
 		{"when all are collectable the newest is spared",
 			[]GCCandidate{old(Failed), old(Deleted), old(Deleting), old(Failed)},
 			[]bool{false, true, true, true}},
+		{"past the newest DefaultKeepDone done builds, unexpired ones go too",
+			append(append([]GCCandidate{fresh(Released)}, slices.Repeat([]GCCandidate{fresh(Failed)}, DefaultKeepDone)...),
+				fresh(Deleting), build(Deleted, 48*time.Hour, 0), fresh(Releasing)),
+			append(append([]bool{false}, slices.Repeat([]bool{false}, DefaultKeepDone)...), true, true, false)},
+		{"the newest retired are kept past DefaultKeepDone",
+			append(slices.Repeat([]GCCandidate{fresh(Failed)}, DefaultKeepDone), fresh(Retired), fresh(Failed)),
+			append(slices.Repeat([]bool{false}, DefaultKeepDone), false, true)},
 		{"a single collectable build is spared",
 			[]GCCandidate{old(Failed)},
 			[]bool{false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Collectable(tc.builds, t0); !slices.Equal(got, tc.want) {
+			if got := Collectable(tc.builds, t0, DefaultKeepDone); !slices.Equal(got, tc.want) {
 				t.Errorf("Collectable(%+v)\n got %v\nwant %v", tc.builds, got, tc.want)
 			}
 		})
@@ -80,7 +87,7 @@ func TestCollectable(t *testing.T) {
 	for _, s := range []State{"", "bogus", Created, Deploying, Deployed, PendingTest, Testing, Tested,
 		Canarying, Canaried, PendingRelease, Releasing, Released, Retiring, Failing, TimingOut} {
 		t.Run("never collects "+string(s), func(t *testing.T) {
-			got := Collectable([]GCCandidate{old(Failed), old(s), old(Failed)}, t0)
+			got := Collectable([]GCCandidate{old(Failed), old(s), old(Failed)}, t0, DefaultKeepDone)
 			if want := []bool{true, false, true}; !slices.Equal(got, want) {
 				t.Errorf("got %v, want %v", got, want)
 			}
@@ -110,18 +117,33 @@ func decodeCandidates(data []byte, now time.Time) []GCCandidate {
 	return out
 }
 
+// done and notDone count the builds that are and are not done with.
+func done(builds []GCCandidate) (n int) {
+	for _, b := range builds {
+		if collectableState(b.State) {
+			n++
+		}
+	}
+	return n
+}
+
+func notDone(builds []GCCandidate) int { return len(builds) - done(builds) }
+
 // FuzzCollectable feeds Collectable any builds: it never panics, answers for
 // every build, never takes the newest three retired builds or all builds,
-// and takes only expired builds in the states it may collect.
+// takes only builds in the states it may collect that expired or have
+// keepDone newer builds done, and keeps at most keepDone done builds
+// (plus the newest retired ones).
 func FuzzCollectable(f *testing.F) {
-	f.Add([]byte{}, int64(0))
-	f.Add([]byte{12, 48, 24, 12, 48, 24, 12, 48, 24, 12, 48, 24}, int64(1_800_000_000))
-	f.Add([]byte{14, 48, 24, 16, 48, 24, 15, 1, 24}, int64(0))
-	f.Add([]byte{10, 200, 1, 12, 0, 5, 14, 100, 0, 12, 127, 127}, int64(-1))
-	f.Fuzz(func(t *testing.T, data []byte, unix int64) {
+	f.Add([]byte{}, int64(0), uint8(20))
+	f.Add([]byte{12, 48, 24, 12, 48, 24, 12, 48, 24, 12, 48, 24}, int64(1_800_000_000), uint8(20))
+	f.Add([]byte{14, 48, 24, 16, 48, 24, 15, 1, 24}, int64(0), uint8(1))
+	f.Add([]byte{10, 200, 1, 12, 0, 5, 14, 100, 0, 12, 127, 127}, int64(-1), uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, unix int64, keep uint8) {
 		now := time.Unix(unix, 0)
 		builds := decodeCandidates(data, now)
-		got := Collectable(builds, now)
+		keepDone := int(keep % 32)
+		got := Collectable(builds, now, keepDone)
 		if len(got) != len(builds) {
 			t.Fatalf("%d answers for %d builds", len(got), len(builds))
 		}
@@ -140,9 +162,12 @@ func FuzzCollectable(f *testing.F) {
 			if !collectableState(b.State) {
 				t.Fatalf("takes build %d in state %q", i, b.State)
 			}
-			if b.Created.IsZero() || b.TTL <= 0 || b.Created.Add(b.TTL).After(now) {
-				t.Fatalf("takes build %d before it expired: %+v at %v", i, b, now)
+			if (b.Created.IsZero() || b.TTL <= 0 || b.Created.Add(b.TTL).After(now)) && done(builds[:i]) < keepDone {
+				t.Fatalf("takes build %d before it expired, with %d newer builds done: %+v at %v", i, done(builds[:i]), b, now)
 			}
+		}
+		if keptDone := len(builds) - chosen - notDone(builds); keptDone > keepDone+KeepRetired {
+			t.Fatalf("keeps %d done builds of %d, keepDone %d: %+v at %v", keptDone, done(builds), keepDone, builds, now)
 		}
 		if len(builds) > 0 && chosen == len(builds) {
 			t.Fatalf("takes every build: %+v", builds)

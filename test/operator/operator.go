@@ -38,6 +38,7 @@ type Options struct {
 	Prometheus, Datadog     controllers.AlertSource
 	AlertCheckInterval      time.Duration
 	RemovalGrace            time.Duration
+	KeepDone                int
 	// WithoutRevisionController holds the Revision controller back: no
 	// Revision is labelled, mirrored, failed or given a ReleaseManager.
 	WithoutRevisionController bool
@@ -95,7 +96,7 @@ func Start(env *harness.Env, opts Options) (*Operator, error) {
 		Recorder: mgr.GetEventRecorder("picchu"), SyncPeriod: opts.SyncPeriod, ClusterTimeout: opts.ClusterTimeout,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, ServiceLevelsNamespace: opts.ServiceLevelsNamespace,
 		Prometheus: opts.Prometheus, Datadog: opts.Datadog, AlertCheckInterval: opts.AlertCheckInterval,
-		RemovalGrace: opts.RemovalGrace,
+		RemovalGrace: opts.RemovalGrace, KeepDone: opts.KeepDone,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/operator"
 )
 
 // build describes a Revision of an app for these tests.
@@ -30,6 +31,8 @@ type build struct {
 	// notEligible builds deploy but never take traffic; ttl retires them.
 	notEligible bool
 	ttl         int64
+	// neverExpires gives the build ttl 0 (ttl 0 above means a day).
+	neverExpires bool
 	// datadog judges the build by Datadog monitors instead of Prometheus.
 	datadog bool
 	// hpa scales the build with an HPA between 4 and 12 replicas (no default).
@@ -43,7 +46,7 @@ type build struct {
 func (b build) revision() *picchuv1alpha1.Revision {
 	replicas := int32(2)
 	ttl := b.ttl
-	if ttl == 0 {
+	if ttl == 0 && !b.neverExpires {
 		ttl = 86400
 	}
 	rev := &picchuv1alpha1.Revision{
@@ -330,6 +333,50 @@ func TestRelease_OperatorRestartMidRamp(t *testing.T) {
 	state(t, 30*time.Second, app, "v2", "released")
 	routes(t, app, map[string]int32{"v2": 100})
 	checkSteps(t, tl.stepsOf(), tl.entered("releasing"), []string{"10", "20", "40", "80", "100"}, delay)
+}
+
+// TestRelease_GarbageCollectionBoundsBuildsThatNeverExpire fails builds with
+// ttl 0, which never expire, under an operator that keeps two done builds
+// per target: the older failed builds' Revisions go all the same, and the
+// ReleaseManager forgets them.
+func TestRelease_GarbageCollectionBoundsBuildsThatNeverExpire(t *testing.T) {
+	restart(t, func(o *operator.Options) { o.KeepDone = 2 })
+	defer restart(t)
+	const app = "gc-forever"
+	ctx := context.Background()
+	create(t, build{app: app, tag: "v1", commit: 1, delay: time.Second, neverExpires: true})
+	state(t, 30*time.Second, app, "v1", "released")
+	var revs []*picchuv1alpha1.Revision
+	for i := 2; i <= 5; i++ {
+		rev := create(t, build{app: app, tag: fmt.Sprintf("v%d", i), commit: i, delay: time.Second, neverExpires: true})
+		fail(t, rev)
+		state(t, 30*time.Second, app, rev.Spec.App.Tag, "failed")
+		revs = append(revs, rev)
+	}
+	for _, rev := range revs[:2] {
+		harness.Eventually(t, 30*time.Second, rev.Name+" deleted", func() error {
+			err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(rev), &picchuv1alpha1.Revision{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		})
+	}
+	harness.Eventually(t, 30*time.Second, "v2 and v3 forgotten", func() error {
+		rm, err := releaseManager(ctx, app)
+		if err != nil {
+			return err
+		}
+		var tags []string
+		for _, st := range rm.Status.Revisions {
+			tags = append(tags, st.Tag)
+		}
+		if slices.Sort(tags); !slices.Equal(tags, []string{"v1", "v4", "v5"}) {
+			return fmt.Errorf("status holds %v", tags)
+		}
+		return nil
+	})
+	state(t, time.Second, app, "v1", "released")
 }
 
 // TestRelease_GarbageCollection keeps the newest three retired builds and
