@@ -131,6 +131,9 @@ func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.KeepDone = release.DefaultKeepDone
 	}
 	r.clusters = map[types.NamespacedName]*clusterHandle{}
+	// A cluster's handle, with its memory of what was applied, goes with
+	// the registry's client: when its Cluster goes or changes.
+	r.Registry.OnForget(r.forgetCluster)
 	if err := indexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
@@ -393,6 +396,20 @@ func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteClus
 	}
 	r.clusters[key] = h
 	return h.plans
+}
+
+// forgetCluster drops the handle of the cluster key.
+func (r *ReleaseManagerReconciler) forgetCluster(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.clusters, key)
+}
+
+// ClusterHandles is how many clusters the reconciler holds a handle of.
+func (r *ReleaseManagerReconciler) ClusterHandles() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.clusters)
 }
 
 // withDefaults fills the timeouts left at 0 with the defaults.

@@ -145,6 +145,7 @@ func (r *RevisionReconciler) deleteIfDeletable(ctx context.Context, rev *picchuv
 		return false, fmt.Errorf("deleting revision %s/%s, deletable in every target: %w", rev.Namespace, rev.Name, err)
 	}
 	log.Info("deleted revision: every target marks it deletable", "targets", len(rev.Spec.Targets))
+	releasemetrics.ForgetRevision(rev.Spec.App.Name, rev.Spec.App.Tag)
 	return true, nil
 }
 

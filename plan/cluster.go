@@ -304,15 +304,27 @@ func (c *Cluster) remember(key objectKey, a appliedObject) {
 	c.applied[key] = a
 }
 
-// forget drops what every manager applied to key's object.
+// forget drops what every manager applied to key's object, and, for a
+// namespace, to every object in it: they go with it, and an app removed
+// from the cluster leaves nothing behind in memory.
 func (c *Cluster) forget(key objectKey) {
+	namespace := key.gvk.Group == "" && key.gvk.Kind == "Namespace"
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.applied {
-		if k.gvk == key.gvk && k.namespace == key.namespace && k.name == key.name {
+		if (k.gvk == key.gvk && k.namespace == key.namespace && k.name == key.name) ||
+			(namespace && k.namespace == key.name) {
 			delete(c.applied, k)
 		}
 	}
+}
+
+// Remembered is how many objects, per field manager, the cluster remembers
+// having applied.
+func (c *Cluster) Remembered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.applied)
 }
 
 func (c *Cluster) describe(key objectKey) string {

@@ -381,3 +381,25 @@ func TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate(t *testing.T) {
 		t.Errorf("their configmap = %v, %v; want it untouched", got.Data, err)
 	}
 }
+
+// TestCluster_ForgetsWhatANamespaceHeldWhenItGoes applies a namespace and a
+// ConfigMap in it, then deletes the namespace: the cluster remembers neither,
+// so a removed app leaves nothing behind in the operator's memory.
+func TestCluster_ForgetsWhatANamespaceHeldWhenItGoes(t *testing.T) {
+	ctx := context.Background()
+	cs, _ := clusters(t)
+	c := cs[0]
+	ns := namespace(t, cs[:1])
+	if err := c.Apply(ctx, configMap(ns, map[string]string{"a": "1"})); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Remembered(); n != 2 {
+		t.Fatalf("remembers %d objects after applying a namespace and a ConfigMap, want 2", n)
+	}
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Remembered(); n != 0 {
+		t.Errorf("remembers %d objects after deleting their namespace, want 0", n)
+	}
+}

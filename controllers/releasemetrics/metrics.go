@@ -96,6 +96,13 @@ var (
 	}, []string{labelApp, labelTag})
 )
 
+// latencies are the histograms, by app and target.
+var latencies = []*prometheus.HistogramVec{
+	gitCreateLatency, gitDeployLatency, gitCanaryLatency, gitPendingReleaseLatency, gitReleaseLatency,
+	revisionDeployLatency, revisionCanaryLatency, revisionPendingReleaseLatency, revisionReleaseLatency,
+	revisionRollbackLatency, deployLatency, canaryLatency, releaseLatency, reconcileInterval,
+}
+
 // collectors are every collector of the package, in registration order.
 var collectors = []prometheus.Collector{
 	gitCreateLatency,
@@ -343,16 +350,26 @@ func Failed(app, tag string) {
 	revisionFailed.WithLabelValues(app, tag).Inc()
 }
 
-// Forget deletes every series of (app, target) from the gauges: release
-// weights, incarnation counts and oldest ages. It is called when the
-// ReleaseManager of (app, target) goes away. Histograms and counters are
-// left alone.
+// ForgetRevision deletes the failure count of a build, when garbage
+// collection deletes its Revision: the series of every failed tag would
+// otherwise stay for as long as the process.
+func ForgetRevision(app, tag string) {
+	revisionFailed.DeleteLabelValues(app, tag)
+}
+
+// Forget deletes every series of (app, target): release weights,
+// incarnation counts, oldest ages and the latency histograms. It is called
+// when the ReleaseManager of (app, target) goes away, so that the series of
+// apps that went do not pile up.
 func Forget(app, target string) {
 	mu.Lock()
 	defer mu.Unlock()
 	k := key{app, target}
 	labels := prometheus.Labels{labelApp: app, labelTarget: target}
 	for _, vec := range []*prometheus.GaugeVec{releaseWeight, incarnationCount, oldestAge} {
+		vec.DeletePartialMatch(labels)
+	}
+	for _, vec := range latencies {
 		vec.DeletePartialMatch(labels)
 	}
 	delete(weightTags, k)

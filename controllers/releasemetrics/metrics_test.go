@@ -454,8 +454,19 @@ func TestForget(t *testing.T) {
 		SetStates(app, tg, map[string]int{"released": 1}, map[string]time.Duration{"released": time.Minute})
 	}
 	SetWeights("forget-other", target, map[string]int32{"v1": 100})
+	ObserveReconcileInterval(app, target, time.Minute)
+	ObserveReconcileInterval(app, "staging", time.Minute)
+	deployLatency.WithLabelValues(app, target).Observe(1)
 
 	Forget(app, target)
+	for _, name := range []string{"picchu_deploy_latency", "picchu_release_manager_reconcile_interval"} {
+		if n := len(series(t, name, map[string]string{"app": app, "target": target})); n != 0 {
+			t.Errorf("%s: %d series left for the forgotten app/target", name, n)
+		}
+	}
+	if n := len(series(t, "picchu_release_manager_reconcile_interval", map[string]string{"app": app, "target": "staging"})); n != 1 {
+		t.Errorf("reconcile interval of another target: %d series, want 1", n)
+	}
 	for _, name := range []string{"picchu_revision_release_weight", "picchu_incarnation_count", "picchu_revision_oldest_age_seconds"} {
 		if n := len(series(t, name, map[string]string{"app": app, "target": target})); n != 0 {
 			t.Errorf("%s: %d series left for the forgotten app/target", name, n)
@@ -473,6 +484,18 @@ func TestForget(t *testing.T) {
 	SetWeights(app, target, map[string]int32{"v3": 100})
 	if n := len(series(t, "picchu_revision_release_weight", map[string]string{"app": app, "target": target})); n != 1 {
 		t.Errorf("after Forget and two SetWeights: %d series, want 1", n)
+	}
+}
+
+func TestForgetRevision(t *testing.T) {
+	Failed("forget-revision", "v1")
+	Failed("forget-revision", "v2")
+	ForgetRevision("forget-revision", "v1")
+	if n := len(series(t, "picchu_revision_failed", map[string]string{"app": "forget-revision", "tag": "v1"})); n != 0 {
+		t.Errorf("v1's failure count stayed: %d series", n)
+	}
+	if n := len(series(t, "picchu_revision_failed", map[string]string{"app": "forget-revision", "tag": "v2"})); n != 1 {
+		t.Errorf("v2's failure count: %d series, want 1", n)
 	}
 }
 

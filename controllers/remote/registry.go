@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,6 +48,33 @@ type Registry struct {
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*entry
+	// forgotten are called with the key of every cluster removed or replaced.
+	forgotten []func(types.NamespacedName)
+}
+
+// OnForget registers f, called (without the registry's lock held) with the
+// key of every cluster the registry stops and forgets, or replaces with one
+// built from new settings: whoever keeps something per cluster client
+// drops it then.
+func (r *Registry) OnForget(f func(key types.NamespacedName)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgotten = append(r.forgotten, f)
+}
+
+// forget stops e and tells the OnForget functions. It is called with r.mu
+// held, and returns the functions to call once it is released.
+func (r *Registry) forget(key types.NamespacedName, e *entry) []func(types.NamespacedName) {
+	e.stop()
+	delete(r.clusters, key)
+	return slices.Clone(r.forgotten)
+}
+
+// tell calls each of fs with key.
+func tell(fs []func(types.NamespacedName), key types.NamespacedName) {
+	for _, f := range fs {
+		f(key)
+	}
 }
 
 type entry struct {
@@ -78,14 +106,15 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 	if err != nil {
 		return false, err
 	}
+	var told []func(types.NamespacedName)
+	defer func() { tell(told, key) }() // after the unlock below: deferred first
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.clusters[key]; ok {
 		if old.hash == hash {
 			return false, nil
 		}
-		old.stop()
-		delete(r.clusters, key)
+		told = r.forget(key, old)
 	}
 	cfg, err := r.Policy.RESTConfig(c, secret)
 	if err != nil {
@@ -136,11 +165,12 @@ func (r *Registry) Get(key types.NamespacedName) (cluster.Cluster, bool) {
 // Remove stops and forgets the cluster registered for key, if any.
 func (r *Registry) Remove(key types.NamespacedName) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var told []func(types.NamespacedName)
 	if e, ok := r.clusters[key]; ok {
-		e.stop()
-		delete(r.clusters, key)
+		told = r.forget(key, e)
 	}
+	r.mu.Unlock()
+	tell(told, key)
 }
 
 // ServerVersion asks the cluster registered for key for its version, within timeout.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -299,5 +300,55 @@ func TestRegistry_PlainHTTPOnlyWhenAllowedAndWithoutCredentials(t *testing.T) {
 	defer mu.Unlock()
 	if len(auths) > 0 {
 		t.Errorf("credentials sent over plain HTTP: %q", auths)
+	}
+}
+
+// TestRegistry_TellsWhatItForgets registers the target, changes its
+// settings, and removes it: each client the registry drops is told to
+// OnForget, so that what is kept per client (the operator's memory of what
+// it applied there) goes with it, and nothing is told while it stays.
+func TestRegistry_TellsWhatItForgets(t *testing.T) {
+	ctx := context.Background()
+	user, err := json.Marshal(targetUser(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, secret := registration("forgotten", *env.Targets[0].Cluster.Spec.Config, string(user))
+	key := client.ObjectKeyFromObject(cluster)
+	reg := remote.NewRegistry(env.Scheme, logr.Discard(), nil)
+	var mu sync.Mutex
+	var told []types.NamespacedName
+	reg.OnForget(func(k types.NamespacedName) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, k)
+	})
+	toldSoFar := func() []types.NamespacedName {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(told)
+	}
+	for _, step := range []struct {
+		what string
+		do   func() error
+		want int
+	}{
+		{"registered", func() error { _, err := reg.Ensure(ctx, cluster, secret); return err }, 0},
+		{"registered again unchanged", func() error { _, err := reg.Ensure(ctx, cluster, secret); return err }, 0},
+		{"its server changed", func() error {
+			cluster.Spec.Config.Server = strings.Replace(cluster.Spec.Config.Server, "127.0.0.1", "localhost", 1)
+			_, err := reg.Ensure(ctx, cluster, secret)
+			return err
+		}, 1},
+		{"removed", func() error { reg.Remove(key); return nil }, 2},
+		{"removed again", func() error { reg.Remove(key); return nil }, 2},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		got := toldSoFar()
+		if len(got) != step.want || (len(got) > 0 && got[len(got)-1] != key) {
+			t.Errorf("%s: told %v, want %d times %s", step.what, got, step.want, key)
+		}
 	}
 }
