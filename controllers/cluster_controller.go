@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -50,6 +51,9 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()}}}
 		})).
 		Named("cluster").
+		// Every run has a deadline: the health check's, and a minute for
+		// the delivery cluster's reads and writes.
+		WithOptions(controller.Options{ReconciliationTimeout: r.HealthTimeout + time.Minute}).
 		Complete(r)
 }
 
