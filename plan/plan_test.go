@@ -389,14 +389,24 @@ func TestCluster_ForgetsWhatANamespaceHeldWhenItGoes(t *testing.T) {
 	ctx := context.Background()
 	cs, _ := clusters(t)
 	c := cs[0]
-	ns := namespace(t, cs[:1])
-	if err := c.Apply(ctx, configMap(ns, map[string]string{"a": "1"})); err != nil {
+	owned := map[string]string{picchuv1alpha1.LabelApp: "demo", picchuv1alpha1.LabelTarget: "production"}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("plan-test-%d", nsSeq.Add(1)), Labels: owned}}
+	if err := c.Apply(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(ctx, configMap(ns.Name, map[string]string{"a": "1"})); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.Remembered(); n != 2 {
 		t.Fatalf("remembers %d objects after applying a namespace and a ConfigMap, want 2", n)
 	}
-	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := c.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	live := &corev1.Namespace{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(ns), live); err == nil && live.DeletionTimestamp.IsZero() {
+		t.Fatalf("namespace %s was not deleted", ns.Name)
+	} else if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	if n := c.Remembered(); n != 0 {
