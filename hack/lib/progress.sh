@@ -53,13 +53,23 @@ progress_build() {
 
 # progress_count PACKAGE... prints how many packages a build of PACKAGE
 # compiles from scratch (standard library included), downloading the modules
-# it needs first.
+# it needs first; while that goes on, it says so every $PROGRESS_EVERY seconds.
 progress_count() {
-  local errs count
+  local errs out pid start next
   errs=$(mktemp)
-  if ! count=$(go list -deps "$@" 2>"$errs" | wc -l); then
-    cat "$errs" >&2
-  fi
-  rm -f "$errs"
-  echo "$count" | tr -d ' '
+  out=$(mktemp)
+  start=$SECONDS
+  go list -deps "$@" >"$out" 2>"$errs" &
+  pid=$!
+  next=$((start + PROGRESS_EVERY))
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$SECONDS" -ge "$next" ]; then
+      progress_log "  still downloading modules and listing packages, $(progress_elapsed $((SECONDS - start)))"
+      next=$((SECONDS + PROGRESS_EVERY))
+    fi
+    sleep 1
+  done
+  wait "$pid" || cat "$errs" >&2
+  wc -l <"$out" | tr -d ' '
+  rm -f "$errs" "$out"
 }
