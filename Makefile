@@ -42,7 +42,7 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 		git --no-pager diff --stat -- api config; exit 1; fi
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
-	hack/go-build.sh "picchu and its tests (go vet)" "$$(go list -deps -test ./... | wc -l)" go vet -v ./...
+	hack/go-build.sh "picchu and its tests (go vet)" "-test ./..." go vet -v ./...
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and kwokctl into bin/ (once).
@@ -66,8 +66,8 @@ bench: k8s-binaries ## Run the benchmarks.
 
 .PHONY: demo
 demo: k8s-binaries prometheus-binary ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3.
-	@hack/go-build.sh "the operator" "$$(go list -deps . | wc -l)" go build -v -o bin/picchu .
-	@hack/go-build.sh "the demo" "$$(go list -deps ./hack/demo | wc -l)" go build -v -o bin/picchu-demo ./hack/demo
+	@hack/go-build.sh "the operator" "." go build -v -o bin/picchu .
+	@hack/go-build.sh "the demo" "./hack/demo" go build -v -o bin/picchu-demo ./hack/demo
 	@bin/picchu-demo
 
 .PHONY: fleet-up
