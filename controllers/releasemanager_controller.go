@@ -405,13 +405,6 @@ func (r *ReleaseManagerReconciler) forgetCluster(key types.NamespacedName) {
 	delete(r.clusters, key)
 }
 
-// ClusterHandles is how many clusters the reconciler holds a handle of.
-func (r *ReleaseManagerReconciler) ClusterHandles() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.clusters)
-}
-
 // withDefaults fills the timeouts left at 0 with the defaults.
 func withDefaults(t release.Timeouts) release.Timeouts {
 	d := release.DefaultTimeouts
