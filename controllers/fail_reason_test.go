@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"strings"
 	"testing"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -49,5 +50,27 @@ func TestFailReason_AlertsFailOnlyUnprovenBuilds(t *testing.T) {
 				t.Errorf("FailReason = %q, %v; want %q", reason, ok, tc.reason)
 			}
 		})
+	}
+}
+
+func TestFailReason_RejectedBuildsFailUntilProven(t *testing.T) {
+	rev := &picchuv1alpha1.Revision{Spec: picchuv1alpha1.RevisionSpec{
+		App:     picchuv1alpha1.RevisionApp{Name: "shop", Tag: "v2"},
+		Targets: []picchuv1alpha1.RevisionTarget{{Name: "production"}},
+	}}
+	rm := func(peak int32, rejected string) []*picchuv1alpha1.ReleaseManager {
+		out := &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}
+		out.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{Tag: "v2", PeakPercent: peak, Rejected: rejected}}
+		return []*picchuv1alpha1.ReleaseManager{out}
+	}
+	const why = `east: ReplicaSet.apps "v2" is invalid`
+	if reason, ok := controllers.FailReason(rev, rm(0, why), 50); !ok || !strings.Contains(reason, "rejected in production by cluster "+why) {
+		t.Errorf("rejected before any traffic: %q %v, want it failed with the reason", reason, ok)
+	}
+	if reason, ok := controllers.FailReason(rev, rm(60, why), 50); ok {
+		t.Errorf("rejected once proven: failed (%q), want it held", reason)
+	}
+	if reason, ok := controllers.FailReason(rev, rm(0, ""), 50); ok {
+		t.Errorf("nothing rejected: failed (%q)", reason)
 	}
 }

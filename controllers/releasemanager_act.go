@@ -2,7 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -57,13 +60,60 @@ func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) plan.Re
 	}), r.ClusterTimeout)
 }
 
+// applyErrors are the errors of one cluster's apply, told apart: each
+// build's objects are applied on their own, so that one build the cluster
+// rejects holds that build, not the app's routing or its other builds (a
+// rollback above all).
+type applyErrors struct {
+	// app is the error of the app's own objects: its namespace and access,
+	// Service, PDB and routing, monitoring.
+	app error
+	// builds are the errors of the builds' objects, by tag.
+	builds map[string]error
+}
+
+func (e *applyErrors) Error() string { return errors.Join(e.Unwrap()...).Error() }
+
+// Unwrap returns the app's error, then the builds' by tag.
+func (e *applyErrors) Unwrap() []error {
+	out := make([]error, 0, 1+len(e.builds))
+	if e.app != nil {
+		out = append(out, e.app)
+	}
+	for _, tag := range slices.Sorted(maps.Keys(e.builds)) {
+		out = append(out, e.builds[tag])
+	}
+	return out
+}
+
+// orNil is e, or nil when nothing failed.
+func (e *applyErrors) orNil() error {
+	if e.app == nil && len(e.builds) == 0 {
+		return nil
+	}
+	return e
+}
+
+// buildErrors returns the errors of a cluster's apply that belong to
+// builds, by tag, and whether they are all of it: false when the app's own
+// objects failed, or the apply as a whole (a deadline, say).
+func buildErrors(err error) (map[string]error, bool) {
+	var ae *applyErrors
+	if !errors.As(err, &ae) {
+		return nil, false
+	}
+	return ae.builds, ae.app == nil
+}
+
 // applyTo brings one cluster to the decided state: the app's namespace and
 // access, each build's config and ReplicaSet, the builds being deleted
 // gone, then the Service, PDB and Istio routing over the builds that remain,
-// then the app's monitoring.
+// then the app's monitoring. A build whose objects fail stops neither the
+// others nor the routing. Its error is an *applyErrors.
 func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluster, liveClusters int, monitoring *monitoringObjects) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := pplan.Namespace(app, target)
+	errs := &applyErrors{builds: map[string]error{}}
 	newest := s.newestRevision()
 	if newest != nil {
 		for _, obj := range []client.Object{
@@ -73,7 +123,8 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 			pplan.ExternalMetricsRoleBinding(app, target),
 		} {
 			if err := c.Apply(ctx, obj); err != nil {
-				return err
+				errs.app = err
+				return errs
 			}
 		}
 	}
@@ -81,25 +132,27 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 		switch {
 		case inc.step.Action == release.Sync && inc.revision != nil:
 			if err := s.syncBuild(ctx, c, fc, inc, liveClusters); err != nil {
-				return fmt.Errorf("build %s: %w", inc.tag, err)
+				errs.builds[inc.tag] = fmt.Errorf("build %s: %w", inc.tag, err)
 			}
 		case inc.step.Action == release.Retire && inc.revision != nil:
 			if err := s.syncBuild(ctx, c, fc, inc, liveClusters); err != nil {
-				return fmt.Errorf("retiring build %s: %w", inc.tag, err)
+				errs.builds[inc.tag] = fmt.Errorf("retiring build %s: %w", inc.tag, err)
 			}
 		case inc.step.Action == release.Delete:
 			if err := c.DeleteAllOf(ctx, ns, pplan.TagSelector(app, target, inc.tag), buildKinds...); err != nil {
-				return fmt.Errorf("deleting build %s: %w", inc.tag, err)
+				errs.builds[inc.tag] = fmt.Errorf("deleting build %s: %w", inc.tag, err)
 			}
 		}
 	}
 	if newest == nil {
-		return nil
+		return errs.orNil()
 	}
 	if err := s.syncRouting(ctx, c, fc, newest); err != nil {
-		return err
+		errs.app = err
+		return errs
 	}
-	return s.syncMonitoring(ctx, c, monitoring)
+	errs.app = s.syncMonitoring(ctx, c, monitoring)
+	return errs.orNil()
 }
 
 // newestRevision is the newest build whose Revision exists, preferring a

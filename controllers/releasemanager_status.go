@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,9 +48,15 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 	rm := s.rm
 	before := rm.Status.DeepCopy()
 	failed := map[string]string{}
+	// The errors of clusters where only some builds failed: the app's
+	// routing and the other builds are synced there.
+	buildsFailed := map[string]map[string]error{}
 	for _, res := range results {
 		if res.Err != nil {
 			failed[res.Cluster] = res.Err.Error()
+			if builds, only := buildErrors(res.Err); only {
+				buildsFailed[res.Cluster] = builds
+			}
 		}
 	}
 	// An action is done when it succeeded on every cluster it must reach:
@@ -65,9 +72,11 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			cs.Synced, cs.Message = false, msg
 		}
 		if !cs.Synced {
+			unavailable = append(unavailable, fc.obj.Name)
+		}
+		if !cs.Synced && buildsFailed[fc.obj.Name] == nil {
 			syncedAll = false
 			syncedLive = syncedLive && !fc.live
-			unavailable = append(unavailable, fc.obj.Name)
 		}
 		rm.Status.Clusters = append(rm.Status.Clusters, cs)
 	}
@@ -89,9 +98,10 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			continue
 		}
 		state := inc.step.State
-		done := syncedLive
+		rejected, buildSynced := s.buildSynced(inc, buildsFailed)
+		done := syncedLive && buildSynced.live
 		if inc.step.Action == release.Delete {
-			done = syncedAll
+			done = syncedAll && buildSynced.all
 		}
 		if inc.step.Then != "" && done {
 			state = inc.step.Then
@@ -108,6 +118,10 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			continue
 		}
 		st := incarnationStatus(inc, state, s.now, s.observation)
+		if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
+			warnings = append(warnings, warning{"Rejected", fmt.Sprintf("%s rejected by %s", inc.tag, rejected)})
+		}
+		st.Rejected = rejected
 		if string(state) != inc.status.State.Current {
 			changed = append(changed, fmt.Sprintf("%s %s → %s", inc.tag, displayState(inc.status.State.Current), state))
 			observeLatencies(s.rm, inc, &st, state, s.now)
@@ -385,4 +399,41 @@ func sameStatus(a, b *picchuv1alpha1.ReleaseManagerStatus) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// synced says whether a build's objects were applied on the live clusters
+// and on all of them.
+type synced struct{ live, all bool }
+
+// buildSynced says whether inc's own objects were applied, given the
+// clusters where some builds failed, and why a live cluster rejected them
+// as invalid, if one did. A failing build's invalid objects do not keep it
+// from failed: the cluster will never take them, and its traffic is gone.
+func (s *snapshot) buildSynced(inc *incarnation, buildsFailed map[string]map[string]error) (rejected string, out synced) {
+	out = synced{live: true, all: true}
+	for _, fc := range s.fleet {
+		err := buildsFailed[fc.obj.Name][inc.tag]
+		if err == nil {
+			continue
+		}
+		invalid := apierrors.IsInvalid(err)
+		if invalid && fc.live && rejected == "" {
+			rejected = fc.obj.Name + ": " + apiMessage(err)
+		}
+		if invalid && inc.step.Then == release.Failed {
+			continue
+		}
+		out.all = false
+		out.live = out.live && !fc.live
+	}
+	return rejected, out
+}
+
+// apiMessage is the API server's message of err, or err's text.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
 }

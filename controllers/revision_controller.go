@@ -197,13 +197,25 @@ func (r *RevisionReconciler) failIfBad(ctx context.Context, rev *picchuv1alpha1.
 }
 
 // FailReason says why Picchu fails a Revision, if it does: a target timed
-// out, or, unless ignoreSLOs, a target recorded SLO or canary alerts firing
+// out; a live cluster rejected the build's objects as invalid while it had
+// not proven itself; or, unless ignoreSLOs, a target recorded SLO or canary alerts firing
 // for its tag while the build had not proven itself (release.Proven with
 // threshold, from the targets' peaks).
 func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager, threshold int32) (string, bool) {
 	tag := rev.Spec.App.Tag
 	if target, ok := TimedOutTarget(tag, rms); ok {
 		return "timed out in " + target, true
+	}
+	for _, rm := range rms {
+		for _, s := range rm.Status.Revisions {
+			// A cluster that will not take a build fails it, whatever its
+			// SLOs, unless it has proven itself: a proven build a cluster
+			// has come to refuse (a new admission policy) is held, with
+			// the reason in its ReleaseManager's status and events.
+			if s.Tag == tag && s.Rejected != "" && !release.Proven(TargetPeaks(rev, rms), threshold) {
+				return fmt.Sprintf("rejected in %s by cluster %s", rm.Spec.Target, s.Rejected), true
+			}
+		}
 	}
 	if rev.Spec.IgnoreSLOs {
 		return "", false

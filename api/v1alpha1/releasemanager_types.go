@@ -126,6 +126,10 @@ type ReleaseManagerRevisionStatus struct {
 	// triggeredAlerts are the SLO or canary alerts that failed the build.
 	// +optional
 	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
+	// rejected is why a live cluster's API server refused the build's
+	// objects (as invalid), which fails the build: "<cluster>: <reason>".
+	// +optional
+	Rejected string `json:"rejected,omitempty"`
 	// lastUpdated is when the build's traffic percent last changed.
 	// +optional
 	LastUpdated *Timestamp `json:"lastUpdated,omitempty"`
