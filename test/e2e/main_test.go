@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -70,6 +71,14 @@ func run(m *testing.M) (code int) {
 	code = m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e: the operator's log: %s (removed with the fleet)\n%s\n", lab.OperatorLog(), fleet.LogTail(lab.OperatorLog(), 60))
+		// The fleet's directory goes with it: keep its logs (the operator's,
+		// the clusters' components') for whoever looks into the failure.
+		kept := dir + "-logs"
+		if err := keepLogs(dir, kept); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: keeping the fleet's logs:", err)
+		} else {
+			fmt.Fprintf(os.Stderr, "e2e: the fleet's logs are kept in %s\n", kept)
+		}
 	}
 	return code
 }
@@ -90,4 +99,25 @@ func promQuery(ctx context.Context, query string) (int, error) {
 		return 0, fmt.Errorf("querying %q: got a %s, want a vector", query, value.Type())
 	}
 	return len(vector), nil
+}
+
+// keepLogs copies every *.log file under dir to the same path under kept.
+func keepLogs(dir, kept string) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".log" {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(kept, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(kept, rel), data, 0o644)
+	})
 }
