@@ -55,7 +55,11 @@ prometheus-binary: ## Provision the Prometheus server the tests run into bin/ (o
 .PHONY: test
 test: verify k8s-binaries prometheus-binary ## Run every test, with the race detector, against real API servers and Prometheus.
 	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
-	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $(PKGS)
+	pkgs=$$(go list $(PKGS) | grep -v /test/e2e$$ || true); [ -z "$$pkgs" ] || \
+		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$pkgs
+	@echo "test: the end-to-end tests, alone: kwokctl picks its clusters' ports as envtest does, and the two must not race for one"
+	e2e=$$(go list $(PKGS) | grep /test/e2e$$ || true); [ -z "$$e2e" ] || \
+		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$e2e
 	cd test/kubevalidation && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
