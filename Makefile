@@ -57,7 +57,7 @@ test: verify k8s-binaries prometheus-binary ## Run every test, with the race det
 	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
 	pkgs=$$(go list $(PKGS) | grep -v /test/e2e$$ || true); [ -z "$$pkgs" ] || \
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$pkgs
-	@echo "test: the end-to-end tests, alone: kwokctl picks its clusters' ports as envtest does, and the two must not race for one"
+	@echo "test: the end-to-end tests, alone: beside other packages' API servers, their fleet misses its deadlines on 2 cores"
 	e2e=$$(go list $(PKGS) | grep /test/e2e$$ || true); [ -z "$$e2e" ] || \
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$e2e
 	cd test/kubevalidation && go test $(GO_TEST_FLAGS) ./...
