@@ -31,15 +31,15 @@ func alertSources(reader client.Reader, o controllers.Options) (controllers.Aler
 		log.Info("Prometheus alert checks are off (--prometheus-enabled=false or no --prometheus-query-address)")
 	}
 	if o.DatadogSecret != "" {
-		ns, name, ok := strings.Cut(o.DatadogSecret, "/")
-		if !ok || ns == "" || name == "" {
-			return nil, nil, fmt.Errorf("--datadog-secret %q: want namespace/name", o.DatadogSecret)
+		key, err := datadogSecretKey(o.DatadogSecret)
+		if err != nil {
+			return nil, nil, err
 		}
 		// Read at every query, from the cache: a Secret created after the
 		// operator started, or rotated, works without a restart, and a
 		// missing one holds the builds Datadog judges (their
 		// AlertsObserved condition says why) instead of stopping the operator.
-		keys := datadog.SecretKeys(reader, types.NamespacedName{Namespace: ns, Name: name})
+		keys := datadog.SecretKeys(reader, key)
 		d, err := datadog.New(datadog.Config{Keys: keys, Site: o.DatadogSite, TTL: o.DatadogQueryTTL})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--datadog-site: %w", err)
@@ -47,4 +47,13 @@ func alertSources(reader client.Reader, o controllers.Options) (controllers.Aler
 		dd = d
 	}
 	return prom, dd, nil
+}
+
+// datadogSecretKey parses --datadog-secret, "namespace/name".
+func datadogSecretKey(flag string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(flag, "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, fmt.Errorf("--datadog-secret %q: want namespace/name", flag)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }

@@ -125,11 +125,11 @@ func parseFlags(args []string) (*config, error) {
 		}
 	}
 	if c.controllers.DatadogSecret != "" {
-		ns, name, ok := strings.Cut(c.controllers.DatadogSecret, "/")
-		if !ok || ns == "" || name == "" {
-			return nil, fmt.Errorf("--datadog-secret %q: want namespace/name", c.controllers.DatadogSecret)
+		key, err := datadogSecretKey(c.controllers.DatadogSecret)
+		if err != nil {
+			return nil, err
 		}
-		if watched := splitNamespaces(c.namespaces); len(watched) > 0 && !slices.Contains(watched, ns) {
+		if watched := splitNamespaces(c.namespaces); len(watched) > 0 && !slices.Contains(watched, key.Namespace) {
 			return nil, fmt.Errorf("--datadog-secret %q: Secrets are read only from --namespaces %q", c.controllers.DatadogSecret, c.namespaces)
 		}
 	}
