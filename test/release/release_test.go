@@ -335,6 +335,31 @@ func TestRelease_OperatorRestartMidRamp(t *testing.T) {
 	checkSteps(t, tl.stepsOf(), tl.entered("releasing"), []string{"10", "20", "40", "80", "100"}, delay)
 }
 
+// revisionDeleted waits until rev is gone from the delivery cluster.
+func revisionDeleted(t *testing.T, rev *picchuv1alpha1.Revision) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, rev.Name+" deleted", func() error {
+		err := env.Delivery.Client.Get(context.Background(), client.ObjectKeyFromObject(rev), &picchuv1alpha1.Revision{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+}
+
+// recordedTags are the tags app's ReleaseManager records, in its order.
+func recordedTags(ctx context.Context, app string) ([]string, error) {
+	rm, err := releaseManager(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	var tags []string
+	for _, st := range rm.Status.Revisions {
+		tags = append(tags, st.Tag)
+	}
+	return tags, nil
+}
+
 // TestRelease_GarbageCollectionBoundsBuildsThatNeverExpire fails builds with
 // ttl 0, which never expire, under an operator that keeps two done builds
 // per target: the older failed builds' Revisions go all the same, and the
@@ -354,22 +379,12 @@ func TestRelease_GarbageCollectionBoundsBuildsThatNeverExpire(t *testing.T) {
 		revs = append(revs, rev)
 	}
 	for _, rev := range revs[:2] {
-		harness.Eventually(t, 30*time.Second, rev.Name+" deleted", func() error {
-			err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(rev), &picchuv1alpha1.Revision{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there (%v)", err)
-		})
+		revisionDeleted(t, rev)
 	}
 	harness.Eventually(t, 30*time.Second, "v2 and v3 forgotten", func() error {
-		rm, err := releaseManager(ctx, app)
+		tags, err := recordedTags(ctx, app)
 		if err != nil {
 			return err
-		}
-		var tags []string
-		for _, st := range rm.Status.Revisions {
-			tags = append(tags, st.Tag)
 		}
 		if slices.Sort(tags); !slices.Equal(tags, []string{"v1", "v4", "v5"}) {
 			return fmt.Errorf("status holds %v", tags)
@@ -392,13 +407,7 @@ func TestRelease_GarbageCollection(t *testing.T) {
 	state(t, 30*time.Second, app, "v6", "released")
 	ctx := context.Background()
 	for _, rev := range revs[:2] {
-		harness.Eventually(t, 30*time.Second, rev.Name+" deleted", func() error {
-			err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(rev), &picchuv1alpha1.Revision{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there (%v)", err)
-		})
+		revisionDeleted(t, rev)
 	}
 	for _, tag := range []string{"v3", "v4", "v5"} {
 		state(t, 30*time.Second, app, tag, "retired")
@@ -412,13 +421,9 @@ func TestRelease_GarbageCollection(t *testing.T) {
 		}
 	}
 	harness.Eventually(t, 30*time.Second, "v1 and v2 forgotten", func() error {
-		rm, err := releaseManager(ctx, app)
+		tags, err := recordedTags(ctx, app)
 		if err != nil {
 			return err
-		}
-		var tags []string
-		for _, st := range rm.Status.Revisions {
-			tags = append(tags, st.Tag)
 		}
 		if !slices.Equal(tags, []string{"v6", "v5", "v4", "v3"}) {
 			return fmt.Errorf("status holds %v", tags)
