@@ -164,7 +164,7 @@ func (s *snapshot) newestRevision() *incarnation {
 		if inc.revision == nil {
 			continue
 		}
-		if routable(inc.step.State) {
+		if inc.step.State.IsRoutable() {
 			return inc
 		}
 		if first == nil {
@@ -379,7 +379,7 @@ func (s *snapshot) routing(newest *incarnation) pplan.Routing {
 	seen := map[string]bool{}
 	for _, routableFirst := range []bool{true, false} {
 		for _, inc := range s.incarnations {
-			if inc.revision == nil || routable(inc.step.State) != routableFirst {
+			if inc.revision == nil || inc.step.State.IsRoutable() != routableFirst {
 				continue
 			}
 			for _, p := range inc.target.Ports {
@@ -391,7 +391,7 @@ func (s *snapshot) routing(newest *incarnation) pplan.Routing {
 		}
 	}
 	for _, inc := range s.incarnations {
-		tagged := inc.revision != nil && routable(inc.step.State)
+		tagged := inc.revision != nil && inc.step.State.IsRoutable()
 		if !tagged && inc.weight == 0 {
 			continue
 		}
@@ -416,15 +416,4 @@ func nilIfNil[T any, P interface {
 		return nil
 	}
 	return p
-}
-
-// routable says a build in state s runs its pods on every live cluster and
-// gets a routing subset and its tag route, whatever its traffic.
-func routable(s release.State) bool {
-	switch s {
-	case release.Deployed, release.PendingTest, release.Testing, release.Tested, release.Canarying, release.Canaried,
-		release.PendingRelease, release.Releasing, release.Released:
-		return true
-	}
-	return false
 }

@@ -137,7 +137,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	target := inc.target
 	f.Failed = inc.revision.Spec.Failed
 	f.Created = inc.revision.CreationTimestamp.Time
-	if deploying(f.State) {
+	if f.State.IsDeploying() {
 		// Until a build is deployed, its release settings follow the Revision.
 		f.Eligible, f.TTL = target.Release.Eligible, time.Duration(target.Release.TTL)*time.Second
 	}
@@ -162,11 +162,6 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		}
 	}
 	return f
-}
-
-// deploying says a build's release settings still follow its Revision.
-func deploying(s release.State) bool {
-	return s == "" || s == release.Created || s == release.Deploying
 }
 
 // capacity is the capacity gate's input for a build. A build without an
@@ -200,7 +195,7 @@ func (s *snapshot) capacity(inc *incarnation) release.CapacityInput {
 // at its own pace.
 func (s *snapshot) recommission() {
 	for _, inc := range s.incarnations {
-		if inc.revision != nil && serving(inc.step.State) && !inc.revision.Spec.Failed && inc.peak > 0 {
+		if inc.revision != nil && inc.step.State.IsServing() && !inc.revision.Spec.Failed && inc.peak > 0 {
 			return
 		}
 	}
@@ -216,16 +211,6 @@ func (s *snapshot) recommission() {
 		inc.eligible, inc.peak, inc.recommissioned = true, 100, true
 		return
 	}
-}
-
-// serving says a build in state s is on its way to, or at, taking traffic.
-func serving(s release.State) bool {
-	switch s {
-	case release.Deploying, release.Deployed, release.PendingTest, release.Testing, release.Tested,
-		release.Canarying, release.Canaried, release.PendingRelease, release.Releasing, release.Released:
-		return true
-	}
-	return false
 }
 
 // timeOf is t's time, zero when t is nil.

@@ -29,9 +29,7 @@ func (s *snapshot) judged(inc *incarnation, provenPercent int32) bool {
 	if inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs {
 		return false
 	}
-	switch release.State(inc.status.State.Current) {
-	case release.Canarying, release.Canaried, release.PendingRelease, release.Releasing, release.Released:
-	default:
+	if !release.State(inc.status.State.Current).IsJudged() {
 		return false
 	}
 	return !release.Proven(s.targetPeaks(inc), provenPercent)

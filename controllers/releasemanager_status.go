@@ -152,7 +152,7 @@ func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, resu
 			unknown = append(unknown, fmt.Sprintf("%s is in %q", inc.tag, state))
 		case state == release.TimingOut:
 			timedOut = append(timedOut, inc.tag)
-		case inProgress(state):
+		case state.IsInProgress():
 			msg := fmt.Sprintf("%s %s", inc.tag, state)
 			switch {
 			case inc.verdict == release.Firing:
@@ -269,7 +269,7 @@ func incarnationStatus(inc *incarnation, state release.State, at time.Time, obs 
 		}
 		// Eligibility and TTL follow the Revision only until the build is
 		// deployed; after that the release record owns them.
-		if deploying(state) {
+		if state.IsDeploying() {
 			st.ReleaseEligible = inc.target.Release.Eligible
 			st.TTL = inc.target.Release.TTL
 		}
@@ -380,17 +380,6 @@ func setAlertsCondition(rm *picchuv1alpha1.ReleaseManager, judging bool, problem
 	default:
 		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionAlertsObserved)
 	}
-}
-
-// inProgress says a build in state s is moving: the ReleaseManager is
-// Reconciling until it settles.
-func inProgress(s release.State) bool {
-	switch s {
-	case release.Created, release.Deploying, release.PendingTest, release.Testing, release.Canarying,
-		release.Canaried, release.PendingRelease, release.Releasing, release.Retiring, release.Failing, release.Deleting:
-		return true
-	}
-	return false
 }
 
 // sameStatus says two statuses would be written the same. It compares what
