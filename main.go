@@ -23,12 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/schedule"
-	"github.com/medium/picchu/plan"
 )
 
 // leaderElectionID is the original's, so an old and a new operator never
@@ -179,7 +179,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := plan.NewScheme()
+	scheme, err := applier.NewScheme()
 	if err != nil {
 		return err
 	}

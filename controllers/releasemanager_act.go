@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	pplan "github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
-	"github.com/medium/picchu/plan"
 )
 
 var (
@@ -30,7 +30,7 @@ var (
 
 // autoscalerKinds are the kinds of a build's autoscaler objects, removed
 // while it ramps and when it retires.
-var autoscalerKinds = []schema.GroupVersionKind{hpaKind, scaledObjectKind, triggerAuthenticationKind, pplan.WorkerPodAutoscalerKind}
+var autoscalerKinds = []schema.GroupVersionKind{hpaKind, scaledObjectKind, triggerAuthenticationKind, manifests.WorkerPodAutoscalerKind}
 
 // buildKinds are the kinds of a build's objects on a cluster, deleted with it.
 var buildKinds = append([]schema.GroupVersionKind{
@@ -40,8 +40,8 @@ var buildKinds = append([]schema.GroupVersionKind{
 }, autoscalerKinds...)
 
 // act applies the decided plans to every usable cluster of the fleet at once.
-func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) plan.Results {
-	var usable []*plan.Cluster
+func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) applier.Results {
+	var usable []*applier.Cluster
 	byName := map[string]*fleetCluster{}
 	for _, fc := range s.fleet {
 		if fc.plans != nil {
@@ -55,7 +55,7 @@ func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) plan.Re
 		objs := s.monitoringObjects(newest)
 		monitoring = &objs
 	}
-	return plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+	return applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		return s.applyTo(ctx, c, byName[c.Name()], live, monitoring)
 	}), r.ClusterTimeout)
 }
@@ -110,17 +110,17 @@ func buildErrors(err error) (map[string]error, bool) {
 // gone, then the Service, PDB and Istio routing over the builds that remain,
 // then the app's monitoring. A build whose objects fail stops neither the
 // others nor the routing. Its error is an *applyErrors.
-func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluster, liveClusters int, monitoring *monitoringObjects) error {
+func (s *snapshot) applyTo(ctx context.Context, c *applier.Cluster, fc *fleetCluster, liveClusters int, monitoring *monitoringObjects) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := pplan.Namespace(app, target)
+	ns := manifests.Namespace(app, target)
 	errs := &applyErrors{builds: map[string]error{}}
 	newest := s.newestRevision()
 	if newest != nil {
 		for _, obj := range []client.Object{
-			pplan.AppNamespace(app, target),
-			pplan.ServiceAccount(app, target, newest.target.AWS.IAM.RoleARN),
-			pplan.ExternalMetricsRole(app, target),
-			pplan.ExternalMetricsRoleBinding(app, target),
+			manifests.AppNamespace(app, target),
+			manifests.ServiceAccount(app, target, newest.target.AWS.IAM.RoleARN),
+			manifests.ExternalMetricsRole(app, target),
+			manifests.ExternalMetricsRoleBinding(app, target),
 		} {
 			if err := c.Apply(ctx, obj); err != nil {
 				errs.app = err
@@ -139,7 +139,7 @@ func (s *snapshot) applyTo(ctx context.Context, c *plan.Cluster, fc *fleetCluste
 				errs.builds[inc.tag] = fmt.Errorf("retiring build %s: %w", inc.tag, err)
 			}
 		case inc.step.Action == release.Delete:
-			if err := c.DeleteAllOf(ctx, ns, pplan.TagSelector(app, target, inc.tag), buildKinds...); err != nil {
+			if err := c.DeleteAllOf(ctx, ns, manifests.TagSelector(app, target, inc.tag), buildKinds...); err != nil {
 				errs.builds[inc.tag] = fmt.Errorf("deleting build %s: %w", inc.tag, err)
 			}
 		}
@@ -176,13 +176,13 @@ func (s *snapshot) newestRevision() *incarnation {
 
 // syncBuild applies a build's config copies and ReplicaSet, and deletes
 // config copies its selector no longer selects.
-func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int) error {
+func (s *snapshot) syncBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := pplan.Namespace(app, target)
+	ns := manifests.Namespace(app, target)
 	var configMaps, secrets []string
 	wantConfigMaps, wantSecrets := map[string]bool{}, map[string]bool{}
 	for i := range inc.configMaps {
-		cm := pplan.ConfigMapCopy(app, target, inc.tag, &inc.configMaps[i])
+		cm := manifests.ConfigMapCopy(app, target, inc.tag, &inc.configMaps[i])
 		if err := c.Apply(ctx, cm); err != nil {
 			return err
 		}
@@ -190,14 +190,14 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 		wantConfigMaps[cm.Name] = true
 	}
 	for i := range inc.secrets {
-		secret := pplan.SecretCopy(app, target, inc.tag, &inc.secrets[i])
+		secret := manifests.SecretCopy(app, target, inc.tag, &inc.secrets[i])
 		if err := c.Apply(ctx, secret); err != nil {
 			return err
 		}
 		secrets = append(secrets, secret.Name)
 		wantSecrets[secret.Name] = true
 	}
-	selector := pplan.TagSelector(app, target, inc.tag)
+	selector := manifests.TagSelector(app, target, inc.tag)
 	if err := prune(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("ConfigMap"), wantConfigMaps); err != nil {
 		return err
 	}
@@ -211,9 +211,9 @@ func (s *snapshot) syncBuild(ctx context.Context, c *plan.Cluster, fc *fleetClus
 // says. Picchu writes the replicas (with their own field manager) only when
 // it sizes the build; when the autoscaler does, they are left to it, and
 // handing them over resets nothing.
-func (s *snapshot) scaleBuild(ctx context.Context, c *plan.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int, configMaps, secrets []string) error {
+func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int, configMaps, secrets []string) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := pplan.Namespace(app, target)
+	ns := manifests.Namespace(app, target)
 	sp := inc.scale
 	perCluster := func(n int32) int32 {
 		if n <= 0 {
@@ -221,7 +221,7 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *plan.Cluster, fc *fleetClu
 		}
 		return release.ReplicasPerCluster(n, 100, liveClusters, fc.factor)
 	}
-	rs := pplan.ReplicaSet(pplan.Build{
+	rs := manifests.ReplicaSet(manifests.Build{
 		App: app, Target: target, Tag: inc.tag, Image: inc.revision.Spec.App.Image,
 		Spec: inc.target, Autoscaler: sp.Kind, Ramping: sp.Ramping, ConfigMaps: configMaps, Secrets: secrets,
 	})
@@ -267,11 +267,11 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *plan.Cluster, fc *fleetClu
 			return err
 		}
 	}
-	if sp.Kind == "" && inc.step.Action != release.Retire && live.GetAnnotations()[pplan.AnnotationAutoscaler] == "" {
+	if sp.Kind == "" && inc.step.Action != release.Retire && live.GetAnnotations()[manifests.AnnotationAutoscaler] == "" {
 		// Never had an autoscaler: nothing to apply or delete.
 		return nil
 	}
-	return s.syncAutoscaler(ctx, c, inc, pplan.Scaler{
+	return s.syncAutoscaler(ctx, c, inc, manifests.Scaler{
 		App: app, Target: target, Tag: inc.tag, Scale: inc.target.Scale,
 		Min: perCluster(sp.Min), Max: perCluster(sp.Max),
 	})
@@ -280,27 +280,27 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *plan.Cluster, fc *fleetClu
 // syncAutoscaler applies the build's autoscaler objects while its ScalePlan
 // wants them, and deletes the others (all of them while it ramps or
 // retires).
-func (s *snapshot) syncAutoscaler(ctx context.Context, c *plan.Cluster, inc *incarnation, sc pplan.Scaler) error {
-	ns := pplan.Namespace(sc.App, sc.Target)
+func (s *snapshot) syncAutoscaler(ctx context.Context, c *applier.Cluster, inc *incarnation, sc manifests.Scaler) error {
+	ns := manifests.Namespace(sc.App, sc.Target)
 	want := map[schema.GroupVersionKind]client.Object{}
 	if inc.scale.Autoscaler {
 		switch inc.scale.Kind {
 		case release.AutoscalerHPA:
-			hpa, err := pplan.HorizontalPodAutoscaler(sc)
+			hpa, err := manifests.HorizontalPodAutoscaler(sc)
 			if err != nil {
 				return err
 			}
 			want[hpaKind] = nilIfNil(hpa)
 		case release.AutoscalerKEDA:
-			want[scaledObjectKind] = pplan.ScaledObject(sc)
-			want[triggerAuthenticationKind] = pplan.TriggerAuthentication(sc)
+			want[scaledObjectKind] = manifests.ScaledObject(sc)
+			want[triggerAuthenticationKind] = manifests.TriggerAuthentication(sc)
 		case release.AutoscalerWPA:
-			want[pplan.WorkerPodAutoscalerKind] = pplan.WorkerPodAutoscaler(sc)
+			want[manifests.WorkerPodAutoscalerKind] = manifests.WorkerPodAutoscaler(sc)
 		}
 	}
 	var gone []schema.GroupVersionKind
 	for _, kind := range autoscalerKinds {
-		if kind == pplan.WorkerPodAutoscalerKind && inc.scale.Kind != release.AutoscalerWPA {
+		if kind == manifests.WorkerPodAutoscalerKind && inc.scale.Kind != release.AutoscalerWPA {
 			// Few clusters serve the worker autoscaler; asking one that
 			// does not costs a discovery request every run.
 			continue
@@ -313,7 +313,7 @@ func (s *snapshot) syncAutoscaler(ctx context.Context, c *plan.Cluster, inc *inc
 		}
 		gone = append(gone, kind)
 	}
-	return c.DeleteAllOf(ctx, ns, pplan.TagSelector(sc.App, sc.Target, sc.Tag), gone...)
+	return c.DeleteAllOf(ctx, ns, manifests.TagSelector(sc.App, sc.Target, sc.Tag), gone...)
 }
 
 // isNoKind says an error means the cluster does not serve a kind.
@@ -321,32 +321,32 @@ func isNoKind(err error) bool { return meta.IsNoMatchError(err) || apierrors.IsN
 
 // syncRouting applies the app's Service, PDB and Istio objects, and
 // deletes the Istio objects that are no longer wanted.
-func (s *snapshot) syncRouting(ctx context.Context, c *plan.Cluster, fc *fleetCluster, newest *incarnation) error {
+func (s *snapshot) syncRouting(ctx context.Context, c *applier.Cluster, fc *fleetCluster, newest *incarnation) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	routing := s.routing(newest)
 	var err error
-	if svc := pplan.Service(app, target, routing.Ports); svc != nil {
+	if svc := manifests.Service(app, target, routing.Ports); svc != nil {
 		err = c.Apply(ctx, svc)
 	} else {
 		// No build has a port: no Service (one without ports is invalid).
-		err = c.Delete(ctx, pplan.ServiceObject(app, target))
+		err = c.Delete(ctx, manifests.ServiceObject(app, target))
 	}
 	if err != nil {
 		return err
 	}
-	if err := c.Apply(ctx, pplan.PodDisruptionBudget(app, target, newest.target.PodDisruptionBudget)); err != nil {
+	if err := c.Apply(ctx, manifests.PodDisruptionBudget(app, target, newest.target.PodDisruptionBudget)); err != nil {
 		return err
 	}
-	dr, err := pplan.DestinationRule(routing)
+	dr, err := manifests.DestinationRule(routing)
 	if err != nil {
 		return err
 	}
-	vs, err := pplan.VirtualService(routing, fc.obj)
+	vs, err := manifests.VirtualService(routing, fc.obj)
 	if err != nil {
 		return err
 	}
-	sidecar := pplan.Sidecar(routing)
-	meta := func(kind string) client.Object { return pplan.IstioObject(app, target, kind) }
+	sidecar := manifests.Sidecar(routing)
+	meta := func(kind string) client.Object { return manifests.IstioObject(app, target, kind) }
 	// A DestinationRule's subsets must exist before routes send traffic to them.
 	for _, step := range []struct {
 		kind string
@@ -365,8 +365,8 @@ func (s *snapshot) syncRouting(ctx context.Context, c *plan.Cluster, fc *fleetCl
 }
 
 // routing is what the app's Istio objects are built from.
-func (s *snapshot) routing(newest *incarnation) pplan.Routing {
-	r := pplan.Routing{
+func (s *snapshot) routing(newest *incarnation) manifests.Routing {
+	r := manifests.Routing{
 		App: s.rm.Spec.App, Target: s.rm.Spec.Target, Fleet: s.rm.Spec.Fleet,
 		DefaultIngressPorts: newest.target.DefaultIngressPorts,
 		Faults:              s.faults,
@@ -395,7 +395,7 @@ func (s *snapshot) routing(newest *incarnation) pplan.Routing {
 		if !tagged && inc.weight == 0 {
 			continue
 		}
-		rel := pplan.Release{Tag: inc.tag, Weight: inc.weight, Tagged: tagged}
+		rel := manifests.Release{Tag: inc.tag, Weight: inc.weight, Tagged: tagged}
 		if inc.revision != nil {
 			rel.TagRoutingHeader = inc.revision.Spec.TagRoutingHeader
 			if inc.target.Istio != nil {

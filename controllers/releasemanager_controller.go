@@ -25,11 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/schedule"
-	"github.com/medium/picchu/plan"
 )
 
 // ReleaseManagerReconciler releases one app in one target to every cluster
@@ -94,11 +94,11 @@ type ReleaseManagerReconciler struct {
 	lastRun sync.Map
 }
 
-// clusterHandle keeps, per target cluster, the plan.Cluster that remembers
+// clusterHandle keeps, per target cluster, the applier.Cluster that remembers
 // what was applied, for as long as the registry keeps the same client.
 type clusterHandle struct {
 	remote cluster.Cluster
-	plans  *plan.Cluster
+	plans  *applier.Cluster
 }
 
 // SetupWithManager watches ReleaseManagers, the Revisions, Clusters and
@@ -354,7 +354,7 @@ func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alp
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var usable []*plan.Cluster
+	var usable []*applier.Cluster
 	for _, fc := range fleet {
 		if fc.plans == nil {
 			return ctrl.Result{}, fmt.Errorf("removing app %s from cluster %s: %s", rm.Spec.App, fc.obj.Name, fc.problem)
@@ -362,7 +362,7 @@ func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alp
 		usable = append(usable, fc.plans)
 	}
 	ns := appNamespace(rm)
-	results := plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		if r.ServiceLevelsNamespace != "" {
 			// The service levels live outside the app's namespace.
 			if err := c.Delete(ctx, serviceLevelsOf(rm.Spec.App, rm.Spec.Target, r.ServiceLevelsNamespace)); err != nil {
@@ -381,9 +381,9 @@ func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alp
 	return ctrl.Result{}, nil
 }
 
-// handle returns the plan.Cluster for the registry's current client of a
+// handle returns the applier.Cluster for the registry's current client of a
 // cluster, keeping it while the client stays the same.
-func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cluster) *plan.Cluster {
+func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cluster) *applier.Cluster {
 	key := client.ObjectKeyFromObject(cl)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -392,7 +392,7 @@ func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteClus
 	}
 	h := &clusterHandle{
 		remote: remoteCluster,
-		plans:  plan.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), ctrl.Log.WithName("plan")),
+		plans:  applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), ctrl.Log.WithName("plan")),
 	}
 	r.clusters[key] = h
 	return h.plans

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	pplan "github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
-	"github.com/medium/picchu/plan"
 )
 
 var (
@@ -25,9 +25,9 @@ var (
 
 // monitoring is what the app's monitoring objects are built from: the
 // settings of a build.
-func (s *snapshot) monitoring(inc *incarnation) pplan.Monitoring {
+func (s *snapshot) monitoring(inc *incarnation) manifests.Monitoring {
 	t := inc.target
-	return pplan.Monitoring{
+	return manifests.Monitoring{
 		App: s.rm.Spec.App, Target: s.rm.Spec.Target,
 		SLOs: t.ServiceLevelObjectives, Labels: t.ServiceLevelObjectiveLabels,
 		ServiceMonitors: t.ServiceMonitors, AlertRules: t.AlertRules,
@@ -53,21 +53,21 @@ type monitoringObjects struct {
 func (s *snapshot) monitoringObjects(newest *incarnation) (out monitoringObjects) {
 	m := s.monitoring(newest)
 	var err error
-	if out.monitors, err = pplan.ServiceMonitors(m); err == nil {
-		if out.sloRules, err = pplan.SLORules(m); err == nil && s.serviceLevels != "" {
-			out.serviceLevels, err = pplan.ServiceLevels(m, s.serviceLevels)
+	if out.monitors, err = manifests.ServiceMonitors(m); err == nil {
+		if out.sloRules, err = manifests.SLORules(m); err == nil && s.serviceLevels != "" {
+			out.serviceLevels, err = manifests.ServiceLevels(m, s.serviceLevels)
 		}
 	}
 	if err != nil {
 		out.err = fmt.Errorf("build %s: %w", newest.tag, err)
 		return out
 	}
-	out.alertRules = pplan.AlertRules(m)
+	out.alertRules = manifests.AlertRules(m)
 	for _, inc := range s.incarnations {
 		if inc.revision == nil || inc.step.State != release.Canarying {
 			continue
 		}
-		rule, err := pplan.CanaryRules(s.monitoring(inc), inc.tag)
+		rule, err := manifests.CanaryRules(s.monitoring(inc), inc.tag)
 		if err != nil {
 			out.err = fmt.Errorf("build %s: %w", inc.tag, err)
 			return out
@@ -82,12 +82,12 @@ func (s *snapshot) monitoringObjects(newest *incarnation) (out monitoringObjects
 // syncMonitoring applies the monitoring objects to a cluster and deletes
 // every monitoring object Picchu wrote there for the app that is no longer
 // wanted.
-func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, objs *monitoringObjects) error {
+func (s *snapshot) syncMonitoring(ctx context.Context, c *applier.Cluster, objs *monitoringObjects) error {
 	if objs.err != nil {
 		return objs.err
 	}
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := pplan.Namespace(app, target)
+	ns := manifests.Namespace(app, target)
 	want := map[string]bool{}
 	for _, sm := range objs.monitors {
 		if err := c.Apply(ctx, sm); err != nil {
@@ -95,18 +95,18 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, objs *mo
 		}
 		want[sm.Name] = true
 	}
-	if err := prune(ctx, c, ns, pplan.MonitoringSelector(app, target, ""), serviceMonitorKind, want); err != nil {
+	if err := prune(ctx, c, ns, manifests.MonitoringSelector(app, target, ""), serviceMonitorKind, want); err != nil {
 		return err
 	}
 	for _, obj := range []struct {
 		want client.Object
 		name string
 	}{
-		{nilIfNil(objs.sloRules), pplan.SLORuleName(app)},
-		{nilIfNil(objs.alertRules), pplan.AlertRuleName(app)},
+		{nilIfNil(objs.sloRules), manifests.SLORuleName(app)},
+		{nilIfNil(objs.alertRules), manifests.AlertRuleName(app)},
 	} {
 		if err := applyOrDelete(ctx, c, obj.want, &monitoringv1.PrometheusRule{
-			ObjectMeta: metav1.ObjectMeta{Name: obj.name, Namespace: ns, Labels: pplan.MonitoringSelector(app, target, "")},
+			ObjectMeta: metav1.ObjectMeta{Name: obj.name, Namespace: ns, Labels: manifests.MonitoringSelector(app, target, "")},
 		}); err != nil {
 			return err
 		}
@@ -123,14 +123,14 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *plan.Cluster, objs *mo
 		}
 		canaries[rule.Name] = true
 	}
-	return prune(ctx, c, ns, pplan.MonitoringSelector(app, target, pplan.RuleTypeCanary), prometheusRuleKind, canaries)
+	return prune(ctx, c, ns, manifests.MonitoringSelector(app, target, manifests.RuleTypeCanary), prometheusRuleKind, canaries)
 }
 
 // applyServiceLevels applies psl, creating its namespace first when the
 // cluster does not have it, or deletes gone when psl is nil. The namespace
 // is shared by every app and carries none of Picchu's labels, so it is
 // applied only when missing rather than on every run.
-func applyServiceLevels(ctx context.Context, c *plan.Cluster, psl *slothv1.PrometheusServiceLevel, gone client.Object) error {
+func applyServiceLevels(ctx context.Context, c *applier.Cluster, psl *slothv1.PrometheusServiceLevel, gone client.Object) error {
 	if psl == nil {
 		return c.Delete(ctx, gone)
 	}
@@ -147,12 +147,12 @@ func applyServiceLevels(ctx context.Context, c *plan.Cluster, psl *slothv1.Prome
 // serviceLevelsOf names the app's Sloth service levels in namespace.
 func serviceLevelsOf(app, target, namespace string) *slothv1.PrometheusServiceLevel {
 	return &slothv1.PrometheusServiceLevel{ObjectMeta: metav1.ObjectMeta{
-		Name: pplan.ServiceLevelName(app, target), Namespace: namespace, Labels: pplan.MonitoringSelector(app, target, ""),
+		Name: manifests.ServiceLevelName(app, target), Namespace: namespace, Labels: manifests.MonitoringSelector(app, target, ""),
 	}}
 }
 
 // applyOrDelete applies want, or deletes gone when want is nil.
-func applyOrDelete(ctx context.Context, c *plan.Cluster, want, gone client.Object) error {
+func applyOrDelete(ctx context.Context, c *applier.Cluster, want, gone client.Object) error {
 	if want != nil {
 		return c.Apply(ctx, want)
 	}
@@ -162,7 +162,7 @@ func applyOrDelete(ctx context.Context, c *plan.Cluster, want, gone client.Objec
 // prune deletes the objects of kind in ns that carry the selector's labels
 // and whose names want does not hold. A kind the cluster does not serve has
 // nothing to prune.
-func prune(ctx context.Context, c *plan.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, want map[string]bool) error {
+func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, want map[string]bool) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
 	if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {

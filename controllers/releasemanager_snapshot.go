@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	pplan "github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
-	"github.com/medium/picchu/plan"
 )
 
 // snapshot is everything one release step is decided from.
@@ -66,7 +66,7 @@ type fleetCluster struct {
 	live   bool
 	factor float64
 	// plans is nil when the cluster cannot be used; problem says why.
-	plans   *plan.Cluster
+	plans   *applier.Cluster
 	problem string
 }
 
@@ -283,7 +283,7 @@ func (r *ReleaseManagerReconciler) fleet(ctx context.Context, rm *picchuv1alpha1
 func (r *ReleaseManagerReconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseManager, fleet []*fleetCluster) release.Observation {
 	obs := make(release.Observation, len(fleet))
 	index := map[string]int{}
-	var usable []*plan.Cluster
+	var usable []*applier.Cluster
 	for i, fc := range fleet {
 		obs[i] = release.ClusterObservation{Name: fc.obj.Name, Live: fc.live}
 		index[fc.obj.Name] = i
@@ -292,10 +292,10 @@ func (r *ReleaseManagerReconciler) observe(ctx context.Context, rm *picchuv1alph
 		}
 	}
 	var mu sync.Mutex
-	results := plan.ApplyFleet(ctx, usable, plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		list := &appsv1.ReplicaSetList{}
-		if err := c.Client.List(ctx, list, client.InNamespace(pplan.Namespace(rm.Spec.App, rm.Spec.Target)),
-			client.MatchingLabels(pplan.AppSelector(rm.Spec.App, rm.Spec.Target))); err != nil {
+		if err := c.Client.List(ctx, list, client.InNamespace(manifests.Namespace(rm.Spec.App, rm.Spec.Target)),
+			client.MatchingLabels(manifests.AppSelector(rm.Spec.App, rm.Spec.Target))); err != nil {
 			return fmt.Errorf("observing ReplicaSets: %w", err)
 		}
 		tags := map[string]release.Replicas{}
@@ -328,5 +328,5 @@ func (r *ReleaseManagerReconciler) observe(ctx context.Context, rm *picchuv1alph
 
 // appNamespace is the app's namespace object on every cluster.
 func appNamespace(rm *picchuv1alpha1.ReleaseManager) *corev1.Namespace {
-	return pplan.AppNamespace(rm.Spec.App, rm.Spec.Target)
+	return manifests.AppNamespace(rm.Spec.App, rm.Spec.Target)
 }

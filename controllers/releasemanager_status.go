@@ -17,8 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/release"
-	"github.com/medium/picchu/plan"
 )
 
 // Reasons of a ReleaseManager's conditions.
@@ -44,7 +44,7 @@ const clusterRetry = 10 * time.Second
 
 // record writes the outcome of a run into the ReleaseManager's status (only
 // when it changed), emits an event per state change and says when to run again.
-func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, results plan.Results) (ctrl.Result, error) {
+func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, results applier.Results) (ctrl.Result, error) {
 	rm := s.rm
 	before := rm.Status.DeepCopy()
 	failed := map[string]string{}

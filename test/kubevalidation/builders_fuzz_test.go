@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/test/kubevalidation"
 )
@@ -129,20 +129,20 @@ func targetObjects(newest, older *picchuv1alpha1.Revision, live int, factor floa
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: app + "-" + tag + "-secrets"}, Data: map[string][]byte{"TOKEN": []byte("s3cret")}}
 	autoscaler := release.AutoscalerKind(t.Scale)
 	objs := []runtime.Object{
-		plan.AppNamespace(app, target),
-		plan.ServiceAccount(app, target, t.AWS.IAM.RoleARN),
-		plan.ExternalMetricsRole(app, target),
-		plan.ExternalMetricsRoleBinding(app, target),
-		plan.ConfigMapCopy(app, target, tag, cm),
-		plan.SecretCopy(app, target, tag, secret),
-		plan.PodDisruptionBudget(app, target, t.PodDisruptionBudget),
+		manifests.AppNamespace(app, target),
+		manifests.ServiceAccount(app, target, t.AWS.IAM.RoleARN),
+		manifests.ExternalMetricsRole(app, target),
+		manifests.ExternalMetricsRoleBinding(app, target),
+		manifests.ConfigMapCopy(app, target, tag, cm),
+		manifests.SecretCopy(app, target, tag, secret),
+		manifests.PodDisruptionBudget(app, target, t.PodDisruptionBudget),
 	}
-	rs := plan.ReplicaSet(plan.Build{
+	rs := manifests.ReplicaSet(manifests.Build{
 		App: app, Target: target, Tag: tag, Image: newest.Spec.App.Image, Spec: t,
 		Ramping: ramping, Autoscaler: autoscaler, ConfigMaps: []string{cm.Name}, Secrets: []string{secret.Name},
 	})
 	objs = append(objs, rs, podOf(rs))
-	if svc := plan.Service(app, target, unionByName(t.Ports, older.Spec.Targets[0].Ports)); svc != nil {
+	if svc := manifests.Service(app, target, unionByName(t.Ports, older.Spec.Targets[0].Ports)); svc != nil {
 		objs = append(objs, svc)
 	}
 	if autoscaler == release.AutoscalerHPA {
@@ -153,7 +153,7 @@ func targetObjects(newest, older *picchuv1alpha1.Revision, live int, factor floa
 			return release.ReplicasPerCluster(n, 100, live, factor)
 		}
 		lo, hi := release.AutoscalerRange(t.Scale)
-		hpa, err := plan.HorizontalPodAutoscaler(plan.Scaler{
+		hpa, err := manifests.HorizontalPodAutoscaler(manifests.Scaler{
 			App: app, Target: target, Tag: tag, Scale: t.Scale, Min: perCluster(lo), Max: perCluster(hi),
 		})
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/test/kubevalidation"
 )
 
@@ -87,7 +87,7 @@ func TestAdmission_RejectsWhatTheDeliveryClusterRejects(t *testing.T) {
 // server's validation.
 func TestValidate_RejectsWhatATargetClusterRejects(t *testing.T) {
 	ports := []picchuv1alpha1.PortInfo{{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
-	if err := kubevalidation.Validate(plan.Service("shop", "production", ports)); err != nil {
+	if err := kubevalidation.Validate(manifests.Service("shop", "production", ports)); err != nil {
 		t.Errorf("a valid Service is rejected: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -105,7 +105,7 @@ func TestValidate_RejectsWhatATargetClusterRejects(t *testing.T) {
 			"spec.ports[1]: Duplicate value",
 		},
 		"ReplicaSet named by a tag with two dots": {
-			plan.ReplicaSet(plan.Build{App: "shop", Target: "production", Tag: "a..b", Image: "shop:v1", Spec: &picchuv1alpha1.RevisionTarget{}}),
+			manifests.ReplicaSet(manifests.Build{App: "shop", Target: "production", Tag: "a..b", Image: "shop:v1", Spec: &picchuv1alpha1.RevisionTarget{}}),
 			"metadata.name",
 		},
 	} {

@@ -16,12 +16,12 @@ import (
 )
 
 // releaseRoutePrefix starts the name of the weighted route of each port of a
-// VirtualService Picchu writes (controllers/plan/istio_routes.go).
+// VirtualService Picchu writes (controllers/manifests/istio_routes.go).
 const releaseRoutePrefix = "01_release-"
 
 // virtualServiceList is the kind listed: networking.istio.io/v1. It is
 // listed as unstructured objects, so that the clusters' clients need not know
-// the kind: Picchu's scheme (plan.NewScheme) only knows v1alpha3, which the
+// the kind: Picchu's scheme (applier.NewScheme) only knows v1alpha3, which the
 // API server serves from the same objects.
 var virtualServiceList = schema.GroupVersionKind{
 	Group: "networking.istio.io", Version: "v1", Kind: "VirtualServiceList",

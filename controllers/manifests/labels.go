@@ -1,4 +1,4 @@
-package plan
+package manifests
 
 import picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 

@@ -1,4 +1,4 @@
-package plan_test
+package manifests_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
-	applier "github.com/medium/picchu/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/test/harness"
 )
 
@@ -66,20 +66,20 @@ func target() *picchuv1alpha1.RevisionTarget {
 
 func ptr[T any](v T) *T { return &v }
 
-func build() plan.Build {
-	return plan.Build{
+func build() manifests.Build {
+	return manifests.Build{
 		App: "shop", Target: "production", Tag: "v1", Image: "shop:v1", Spec: target(), Autoscaler: "hpa",
 		ConfigMaps: []string{"shop-v1-config"}, Secrets: []string{"shop-v1-secrets"},
 	}
 }
 
 func Test_ReplicaSet(t *testing.T) {
-	rs := plan.ReplicaSet(build())
+	rs := manifests.ReplicaSet(build())
 	pod := rs.Spec.Template.Spec
 	if rs.Name != "v1" || rs.Namespace != "shop-production" || rs.Spec.Replicas != nil || rs.Spec.MinReadySeconds != 5 {
 		t.Errorf("metadata/spec: %s/%s replicas %v (set by ApplyReplicas only) minReady %d", rs.Namespace, rs.Name, rs.Spec.Replicas, rs.Spec.MinReadySeconds)
 	}
-	if rs.Annotations[plan.AnnotationAutoscaler] != "hpa" {
+	if rs.Annotations[manifests.AnnotationAutoscaler] != "hpa" {
 		t.Errorf("annotations %v", rs.Annotations)
 	}
 	tplLabels := rs.Spec.Template.Labels
@@ -143,11 +143,11 @@ func TestPlans_ApplyToARealCluster(t *testing.T) {
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
 	spec := target()
 	objects := []client.Object{
-		plan.AppNamespace("shop", "production"),
-		plan.ServiceAccount("shop", "production", spec.AWS.IAM.RoleARN),
-		plan.Service("shop", "production", spec.Ports),
-		plan.PodDisruptionBudget("shop", "production", spec.PodDisruptionBudget),
-		plan.ReplicaSet(build()),
+		manifests.AppNamespace("shop", "production"),
+		manifests.ServiceAccount("shop", "production", spec.AWS.IAM.RoleARN),
+		manifests.Service("shop", "production", spec.Ports),
+		manifests.PodDisruptionBudget("shop", "production", spec.PodDisruptionBudget),
+		manifests.ReplicaSet(build()),
 	}
 	for _, obj := range objects {
 		if err := c.Apply(ctx, obj); err != nil {
@@ -187,7 +187,7 @@ func TestPlans_ApplyToARealCluster(t *testing.T) {
 	}
 
 	// Without a PDB spec, at most 10% of the pods may be unavailable.
-	if def := plan.PodDisruptionBudget("shop", "production", nil); def.Spec.MaxUnavailable.StrVal != "10%" {
+	if def := manifests.PodDisruptionBudget("shop", "production", nil); def.Spec.MaxUnavailable.StrVal != "10%" {
 		t.Errorf("default pdb %+v", def.Spec)
 	}
 }

@@ -1,4 +1,4 @@
-package plan_test
+package manifests_test
 
 import (
 	"context"
@@ -16,16 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
-	applier "github.com/medium/picchu/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 )
 
 // monitoring is a realistic app: an availability SLO read from Istio's
 // metrics (the tag under destination_version) with a canary check, a
 // latency SLO without one, a disabled SLO, two ServiceMonitors (one keeping
 // only the SLOs' metrics) and a legacy alert rule.
-func monitoring() plan.Monitoring {
-	return plan.Monitoring{
+func monitoring() manifests.Monitoring {
+	return manifests.Monitoring{
 		App: "shop", Target: "production",
 		Labels: picchuv1alpha1.ServiceLevelObjectiveLabels{
 			AlertLabels:        map[string]string{"team": "checkout", "channel": "#checkout-alerts"},
@@ -102,7 +102,7 @@ func mustParse(t *testing.T, what, expr string) {
 }
 
 func TestSLORules_RecordTotalsAndErrorsUnderTheTagLabel(t *testing.T) {
-	pr, err := plan.SLORules(monitoring())
+	pr, err := manifests.SLORules(monitoring())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSLORules_RecordTotalsAndErrorsUnderTheTagLabel(t *testing.T) {
 		t.Errorf("name %s/%s", pr.Namespace, pr.Name)
 	}
 	wantLabels := map[string]string{
-		"prometheus": "main", "slo": "availability", plan.LabelRuleType: plan.RuleTypeSLO,
+		"prometheus": "main", "slo": "availability", manifests.LabelRuleType: manifests.RuleTypeSLO,
 		picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelTarget: "production",
 	}
 	if !reflect.DeepEqual(pr.Labels, wantLabels) {
@@ -138,27 +138,27 @@ func TestSLORules_RecordTotalsAndErrorsUnderTheTagLabel(t *testing.T) {
 	}
 
 	// A name that is not a metric name is made one.
-	if got := plan.SLOMetric("shop-api", "p99.latency", "total"); got != "shop_api:p99_latency:total" {
+	if got := manifests.SLOMetric("shop-api", "p99.latency", "total"); got != "shop_api:p99_latency:total" {
 		t.Errorf("SLOMetric %s", got)
 	}
 	none := monitoring()
 	none.SLOs = none.SLOs[2:]
-	if pr, err := plan.SLORules(none); pr != nil || err != nil {
+	if pr, err := manifests.SLORules(none); pr != nil || err != nil {
 		t.Errorf("only a disabled SLO: %v, %v", pr, err)
 	}
 	broken := monitoring()
 	broken.SLOs[1].ServiceLevelIndicator.ErrorQuery = ""
-	if _, err := plan.SLORules(broken); err == nil || !strings.Contains(err.Error(), "serviceLevelObjectives[latency].serviceLevelIndicator") {
+	if _, err := manifests.SLORules(broken); err == nil || !strings.Contains(err.Error(), "serviceLevelObjectives[latency].serviceLevelIndicator") {
 		t.Errorf("an enabled SLO without errorQuery: %v", err)
 	}
 }
 
 func TestCanaryRules_CompareTheBuildWithTheAppAndKeepTheUsersLabels(t *testing.T) {
-	pr, err := plan.CanaryRules(monitoring(), "v2")
+	pr, err := manifests.CanaryRules(monitoring(), "v2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pr.Name != "shop-canary-v2" || pr.Labels[plan.LabelRuleType] != plan.RuleTypeCanary || pr.Labels[picchuv1alpha1.LabelTag] != "v2" ||
+	if pr.Name != "shop-canary-v2" || pr.Labels[manifests.LabelRuleType] != manifests.RuleTypeCanary || pr.Labels[picchuv1alpha1.LabelTag] != "v2" ||
 		pr.Labels["prometheus"] != "main" {
 		t.Errorf("metadata %s %v", pr.Name, pr.Labels)
 	}
@@ -190,21 +190,21 @@ func TestCanaryRules_CompareTheBuildWithTheAppAndKeepTheUsersLabels(t *testing.T
 	// allowancePercent works when the string is unset; a bad failAfter is named.
 	m := monitoring()
 	m.SLOs[0].ServiceLevelIndicator.Canary = picchuv1alpha1.SLICanaryConfig{Enabled: true, AllowancePercent: 2}
-	if expr, _ := plan.CanaryExpr("shop", m.SLOs[0], "v3"); !strings.Contains(expr, ` - 0.02 > `) {
+	if expr, _ := manifests.CanaryExpr("shop", m.SLOs[0], "v3"); !strings.Contains(expr, ` - 0.02 > `) {
 		t.Errorf("allowancePercent 2: %s", expr)
 	}
 	m.SLOs[0].ServiceLevelIndicator.Canary.FailAfter = "soon"
-	if _, err := plan.CanaryRules(m, "v3"); err == nil || !strings.Contains(err.Error(), "canary.failAfter") {
+	if _, err := manifests.CanaryRules(m, "v3"); err == nil || !strings.Contains(err.Error(), "canary.failAfter") {
 		t.Errorf("bad failAfter: %v", err)
 	}
 	m.SLOs[0].ServiceLevelIndicator.Canary.Enabled = false
-	if pr, err := plan.CanaryRules(m, "v3"); pr != nil || err != nil {
+	if pr, err := manifests.CanaryRules(m, "v3"); pr != nil || err != nil {
 		t.Errorf("no canary check: %v, %v", pr, err)
 	}
 }
 
 func TestServiceLevels_OnePerAppAndTargetWithBurnAlertsByTag(t *testing.T) {
-	psl, err := plan.ServiceLevels(monitoring(), "service-level-objectives")
+	psl, err := manifests.ServiceLevels(monitoring(), "service-level-objectives")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestServiceLevels_OnePerAppAndTargetWithBurnAlertsByTag(t *testing.T) {
 	}
 	bad := monitoring()
 	bad.SLOs[1].ObjectivePercentString = ""
-	if _, err := plan.ServiceLevels(bad, "slos"); err == nil || !strings.Contains(err.Error(), "serviceLevelObjectives[latency].objectivePercentString") {
+	if _, err := manifests.ServiceLevels(bad, "slos"); err == nil || !strings.Contains(err.Error(), "serviceLevelObjectives[latency].objectivePercentString") {
 		t.Errorf("missing objective: %v", err)
 	}
 }
@@ -241,7 +241,7 @@ func TestServiceLevels_OnePerAppAndTargetWithBurnAlertsByTag(t *testing.T) {
 func TestServiceMonitors_SelectTheAppsNamespaceAndKeepOnlySLOMetrics(t *testing.T) {
 	m := monitoring()
 	before := m.ServiceMonitors[0].DeepCopy()
-	sms, err := plan.ServiceMonitors(m)
+	sms, err := manifests.ServiceMonitors(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestServiceMonitors_SelectTheAppsNamespaceAndKeepOnlySLOMetrics(t *testing.
 	}
 	bad := monitoring()
 	bad.SLOs[0].ServiceLevelIndicator.TotalQuery = "sum(("
-	if _, err := plan.ServiceMonitors(bad); err == nil || !strings.Contains(err.Error(), "serviceMonitors[shop-slis].sloRegex: serviceLevelObjectives[availability].serviceLevelIndicator.totalQuery") {
+	if _, err := manifests.ServiceMonitors(bad); err == nil || !strings.Contains(err.Error(), "serviceMonitors[shop-slis].sloRegex: serviceLevelObjectives[availability].serviceLevelIndicator.totalQuery") {
 		t.Errorf("unparsable SLO query: %v", err)
 	}
 }
@@ -281,26 +281,26 @@ func TestMonitoringPlans_TheTargetAcceptsThem(t *testing.T) {
 	tgt := env.Targets[0]
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
 	m := monitoring()
-	slo, err := plan.SLORules(m)
+	slo, err := manifests.SLORules(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	canary, err := plan.CanaryRules(m, "v2")
+	canary, err := manifests.CanaryRules(m, "v2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	psl, err := plan.ServiceLevels(m, "service-level-objectives")
+	psl, err := manifests.ServiceLevels(m, "service-level-objectives")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sms, err := plan.ServiceMonitors(m)
+	sms, err := manifests.ServiceMonitors(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	objects := []client.Object{
-		plan.AppNamespace("shop", "production"),
+		manifests.AppNamespace("shop", "production"),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "service-level-objectives"}},
-		slo, canary, plan.AlertRules(m), psl, sms[0], sms[1],
+		slo, canary, manifests.AlertRules(m), psl, sms[0], sms[1],
 	}
 	for _, obj := range objects {
 		if err := c.Apply(ctx, obj); err != nil {

@@ -1,4 +1,4 @@
-package plan_test
+package manifests_test
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
-	applier "github.com/medium/picchu/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 )
 
 // routing is a realistic app: a public HTTP port with retries and a timeout,
 // a private gRPC port and a mesh-only status port; a new build at 20% and
 // the old one at 80%, both routable by header.
-func routing() plan.Routing {
-	return plan.Routing{
+func routing() manifests.Routing {
+	return manifests.Routing{
 		App: "shop", Target: "production", Fleet: "production",
 		Ports: []picchuv1alpha1.PortInfo{
 			{
@@ -45,7 +45,7 @@ func routing() plan.Routing {
 			{Name: "status", Port: 4444, IngressPort: 443, Mode: picchuv1alpha1.PortModeLocal},
 		},
 		DefaultIngressPorts: map[string]string{"public": "http", "private": "http"},
-		Releases: []plan.Release{
+		Releases: []manifests.Release{
 			{Tag: "v2", Weight: 20, TagRoutingHeader: "Medium-Tag", Tagged: true, TrafficPolicy: &picchuv1alpha1.TrafficPolicy{
 				TLS: &picchuv1alpha1.ClientTLSSettings{Mode: 3},
 			}},
@@ -56,7 +56,7 @@ func routing() plan.Routing {
 }
 
 func Test_DestinationRule(t *testing.T) {
-	dr, err := plan.DestinationRule(routing())
+	dr, err := manifests.DestinationRule(routing())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,20 +82,20 @@ func Test_DestinationRule(t *testing.T) {
 		t.Errorf("v1 has no policy, got %v", p)
 	}
 
-	again, _ := plan.DestinationRule(routing())
+	again, _ := manifests.DestinationRule(routing())
 	if !proto.Equal(&dr.Spec, &again.Spec) {
 		t.Errorf("not deterministic")
 	}
 
 	r := routing()
 	r.Releases = nil
-	if dr, err := plan.DestinationRule(r); dr != nil || err != nil {
+	if dr, err := manifests.DestinationRule(r); dr != nil || err != nil {
 		t.Errorf("no releases: %v, %v; want nil, nil", dr, err)
 	}
 }
 
 func Test_Sidecar(t *testing.T) {
-	sc := plan.Sidecar(routing())
+	sc := manifests.Sidecar(routing())
 	if sc.Name != "shop" || sc.Namespace != "shop-production" || sc.Labels[picchuv1alpha1.LabelApp] != "shop" {
 		t.Errorf("metadata %s/%s %v", sc.Namespace, sc.Name, sc.Labels)
 	}
@@ -104,7 +104,7 @@ func Test_Sidecar(t *testing.T) {
 	}
 	r := routing()
 	r.EgressHosts = nil
-	if sc := plan.Sidecar(r); sc != nil {
+	if sc := manifests.Sidecar(r); sc != nil {
 		t.Errorf("no egress hosts: %v, want nil", sc)
 	}
 }
@@ -119,9 +119,9 @@ func cluster() *picchuv1alpha1.Cluster {
 	return c
 }
 
-func virtualService(t *testing.T, r plan.Routing, c *picchuv1alpha1.Cluster) *istioapi.VirtualService {
+func virtualService(t *testing.T, r manifests.Routing, c *picchuv1alpha1.Cluster) *istioapi.VirtualService {
 	t.Helper()
-	vs, err := plan.VirtualService(r, c)
+	vs, err := manifests.VirtualService(r, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func matches(r *istioapi.HTTPRoute) []string {
 }
 
 func Test_VirtualService_Routes(t *testing.T) {
-	vs, err := plan.VirtualService(routing(), cluster())
+	vs, err := manifests.VirtualService(routing(), cluster())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func Test_VirtualService_Routes(t *testing.T) {
 		t.Errorf("gateways %v, want %v", spec.Gateways, want)
 	}
 
-	again, _ := plan.VirtualService(routing(), cluster())
+	again, _ := manifests.VirtualService(routing(), cluster())
 	if !proto.Equal(spec, &again.Spec) {
 		t.Errorf("not deterministic")
 	}
@@ -262,19 +262,19 @@ func Test_VirtualService_Weights(t *testing.T) {
 }
 
 func Test_VirtualService_NilWithoutRoutes(t *testing.T) {
-	cases := map[string]func(*plan.Routing){
-		"no releases":           func(r *plan.Routing) { r.Releases = nil },
-		"no ports":              func(r *plan.Routing) { r.Ports = nil },
-		"no weight, no headers": func(r *plan.Routing) { r.Releases = []plan.Release{{Tag: "v1", Tagged: true}} },
-		"no weight, not tagged": func(r *plan.Routing) {
-			r.Releases = []plan.Release{{Tag: "v1", TagRoutingHeader: "Medium-Tag"}}
+	cases := map[string]func(*manifests.Routing){
+		"no releases":           func(r *manifests.Routing) { r.Releases = nil },
+		"no ports":              func(r *manifests.Routing) { r.Ports = nil },
+		"no weight, no headers": func(r *manifests.Routing) { r.Releases = []manifests.Release{{Tag: "v1", Tagged: true}} },
+		"no weight, not tagged": func(r *manifests.Routing) {
+			r.Releases = []manifests.Release{{Tag: "v1", TagRoutingHeader: "Medium-Tag"}}
 		},
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := routing()
 			edit(&r)
-			if vs, err := plan.VirtualService(r, cluster()); vs != nil || err != nil {
+			if vs, err := manifests.VirtualService(r, cluster()); vs != nil || err != nil {
 				t.Errorf("got %v, %v; want nil, nil", vs, err)
 			}
 		})
@@ -302,13 +302,13 @@ func Test_VirtualService_Matches(t *testing.T) {
 		}
 	}
 	cases := map[string]struct {
-		edit         func(*plan.Routing, *picchuv1alpha1.PortInfo, *picchuv1alpha1.Cluster)
+		edit         func(*manifests.Routing, *picchuv1alpha1.PortInfo, *picchuv1alpha1.Cluster)
 		noCluster    bool
 		want         []string
 		wantGateways []string
 	}{
 		"public default port of a target that is its fleet": {
-			edit: func(*plan.Routing, *picchuv1alpha1.PortInfo, *picchuv1alpha1.Cluster) {},
+			edit: func(*manifests.Routing, *picchuv1alpha1.PortInfo, *picchuv1alpha1.Cluster) {},
 			want: []string{
 				"mesh:80 //", private + ":443 " + privateHosts, private + ":80 " + privateHosts,
 				public + ":443 " + publicHosts, public + ":80 " + publicHosts,
@@ -316,7 +316,7 @@ func Test_VirtualService_Matches(t *testing.T) {
 			wantGateways: []string{private, public, "mesh"},
 		},
 		"public default port of a target that is not its fleet": {
-			edit: func(r *plan.Routing, _ *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) { r.Fleet = "prod" },
+			edit: func(r *manifests.Routing, _ *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) { r.Fleet = "prod" },
 			want: []string{
 				"mesh:80 //",
 				private + ":443 " + re("shop-production.internal.example.com", "shop.example.org"),
@@ -327,7 +327,7 @@ func Test_VirtualService_Matches(t *testing.T) {
 			wantGateways: []string{private, public, "mesh"},
 		},
 		"public port that is not the default gets only its own hosts": {
-			edit: func(r *plan.Routing, _ *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
+			edit: func(r *manifests.Routing, _ *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
 				r.DefaultIngressPorts = map[string]string{"public": "web", "private": "web"}
 			},
 			want: []string{
@@ -337,7 +337,7 @@ func Test_VirtualService_Matches(t *testing.T) {
 			wantGateways: []string{private, public, "mesh"},
 		},
 		"port with no hosts on its ingresses stays in the mesh": {
-			edit: func(r *plan.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
+			edit: func(r *manifests.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
 				r.DefaultIngressPorts = nil
 				p.Hosts = nil
 			},
@@ -345,7 +345,7 @@ func Test_VirtualService_Matches(t *testing.T) {
 			wantGateways: []string{"mesh"},
 		},
 		"private port on another ingress port has no port 80 match": {
-			edit: func(r *plan.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
+			edit: func(r *manifests.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
 				r.DefaultIngressPorts = map[string]string{"private": "http"}
 				p.Mode, p.Ingresses, p.IngressPort = picchuv1alpha1.PortModePrivate, []picchuv1alpha1.Ingress{picchuv1alpha1.IngressPrivate}, 8443
 			},
@@ -353,14 +353,14 @@ func Test_VirtualService_Matches(t *testing.T) {
 			wantGateways: []string{private, "mesh"},
 		},
 		"local port with hosts stays in the mesh": {
-			edit: func(_ *plan.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
+			edit: func(_ *manifests.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
 				p.Mode, p.Ingresses = picchuv1alpha1.PortModeLocal, nil
 			},
 			want:         []string{"mesh:80 //"},
 			wantGateways: []string{"mesh"},
 		},
 		"ingresses without default domains": {
-			edit: func(_ *plan.Routing, _ *picchuv1alpha1.PortInfo, c *picchuv1alpha1.Cluster) {
+			edit: func(_ *manifests.Routing, _ *picchuv1alpha1.PortInfo, c *picchuv1alpha1.Cluster) {
 				c.Spec.Ingresses.Public.DefaultDomains, c.Spec.Ingresses.Private.DefaultDomains = nil, nil
 			},
 			want: []string{
@@ -370,21 +370,21 @@ func Test_VirtualService_Matches(t *testing.T) {
 			wantGateways: []string{private, public, "mesh"},
 		},
 		"cluster without a public gateway": {
-			edit: func(_ *plan.Routing, _ *picchuv1alpha1.PortInfo, c *picchuv1alpha1.Cluster) {
+			edit: func(_ *manifests.Routing, _ *picchuv1alpha1.PortInfo, c *picchuv1alpha1.Cluster) {
 				c.Spec.Ingresses.Public = picchuv1alpha1.IngressInfo{}
 			},
 			want:         []string{"mesh:80 //", private + ":443 " + privateHosts, private + ":80 " + privateHosts},
 			wantGateways: []string{private, "mesh"},
 		},
 		"no cluster": {
-			edit:         func(*plan.Routing, *picchuv1alpha1.PortInfo, *picchuv1alpha1.Cluster) {},
+			edit:         func(*manifests.Routing, *picchuv1alpha1.PortInfo, *picchuv1alpha1.Cluster) {},
 			noCluster:    true,
 			want:         []string{"mesh:80 //"},
 			wantGateways: []string{"mesh"},
 		},
 		// A port with neither mode nor ingresses is private (bug 12 of the original).
 		"port without mode or ingresses is private": {
-			edit: func(_ *plan.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
+			edit: func(_ *manifests.Routing, p *picchuv1alpha1.PortInfo, _ *picchuv1alpha1.Cluster) {
 				p.Mode, p.Ingresses = "", nil
 			},
 			want:         []string{"mesh:80 //", private + ":443 " + privateHosts, private + ":80 " + privateHosts},
@@ -394,7 +394,7 @@ func Test_VirtualService_Matches(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := routing()
-			r.Releases = []plan.Release{{Tag: "v1", Weight: 100}}
+			r.Releases = []manifests.Release{{Tag: "v1", Weight: 100}}
 			port := httpPort()
 			c := cluster()
 			tc.edit(&r, &port, c)
@@ -471,7 +471,7 @@ func Test_VirtualService_RetriesAndTimeouts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := routing()
 			tc.edit(&r.Ports[0].Istio.HTTP)
-			vs, err := plan.VirtualService(r, cluster())
+			vs, err := manifests.VirtualService(r, cluster())
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || vs != nil {
 				t.Errorf("got %v, %v; want an error starting %q", vs, err, tc.want)
 			}
@@ -564,7 +564,7 @@ func Test_VirtualService_Faults(t *testing.T) {
 	t.Run("an invalid delay is an error naming the fault", func(t *testing.T) {
 		r := routing()
 		r.Faults = []picchuv1alpha1.HTTPPortFault{{Fault: delay("1s")}, {PortSelector: on(9000), Fault: delay("forever")}}
-		vs, err := plan.VirtualService(r, cluster())
+		vs, err := manifests.VirtualService(r, cluster())
 		if want := `port grpc: fault 1: delay.fixedDelay "forever"`; err == nil || !strings.HasPrefix(err.Error(), want) || vs != nil {
 			t.Errorf("got %v, %v; want an error starting %q", vs, err, want)
 		}
@@ -601,15 +601,15 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 		}},
 	}
 	objects := func() []client.Object {
-		dr, err := plan.DestinationRule(r)
+		dr, err := manifests.DestinationRule(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs, err := plan.VirtualService(r, cluster())
+		vs, err := manifests.VirtualService(r, cluster())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []client.Object{plan.AppNamespace(r.App, r.Target), dr, vs, plan.Sidecar(r)}
+		return []client.Object{manifests.AppNamespace(r.App, r.Target), dr, vs, manifests.Sidecar(r)}
 	}
 
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)

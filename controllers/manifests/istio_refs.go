@@ -1,4 +1,4 @@
-package plan
+package manifests
 
 import (
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"

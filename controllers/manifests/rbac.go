@@ -1,4 +1,4 @@
-package plan
+package manifests
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"

@@ -1,4 +1,4 @@
-package plan_test
+package applier_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/medium/picchu/plan"
+	"github.com/medium/picchu/applier"
 )
 
 var replicaSetKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
@@ -60,7 +60,7 @@ func TestHPARecreation_HandingReplicasToAnAutoscalerResetsNothing(t *testing.T) 
 	ctx := context.Background()
 	target := env.Targets[0]
 	ensureNamespace(t, target.Client, "handover")
-	c := plan.NewCluster(target.Cluster, target.Client, log.Log)
+	c := applier.NewCluster(target.Cluster, target.Client, log.Log)
 	rs := scalable("handover", "v1", map[string]string{"picchu.medium.engineering/ramping": "true"})
 	if err := c.CreateScaled(ctx, rs, 6); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestAnnotationOverwriteAndCleanup(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
 	ensureNamespace(t, target.Client, "annotations")
-	c := plan.NewCluster(target.Cluster, target.Client, log.Log)
+	c := applier.NewCluster(target.Cluster, target.Client, log.Log)
 	ramping := map[string]string{"picchu.medium.engineering/ramping": "true", "picchu.medium.engineering/autoscaler": "hpa"}
 	rs := scalable("annotations", "v1", ramping)
 	if err := c.CreateScaled(ctx, rs, 2); err != nil {
@@ -168,7 +168,7 @@ func TestFieldOwnership_ReplicasTakenOverFromAnOlderPicchu(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
 	ensureNamespace(t, target.Client, "upgrade")
-	c := plan.NewCluster(target.Cluster, target.Client, log.Log)
+	c := applier.NewCluster(target.Cluster, target.Client, log.Log)
 	old := scalable("upgrade", "v1", nil)
 	old.Spec.Replicas = ptr.To[int32](11)
 	if err := c.Apply(ctx, old); err != nil {
@@ -189,7 +189,7 @@ func TestFieldOwnership_ReplicasTakenOverFromAnOlderPicchu(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mf := range got.ManagedFields {
-		if mf.Manager == plan.FieldManager && mf.FieldsV1 != nil && containsReplicas(mf.FieldsV1.Raw) {
+		if mf.Manager == applier.FieldManager && mf.FieldsV1 != nil && containsReplicas(mf.FieldsV1.Raw) {
 			t.Errorf("the main manager still owns replicas: %s", mf.FieldsV1.Raw)
 		}
 	}

@@ -1,4 +1,4 @@
-package plan_test
+package manifests_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
-	applier "github.com/medium/picchu/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 )
 
 func port(name string, number, container int32, protocol corev1.Protocol) picchuv1alpha1.PortInfo {
@@ -85,7 +85,7 @@ func Test_Service_Ports(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			svc := plan.Service("shop", "production", tt.ports)
+			svc := manifests.Service("shop", "production", tt.ports)
 			if svc == nil {
 				t.Fatal("no Service")
 			}
@@ -120,18 +120,18 @@ func uniquePorts(ports []corev1.ServicePort) error {
 // Test_Service_NoneWithoutPorts: an app whose builds have no port (a queue
 // worker) gets no Service, and no DestinationRule for its host.
 func Test_Service_NoneWithoutPorts(t *testing.T) {
-	if svc := plan.Service("worker", "production", nil); svc != nil {
+	if svc := manifests.Service("worker", "production", nil); svc != nil {
 		t.Errorf("Service %+v, want none", svc.Spec)
 	}
 	r := routing()
 	r.Ports = nil
-	if dr, err := plan.DestinationRule(r); dr != nil || err != nil {
+	if dr, err := manifests.DestinationRule(r); dr != nil || err != nil {
 		t.Errorf("DestinationRule %v, %v; want nil, nil", dr, err)
 	}
-	if vs, err := plan.VirtualService(r, cluster()); vs != nil || err != nil {
+	if vs, err := manifests.VirtualService(r, cluster()); vs != nil || err != nil {
 		t.Errorf("VirtualService %v, %v; want nil, nil", vs, err)
 	}
-	ref := plan.ServiceObject("worker", "production")
+	ref := manifests.ServiceObject("worker", "production")
 	if ref.Name != "worker" || ref.Namespace != "worker-production" || ref.Labels[picchuv1alpha1.LabelApp] != "worker" {
 		t.Errorf("reference to delete %s/%s %v", ref.Namespace, ref.Name, ref.Labels)
 	}
@@ -147,7 +147,7 @@ func TestService_RenamedPortOnARealCluster(t *testing.T) {
 	const app = "renamed"
 	v1 := []picchuv1alpha1.PortInfo{port("http", 80, 8080, corev1.ProtocolTCP), port("status", 4444, 4444, corev1.ProtocolTCP)}
 	v2 := []picchuv1alpha1.PortInfo{port("web", 80, 8080, corev1.ProtocolTCP), port("status", 4444, 4444, corev1.ProtocolTCP)}
-	if err := c.Apply(ctx, plan.AppNamespace(app, "production")); err != nil {
+	if err := c.Apply(ctx, manifests.AppNamespace(app, "production")); err != nil {
 		t.Fatal(err)
 	}
 	// v1 alone, then v2 routable (first) with v1 still there, then v2 alone.
@@ -159,7 +159,7 @@ func TestService_RenamedPortOnARealCluster(t *testing.T) {
 		{append(v2, v1[0]), corev1.ServicePort{Name: "web", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(8080)}},
 		{v2, corev1.ServicePort{Name: "web", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("web")}},
 	} {
-		if err := c.Apply(ctx, plan.Service(app, "production", step.ports)); err != nil {
+		if err := c.Apply(ctx, manifests.Service(app, "production", step.ports)); err != nil {
 			t.Fatalf("the target rejected the Service of ports %+v: %v", step.ports, err)
 		}
 		svc := &corev1.Service{}

@@ -1,4 +1,4 @@
-package plan_test
+package manifests_test
 
 import (
 	"reflect"
@@ -11,7 +11,7 @@ import (
 	istioapi "istio.io/api/networking/v1alpha3"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
+	"github.com/medium/picchu/controllers/manifests"
 )
 
 // fullTrafficPolicy sets every field of our mirror of Istio's TrafficPolicy
@@ -109,7 +109,7 @@ func Test_DestinationRule_ConvertsEveryTrafficPolicyField(t *testing.T) {
 	if unset := unsetFields(reflect.ValueOf(in), "trafficPolicy"); len(unset) > 0 {
 		t.Fatalf("fullTrafficPolicy leaves fields unset: %v", unset)
 	}
-	dr, err := plan.DestinationRule(plan.Routing{App: "shop", Target: "production", Ports: httpPort, Releases: []plan.Release{{Tag: "v1", TrafficPolicy: in}}})
+	dr, err := manifests.DestinationRule(manifests.Routing{App: "shop", Target: "production", Ports: httpPort, Releases: []manifests.Release{{Tag: "v1", TrafficPolicy: in}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +149,8 @@ func Test_DestinationRule_RejectsUnconvertiblePolicies(t *testing.T) {
 			// Give port-level settings their own copies, so edits reach one place.
 			policy.PortLevelSettings[0].ConnectionPool = fullTrafficPolicy().ConnectionPool
 			tc.edit(policy)
-			r := plan.Routing{App: "shop", Target: "production", Ports: httpPort, Releases: []plan.Release{{Tag: "v1"}, {Tag: "v2", TrafficPolicy: policy}}}
-			dr, err := plan.DestinationRule(r)
+			r := manifests.Routing{App: "shop", Target: "production", Ports: httpPort, Releases: []manifests.Release{{Tag: "v1"}, {Tag: "v2", TrafficPolicy: policy}}}
+			dr, err := manifests.DestinationRule(r)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one starting %q", err, tc.want)
 			}

@@ -1,4 +1,4 @@
-package plan
+package manifests
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package plan_test
+package manifests_test
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/plan"
-	applier "github.com/medium/picchu/plan"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
 )
 
 func TestHorizontalPodAutoscaler_CPUMemoryAndRequestRate(t *testing.T) {
 	rate := "50"
-	s := plan.Scaler{App: "shop", Target: "production", Tag: "v2", Min: 0, Max: 20, Scale: picchuv1alpha1.ScaleInfo{
+	s := manifests.Scaler{App: "shop", Target: "production", Tag: "v2", Min: 0, Max: 20, Scale: picchuv1alpha1.ScaleInfo{
 		TargetCPUUtilizationPercentage: ptr(int32(70)), TargetMemoryUtilizationPercentage: ptr(int32(80)),
 		TargetRequestsRate: &rate, RequestsRateMetric: "istio_requests_per_second",
 	}}
-	hpa, err := plan.HorizontalPodAutoscaler(s)
+	hpa, err := manifests.HorizontalPodAutoscaler(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +37,12 @@ func TestHorizontalPodAutoscaler_CPUMemoryAndRequestRate(t *testing.T) {
 		m[2].Pods.Metric.Name != "istio_requests_per_second" || m[2].Pods.Target.AverageValue.String() != "50" {
 		t.Errorf("metrics %+v", m)
 	}
-	if none, err := plan.HorizontalPodAutoscaler(plan.Scaler{Tag: "v2"}); none != nil || err != nil {
+	if none, err := manifests.HorizontalPodAutoscaler(manifests.Scaler{Tag: "v2"}); none != nil || err != nil {
 		t.Errorf("no target: %v, %v", none, err)
 	}
 	bad := "fast"
 	s.Scale.TargetRequestsRate = &bad
-	if _, err := plan.HorizontalPodAutoscaler(s); err == nil {
+	if _, err := manifests.HorizontalPodAutoscaler(s); err == nil {
 		t.Error("an unparsable targetRequestsRate was accepted")
 	}
 }
@@ -55,8 +55,8 @@ func TestScaledObject_TriggersWithoutAuthUseThePodIdentity(t *testing.T) {
 			{Type: "cron", Metadata: map[string]string{"timezone": "UTC"}, AuthenticationRef: &kedav1alpha1.AuthenticationRef{Name: "own"}},
 		},
 	}
-	s := plan.Scaler{App: "jobs", Target: "production", Tag: "v3", Min: 0, Max: 30, Scale: picchuv1alpha1.ScaleInfo{KedaWorker: keda}}
-	so := plan.ScaledObject(s)
+	s := manifests.Scaler{App: "jobs", Target: "production", Tag: "v3", Min: 0, Max: 30, Scale: picchuv1alpha1.ScaleInfo{KedaWorker: keda}}
+	so := manifests.ScaledObject(s)
 	if *so.Spec.MinReplicaCount != 0 || *so.Spec.MaxReplicaCount != 30 || so.Spec.ScaleTargetRef.Kind != "ReplicaSet" || *so.Spec.CooldownPeriod != 60 {
 		t.Errorf("spec %+v", so.Spec)
 	}
@@ -67,11 +67,11 @@ func TestScaledObject_TriggersWithoutAuthUseThePodIdentity(t *testing.T) {
 	if _, ok := keda.Triggers[0].Metadata["identityOwner"]; ok || keda.Triggers[0].AuthenticationRef != nil {
 		t.Error("ScaledObject modified the Revision's triggers")
 	}
-	if ta := plan.TriggerAuthentication(s); ta.Spec.PodIdentity.Provider != kedav1alpha1.PodIdentityProviderAws || ta.Name != "v3" {
+	if ta := manifests.TriggerAuthentication(s); ta.Spec.PodIdentity.Provider != kedav1alpha1.PodIdentityProviderAws || ta.Name != "v3" {
 		t.Errorf("trigger authentication %+v", ta)
 	}
 	secs, disruption := "2.5", "10%"
-	wpa := plan.WorkerPodAutoscaler(plan.Scaler{App: "jobs", Target: "production", Tag: "v3", Min: 1, Max: 9, Scale: picchuv1alpha1.ScaleInfo{
+	wpa := manifests.WorkerPodAutoscaler(manifests.Scaler{App: "jobs", Target: "production", Tag: "v3", Min: 1, Max: 9, Scale: picchuv1alpha1.ScaleInfo{
 		Worker: &picchuv1alpha1.WorkerScaleInfo{QueueURI: "https://sqs/q", TargetMessagesPerWorker: ptr(int32(4)),
 			SecondsToProcessOneJobString: &secs, MaxDisruption: &disruption},
 	}})
@@ -88,20 +88,20 @@ func TestAutoscalers_TheTargetAcceptsThem(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
-	if err := c.Apply(ctx, plan.AppNamespace("jobs", "production")); err != nil {
+	if err := c.Apply(ctx, manifests.AppNamespace("jobs", "production")); err != nil {
 		t.Fatal(err)
 	}
-	s := plan.Scaler{App: "jobs", Target: "production", Tag: "v3", Min: 2, Max: 30, Scale: picchuv1alpha1.ScaleInfo{
+	s := manifests.Scaler{App: "jobs", Target: "production", Tag: "v3", Min: 2, Max: 30, Scale: picchuv1alpha1.ScaleInfo{
 		TargetCPUUtilizationPercentage: ptr(int32(70)),
 		KedaWorker: &picchuv1alpha1.KedaScaleInfo{Triggers: []kedav1alpha1.ScaleTriggers{
 			{Type: "aws-sqs-queue", Metadata: map[string]string{"queueURL": "https://sqs/q", "queueLength": "5"}},
 		}},
 	}}
-	hpa, err := plan.HorizontalPodAutoscaler(s)
+	hpa, err := manifests.HorizontalPodAutoscaler(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range []client.Object{hpa, plan.ScaledObject(s), plan.TriggerAuthentication(s)} {
+	for _, obj := range []client.Object{hpa, manifests.ScaledObject(s), manifests.TriggerAuthentication(s)} {
 		if err := c.Apply(ctx, obj); err != nil {
 			t.Errorf("the target rejected %T: %v", obj, err)
 		}

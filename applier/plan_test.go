@@ -1,4 +1,4 @@
-package plan_test
+package applier_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/plan"
+	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/test/harness"
 )
 
@@ -77,10 +77,10 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // clusters binds a client to each target that counts its writes.
-func clusters(t *testing.T) ([]*plan.Cluster, *writes) {
+func clusters(t *testing.T) ([]*applier.Cluster, *writes) {
 	t.Helper()
 	w := &writes{n: map[string]int{}}
-	var out []*plan.Cluster
+	var out []*applier.Cluster
 	for _, target := range env.Targets {
 		cfg := rest.CopyConfig(target.Config)
 		cfg.Wrap(w.wrap)
@@ -88,14 +88,14 @@ func clusters(t *testing.T) ([]*plan.Cluster, *writes) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, plan.NewCluster(target.Cluster, c, log.Log))
+		out = append(out, applier.NewCluster(target.Cluster, c, log.Log))
 	}
 	return out, w
 }
 
 var nsSeq atomic.Int64
 
-func namespace(t *testing.T, cs []*plan.Cluster) string {
+func namespace(t *testing.T, cs []*applier.Cluster) string {
 	t.Helper()
 	name := fmt.Sprintf("plan-test-%d", nsSeq.Add(1))
 	for _, c := range cs {
@@ -130,13 +130,13 @@ func TestApplyFleet_AppliesAnyKindOnceAndThenNothing(t *testing.T) {
 	ctx := context.Background()
 	cs, w := clusters(t)
 	ns := namespace(t, cs)
-	want := plan.All{
-		plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+	want := applier.All{
+		applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 			return c.Apply(ctx, configMap(ns, map[string]string{"a": "1"}))
 		}),
-		plan.Func(func(ctx context.Context, c *plan.Cluster) error { return c.Apply(ctx, virtualService(ns, 90)) }),
+		applier.Func(func(ctx context.Context, c *applier.Cluster) error { return c.Apply(ctx, virtualService(ns, 90)) }),
 	}
-	if err := plan.ApplyFleet(ctx, cs, want, 30*time.Second).Err(); err != nil {
+	if err := applier.ApplyFleet(ctx, cs, want, 30*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
@@ -152,15 +152,15 @@ func TestApplyFleet_AppliesAnyKindOnceAndThenNothing(t *testing.T) {
 			t.Errorf("%s: weight of v1 = %d, want 90", c.Name(), got)
 		}
 		for _, mf := range cm.ManagedFields {
-			if mf.Manager != plan.FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply {
-				t.Errorf("%s: configmap fields managed by %s (%s), want only %s applying", c.Name(), mf.Manager, mf.Operation, plan.FieldManager)
+			if mf.Manager != applier.FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply {
+				t.Errorf("%s: configmap fields managed by %s (%s), want only %s applying", c.Name(), mf.Manager, mf.Operation, applier.FieldManager)
 			}
 		}
 	}
 
 	before := w.total()
 	for range 3 {
-		if err := plan.ApplyFleet(ctx, cs, want, 30*time.Second).Err(); err != nil {
+		if err := applier.ApplyFleet(ctx, cs, want, 30*time.Second).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,9 +168,9 @@ func TestApplyFleet_AppliesAnyKindOnceAndThenNothing(t *testing.T) {
 		t.Errorf("re-applying unchanged objects wrote %d times, want 0", got)
 	}
 
-	changed := plan.Func(func(ctx context.Context, c *plan.Cluster) error { return c.Apply(ctx, virtualService(ns, 50)) })
+	changed := applier.Func(func(ctx context.Context, c *applier.Cluster) error { return c.Apply(ctx, virtualService(ns, 50)) })
 	before = w.total()
-	if err := plan.ApplyFleet(ctx, cs, changed, 30*time.Second).Err(); err != nil {
+	if err := applier.ApplyFleet(ctx, cs, changed, 30*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.total() - before; got != len(cs) {
@@ -287,11 +287,11 @@ func TestApplyFleet_OneBadClusterNeverStopsTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unreachable := plan.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "down"}}, uc, log.Log)
-	slow := plan.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, good.Client, log.Log)
-	panicky := plan.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "panicky"}}, good.Client, log.Log)
+	unreachable := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "down"}}, uc, log.Log)
+	slow := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, good.Client, log.Log)
+	panicky := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "panicky"}}, good.Client, log.Log)
 
-	p := plan.Func(func(ctx context.Context, c *plan.Cluster) error {
+	p := applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		switch c.Name() {
 		case "slow":
 			<-ctx.Done() // a cluster that never answers
@@ -302,7 +302,7 @@ func TestApplyFleet_OneBadClusterNeverStopsTheOthers(t *testing.T) {
 		}
 		return c.Apply(ctx, configMap(ns, map[string]string{"a": "1"}))
 	})
-	results := plan.ApplyFleet(ctx, []*plan.Cluster{unreachable, slow, good, panicky}, p, 3*time.Second)
+	results := applier.ApplyFleet(ctx, []*applier.Cluster{unreachable, slow, good, panicky}, p, 3*time.Second)
 
 	if got := strings.Join(results.Failed(), ","); got != "down,panicky,slow" {
 		t.Errorf("failed clusters = %s, want down,panicky,slow", got)
@@ -357,7 +357,7 @@ func TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: name, Labels: owner}, Data: map[string]string{"a": "ours"}},
 	} {
 		err := c.Apply(ctx, obj)
-		var notOwned *plan.NotOwnedError
+		var notOwned *applier.NotOwnedError
 		if !errors.As(err, &notOwned) || !strings.Contains(err.Error(), obj.GetName()) {
 			t.Errorf("applying over %s: got %v, want a NotOwnedError naming it", obj.GetName(), err)
 		}
