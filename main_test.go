@@ -165,10 +165,10 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.controllers.SyncPeriod != 15*time.Second || c.controllers.ConcurrentRevisions != 20 ||
-		c.controllers.ConcurrentReleaseManagers != 50 || c.metricsAddr != ":8383" ||
-		c.controllers.PrometheusQueryTTL != 10*time.Second || !c.controllers.HumaneReleasesEnabled ||
-		c.controllers.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
+	if c.operator.SyncPeriod != 15*time.Second || c.operator.ConcurrentRevisions != 20 ||
+		c.operator.ConcurrentReleaseManagers != 50 || c.metricsAddr != ":8383" ||
+		c.operator.PrometheusQueryTTL != 10*time.Second || c.operator.HumaneReleasesDisabled ||
+		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
 		t.Errorf("defaults differ from the original's: %+v", c)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
 )
 
@@ -34,7 +34,7 @@ func TestDeliveryCache_HoldsSecretsAndConfigMapsOfItsNamespacesOnly(t *testing.T
 			}
 		}
 	}
-	opts := controllers.DeliveryCache([]string{env.Namespace})
+	opts := operator.DeliveryCache([]string{env.Namespace})
 	opts.Scheme = env.Scheme
 	c, err := cache.New(env.Delivery.Config, opts)
 	if err != nil {

@@ -23,8 +23,9 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
-	"github.com/medium/picchu/test/operator"
+	"github.com/medium/picchu/test/inprocess"
 )
 
 var (
@@ -74,9 +75,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
 		return 1
 	}
-	op, err := operator.Start(env, operator.Options{
+	op, err := inprocess.Start(env, operator.Options{
 		// Short, so that the tests see an unreachable cluster come back soon.
-		HealthPeriod: 2 * time.Second,
+		ClusterHealthPeriod: 2 * time.Second,
 		OnReplicaSet: func(rm types.NamespacedName) {
 			select {
 			case replicaSetEvents <- rm:

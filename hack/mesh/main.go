@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/mesh"
 )
 
@@ -232,7 +232,7 @@ func run(ctx context.Context, cfg config, logger *log.Logger, onListen func(net.
 
 // clients builds a client of each cluster from its kubeconfig.
 func clients(kubeconfigs map[string]string) (map[string]client.Client, error) {
-	scheme, err := applier.NewScheme()
+	scheme, err := operator.NewScheme()
 	if err != nil {
 		return nil, err
 	}

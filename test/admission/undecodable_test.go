@@ -24,8 +24,9 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
-	"github.com/medium/picchu/test/operator"
+	"github.com/medium/picchu/test/inprocess"
 )
 
 // TestUndecodableObjects_AreReportedNotFatal stores, under older CRDs
@@ -99,7 +100,7 @@ func TestUndecodableObjects_AreReportedNotFatal(t *testing.T) {
 	})
 
 	t.Run("the operator reports them and goes on", func(t *testing.T) {
-		op, err := operator.Start(env, operator.Options{})
+		op, err := inprocess.Start(env, operator.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

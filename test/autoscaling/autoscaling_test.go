@@ -27,8 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
-	"github.com/medium/picchu/test/operator"
+	"github.com/medium/picchu/test/inprocess"
 )
 
 var env *harness.Env
@@ -67,7 +68,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	op, err := operator.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
+	op, err := inprocess.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the operator:", err)
 		return 1

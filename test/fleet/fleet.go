@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
 )
 
@@ -348,7 +348,7 @@ func newCluster(name, kubeconfig string) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster %s: loading %s: %w", name, kubeconfig, err)
 	}
 	cfg.QPS, cfg.Burst = 200, 400
-	scheme, err := applier.NewScheme()
+	scheme, err := operator.NewScheme()
 	if err != nil {
 		return nil, err
 	}

@@ -20,12 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/operator"
 )
 
 // Scheme knows every type a test reads or writes: the operator's own scheme.
-func Scheme() (*runtime.Scheme, error) { return applier.NewScheme() }
+func Scheme() (*runtime.Scheme, error) { return operator.NewScheme() }
 
 // AuthMode is how a target's registered credentials authenticate.
 type AuthMode string

@@ -30,7 +30,7 @@ const (
 // Options says which clusters a Mesh serves and how.
 type Options struct {
 	// Clusters are the target clusters by name. Their clients need only
-	// know the kinds of applier.NewScheme().
+	// know the kinds of operator.NewScheme().
 	Clusters map[string]client.Client
 	// RequestsPerSecond is the rate at which each cluster receives requests
 	// for each app, split between its tags by weight

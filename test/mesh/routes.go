@@ -21,7 +21,7 @@ const releaseRoutePrefix = "01_release-"
 
 // virtualServiceList is the kind listed: networking.istio.io/v1. It is
 // listed as unstructured objects, so that the clusters' clients need not know
-// the kind: Picchu's scheme (applier.NewScheme) only knows v1alpha3, which the
+// the kind: Picchu's scheme (operator.NewScheme) only knows v1alpha3, which the
 // API server serves from the same objects.
 var virtualServiceList = schema.GroupVersionKind{
 	Group: "networking.istio.io", Version: "v1", Kind: "VirtualServiceList",

@@ -24,9 +24,10 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/datadog"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/test/harness"
-	"github.com/medium/picchu/test/operator"
+	"github.com/medium/picchu/test/inprocess"
 )
 
 var (
@@ -139,20 +140,20 @@ func run(m *testing.M) int {
 var ruleErrors atomic.Value
 
 // current is the running operator.
-var current *operator.Operator
+var current *inprocess.Operator
 
 // startOperator starts the operator against the delivery cluster. Its
 // safety resync is 10 minutes, so only events and its own deadlines can
 // move a release along.
-func startOperator(change ...func(*operator.Options)) (*operator.Operator, error) {
+func startOperator(change ...func(*operator.Options)) (*inprocess.Operator, error) {
 	opts := operator.Options{
-		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, MaxConcurrentReconciles: 4,
-		Prometheus: alerts, Datadog: monitors, AlertCheckInterval: alertCheckInterval,
+		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
+		Prometheus: alerts, Datadog: monitors, PrometheusQueryTTL: alertCheckInterval,
 	}
 	for _, c := range change {
 		c(&opts)
 	}
-	return operator.Start(env, opts)
+	return inprocess.Start(env, opts)
 }
 
 // restart stops the running operator and starts a new one, with the

@@ -15,8 +15,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
-	"github.com/medium/picchu/test/operator"
 )
 
 // build describes a Revision of an app for these tests.

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/operator"
+	"github.com/medium/picchu/operator"
 )
 
 // TestSafety_ReplacedRevisionNeverDeletesTheApp replaces the Revision of a

@@ -1,4 +1,4 @@
-package applier_test
+package operator_test
 
 import (
 	"testing"
@@ -13,13 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/operator"
 )
 
 // TestNewScheme_KnowsEveryKindPlansWrite guards the operator binary: its
 // clients use this scheme, so a kind missing here fails every apply of it.
 func TestNewScheme_KnowsEveryKindPlansWrite(t *testing.T) {
-	s, err := applier.NewScheme()
+	s, err := operator.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

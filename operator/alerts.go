@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"fmt"
@@ -13,13 +13,16 @@ import (
 	"github.com/medium/picchu/prometheus"
 )
 
-// alertSources builds the Prometheus and Datadog alert sources the flags
-// ask for; either is nil when off. The Datadog keys are read from the
-// Secret the flags name at every query, through reader (the manager's cache).
-func alertSources(reader client.Reader, o controllers.Options) (controllers.AlertSource, controllers.AlertSource, error) {
+// alertSources are o's Prometheus and Datadog alert sources, or the ones
+// its settings ask for; either is nil when off. The Datadog keys are read
+// from the Secret the settings name at every query, through reader (the
+// manager's cache).
+func alertSources(reader client.Reader, o Options) (controllers.AlertSource, controllers.AlertSource, error) {
 	log := ctrl.Log.WithName("setup")
-	var prom, dd controllers.AlertSource
-	if o.PrometheusEnabled && o.PrometheusQueryAddress != "" {
+	prom, dd := o.Prometheus, o.Datadog
+	switch {
+	case prom != nil: // the caller's
+	case o.PrometheusQueryAddress != "":
 		p, err := prometheus.New(prometheus.Config{
 			Address: o.PrometheusQueryAddress, Timeout: o.PrometheusQueryTimeout, TTL: o.PrometheusQueryTTL,
 		})
@@ -27,11 +30,11 @@ func alertSources(reader client.Reader, o controllers.Options) (controllers.Aler
 			return nil, nil, fmt.Errorf("--prometheus-query-address: %w", err)
 		}
 		prom = p
-	} else {
+	default:
 		log.Info("Prometheus alert checks are off (--prometheus-enabled=false or no --prometheus-query-address)")
 	}
-	if o.DatadogSecret != "" {
-		key, err := datadogSecretKey(o.DatadogSecret)
+	if dd == nil && o.DatadogSecret != "" {
+		key, err := DatadogSecretKey(o.DatadogSecret)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -49,8 +52,8 @@ func alertSources(reader client.Reader, o controllers.Options) (controllers.Aler
 	return prom, dd, nil
 }
 
-// datadogSecretKey parses --datadog-secret, "namespace/name".
-func datadogSecretKey(flag string) (types.NamespacedName, error) {
+// DatadogSecretKey parses --datadog-secret, "namespace/name".
+func DatadogSecretKey(flag string) (types.NamespacedName, error) {
 	ns, name, ok := strings.Cut(flag, "/")
 	if !ok || ns == "" || name == "" {
 		return types.NamespacedName{}, fmt.Errorf("--datadog-secret %q: want namespace/name", flag)

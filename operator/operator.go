@@ -1,0 +1,89 @@
+package operator
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/controllers/schedule"
+)
+
+// defaultClusterHealthTimeout bounds each health check of a target cluster.
+const defaultClusterHealthTimeout = 5 * time.Second
+
+// Setup adds Picchu's controllers to mgr, a manager whose client uses
+// NewScheme and whose cache is DeliveryCache(o.Namespaces): the Cluster
+// controller and the registry of target clusters it fills, the Revision
+// controller and the ReleaseManager controller with its alert sources. It
+// returns the registry.
+func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
+	calendar, err := schedule.New(!o.HumaneReleasesDisabled)
+	if err != nil {
+		return nil, err
+	}
+	prom, dd, err := alertSources(mgr.GetClient(), o)
+	if err != nil {
+		return nil, err
+	}
+	remoteEvents := controllers.NewRemoteEvents()
+	registry := remote.NewRegistry(mgr.GetScheme(), ctrl.Log.WithName("remote"), func(rm types.NamespacedName) {
+		remoteEvents.Notify(rm)
+		if o.OnReplicaSet != nil {
+			o.OnReplicaSet(rm)
+		}
+	})
+	registry.Policy = remote.Policy{AllowExec: o.AllowExecCredentials}
+	registry.WrapTransport = o.WrapTransport
+
+	healthPeriod, healthTimeout := o.ClusterHealthPeriod, o.ClusterHealthTimeout
+	if healthPeriod <= 0 {
+		healthPeriod = o.SyncPeriod
+	}
+	if healthTimeout <= 0 {
+		healthTimeout = defaultClusterHealthTimeout
+	}
+	if err := (&controllers.ClusterReconciler{
+		Client:        mgr.GetClient(),
+		Registry:      registry,
+		HealthPeriod:  healthPeriod,
+		HealthTimeout: healthTimeout,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the cluster controller: %w", err)
+	}
+	if !o.WithoutRevisionController {
+		if err := (&controllers.RevisionReconciler{
+			Client:                  mgr.GetClient(),
+			Recorder:                mgr.GetEventRecorder("picchu"),
+			ProvenPercent:           int32(o.ProvenPercent),
+			MaxConcurrentReconciles: o.ConcurrentRevisions,
+		}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the revision controller: %w", err)
+		}
+	}
+	if err := (&controllers.ReleaseManagerReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Registry:                registry,
+		RemoteEvents:            remoteEvents,
+		Recorder:                mgr.GetEventRecorder("picchu"),
+		SyncPeriod:              o.SyncPeriod,
+		ClusterTimeout:          o.ClusterTimeout,
+		MaxConcurrentReconciles: o.ConcurrentReleaseManagers,
+		Timeouts:                o.Timeouts,
+		Calendar:                calendar,
+		ServiceLevelsNamespace:  o.ServiceLevelsNamespace,
+		Prometheus:              prom,
+		Datadog:                 dd,
+		ProvenPercent:           int32(o.ProvenPercent),
+		AlertCheckInterval:      o.PrometheusQueryTTL,
+		RemovalGrace:            o.RemovalGrace,
+		KeepDone:                o.KeepDone,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
+	}
+	return registry, nil
+}

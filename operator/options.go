@@ -1,0 +1,82 @@
+package operator
+
+import (
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/release"
+)
+
+// Options are the operator-wide settings, set from main's command-line
+// flags (named as the original's). Zero values take the defaults the
+// controllers document.
+type Options struct {
+	// SyncPeriod is the slow safety resync of every object.
+	SyncPeriod time.Duration
+	// Namespaces of the delivery cluster hold Picchu's Clusters and
+	// Revisions: Secrets and ConfigMaps are read only there (every
+	// namespace when empty). See DeliveryCache.
+	Namespaces []string
+	// ConcurrentRevisions and ConcurrentReleaseManagers bound the parallel
+	// reconciles of those kinds.
+	ConcurrentRevisions       int
+	ConcurrentReleaseManagers int
+	// ClusterHealthPeriod is how often each target cluster's health is
+	// checked (SyncPeriod when 0), and ClusterHealthTimeout bounds each
+	// check (5 s when 0).
+	ClusterHealthPeriod  time.Duration
+	ClusterHealthTimeout time.Duration
+	// ClusterTimeout bounds the work of one reconcile on one target cluster
+	// (the ReleaseManager controller's default when 0).
+	ClusterTimeout time.Duration
+	// AllowExecCredentials accepts exec plugins in Cluster Secrets.
+	AllowExecCredentials bool
+	// PrometheusQueryAddress is the Prometheus (or Thanos) API alert queries
+	// go to (empty turns Prometheus checks off), PrometheusQueryTTL how long
+	// an answer is cached and PrometheusQueryTimeout the deadline of every
+	// query.
+	PrometheusQueryAddress string
+	PrometheusQueryTTL     time.Duration
+	PrometheusQueryTimeout time.Duration
+	// DatadogSecret ("namespace/name") holds the Datadog API and
+	// application keys (data keys "api-key" and "app-key"); empty turns
+	// Datadog checks off. DatadogSite is the Datadog site, and
+	// DatadogQueryTTL how long an answer is cached.
+	DatadogSecret   string
+	DatadogSite     string
+	DatadogQueryTTL time.Duration
+	// Prometheus and Datadog, when set, are the alert sources, in place of
+	// the ones the settings above make.
+	Prometheus, Datadog controllers.AlertSource
+	// ProvenPercent is the peak in a Revision's proving target (its first
+	// acceptance or production target) from which SLO alerts no longer
+	// fail it.
+	ProvenPercent int
+	// HumaneReleasesDisabled lets only the "always" schedule release.
+	HumaneReleasesDisabled bool
+	// ServiceLevelsNamespace is where Sloth service levels are written on
+	// target clusters; empty turns them off.
+	ServiceLevelsNamespace string
+	// Timeouts bound the time a build may spend in created, deploying and
+	// under external test.
+	Timeouts release.Timeouts
+	// RemovalGrace is how long an app no Revision targets stays on its
+	// clusters before it is removed (see ReleaseManagerReconciler).
+	RemovalGrace time.Duration
+	// KeepDone is how many done builds of a target are kept at most.
+	KeepDone int
+
+	// OnReplicaSet, when set, also hears every ReplicaSet event of a target
+	// cluster (tests wait on it).
+	OnReplicaSet func(releaseManager types.NamespacedName)
+	// WrapTransport, when set, wraps the clients of the target clusters
+	// (tests count or refuse their requests).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// WithoutRevisionController holds the Revision controller back: no
+	// Revision is labelled, mirrored, failed or given a ReleaseManager (a
+	// test of what the ReleaseManager does alone).
+	WithoutRevisionController bool
+}
