@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/operator"
-	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
+	"github.com/medium/picchu/operator"
 )
 
 // leaderElectionID is the original's, so an old and a new operator never
@@ -88,7 +88,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.operator.Timeouts.Created, "created-timeout", release.DefaultTimeouts.Created, "how long a build may stay in created before it times out")
 	fs.DurationVar(&c.operator.Timeouts.Deploying, "deploying-timeout", release.DefaultTimeouts.Deploying, "how long a build may take to deploy on every live cluster before it times out")
 	fs.IntVar(&c.operator.KeepDone, "keep-done-builds", release.DefaultKeepDone, "builds of a target that are done with (retired, failed) kept at most, whatever their ttl: older ones are garbage collected")
-	fs.DurationVar(&c.operator.RemovalGrace, "app-removal-grace", controllers.DefaultRemovalGrace, "how long an app no Revision targets any longer stays on its clusters before it is removed (an app with traffic stays until its ReleaseManager is deleted)")
+	fs.DurationVar(&c.operator.RemovalGrace, "app-removal-grace", releasemanager.DefaultRemovalGrace, "how long an app no Revision targets any longer stays on its clusters before it is removed (an app with traffic stays until its ReleaseManager is deleted)")
 	fs.DurationVar(&c.operator.Timeouts.Testing, "external-test-timeout", release.DefaultTimeouts.Testing, "how long an external test may go without a report when the Revision's externalTest.timeout is not set")
 	c.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {

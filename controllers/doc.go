@@ -1,5 +1,9 @@
-// Package controllers holds Picchu's reconcilers and the options they share.
-// The release decisions (state machine, traffic weights, replica maths,
-// schedules) are pure functions in this package tree; the reconcilers
-// snapshot, decide, act through plans, and record.
+// Package controllers is the tree of Picchu's reconcilers and what they
+// share. Each reconciler has its own package: cluster (target clusters and
+// their clients), revision (a Revision's labels, ReleaseManagers, failure,
+// deletion and status) and releasemanager (an app in one target: snapshot,
+// decide, act, record). The decisions are pure, in release and schedule;
+// what a release creates on a target is in manifests. This package holds
+// the little they share: the index of Revisions by app and the report of
+// objects whose stored values the Go types cannot hold.
 package controllers

@@ -15,12 +15,12 @@ import (
 // controller can ask for it and it is added once per manager.
 var indexed sync.Map
 
-// indexRevisionsByApp adds the index picchuv1alpha1.RevisionAppField
+// IndexRevisionsByApp adds the index picchuv1alpha1.RevisionAppField
 // (spec.app.name) over Revisions to cache c, once. Revisions are found by
 // the app they are, never by the app label alone: a Revision created by
 // kubectl replace, Argo CD or Flux before Picchu labels it still belongs to
 // its app.
-func indexRevisionsByApp(ctx context.Context, c cache.Cache) error {
+func IndexRevisionsByApp(ctx context.Context, c cache.Cache) error {
 	if _, done := indexed.LoadOrStore(c, true); done {
 		return nil
 	}
@@ -38,8 +38,8 @@ func indexRevisionsByApp(ctx context.Context, c cache.Cache) error {
 	return nil
 }
 
-// ofApp selects the Revisions of app: from the cache through its index, and
+// OfApp selects the Revisions of app: from the cache through its index, and
 // from the API server through the CRD's selectable field.
-func ofApp(app string) client.MatchingFields {
+func OfApp(app string) client.MatchingFields {
 	return client.MatchingFields{picchuv1alpha1.RevisionAppField: app}
 }

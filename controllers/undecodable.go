@@ -18,11 +18,11 @@ import (
 // ReleaseManager that holds a value the Go types cannot hold.
 const ReasonUndecodable = "Undecodable"
 
-// reportUndecodable records on obj, whose stored values did not all decode
+// ReportUndecodable records on obj, whose stored values did not all decode
 // (cause, from its DecodeError), that Picchu leaves it alone until they are
 // fixed: Ready False and Stalled True naming the value, and a warning event
 // when that is news. kind names obj; conditions are its status conditions.
-func reportUndecodable(ctx context.Context, c client.Client, recorder events.EventRecorder,
+func ReportUndecodable(ctx context.Context, c client.Client, recorder events.EventRecorder,
 	kind string, obj client.Object, conditions *[]metav1.Condition, cause error) error {
 	msg := fmt.Sprintf("%v; Picchu leaves this %s alone until the value is fixed", cause, kind)
 	ctrl.LoggerFrom(ctx).Info("not acting on an object the Go types cannot hold", "problem", cause.Error())

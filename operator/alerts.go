@@ -8,7 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/datadog"
 	"github.com/medium/picchu/prometheus"
 )
@@ -17,7 +17,7 @@ import (
 // its settings ask for; either is nil when off. The Datadog keys are read
 // from the Secret the settings name at every query, through reader (the
 // manager's cache).
-func alertSources(reader client.Reader, o Options) (controllers.AlertSource, controllers.AlertSource, error) {
+func alertSources(reader client.Reader, o Options) (releasemanager.AlertSource, releasemanager.AlertSource, error) {
 	log := ctrl.Log.WithName("setup")
 	prom, dd := o.Prometheus, o.Datadog
 	switch {

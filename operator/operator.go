@@ -7,8 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/cluster"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/controllers/schedule"
 )
 
@@ -29,7 +31,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	remoteEvents := controllers.NewRemoteEvents()
+	remoteEvents := releasemanager.NewRemoteEvents()
 	registry := remote.NewRegistry(mgr.GetScheme(), ctrl.Log.WithName("remote"), func(rm types.NamespacedName) {
 		remoteEvents.Notify(rm)
 		if o.OnReplicaSet != nil {
@@ -46,7 +48,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 	if healthTimeout <= 0 {
 		healthTimeout = defaultClusterHealthTimeout
 	}
-	if err := (&controllers.ClusterReconciler{
+	if err := (&cluster.Reconciler{
 		Client:        mgr.GetClient(),
 		Registry:      registry,
 		HealthPeriod:  healthPeriod,
@@ -55,7 +57,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		return nil, fmt.Errorf("setting up the cluster controller: %w", err)
 	}
 	if !o.WithoutRevisionController {
-		if err := (&controllers.RevisionReconciler{
+		if err := (&revision.Reconciler{
 			Client:                  mgr.GetClient(),
 			Recorder:                mgr.GetEventRecorder("picchu"),
 			ProvenPercent:           int32(o.ProvenPercent),
@@ -64,7 +66,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 			return nil, fmt.Errorf("setting up the revision controller: %w", err)
 		}
 	}
-	if err := (&controllers.ReleaseManagerReconciler{
+	if err := (&releasemanager.Reconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Registry:                registry,

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemanager"
 )
 
 // Options are the operator-wide settings, set from main's command-line
@@ -50,7 +50,7 @@ type Options struct {
 	DatadogQueryTTL time.Duration
 	// Prometheus and Datadog, when set, are the alert sources, in place of
 	// the ones the settings above make.
-	Prometheus, Datadog controllers.AlertSource
+	Prometheus, Datadog releasemanager.AlertSource
 	// ProvenPercent is the peak in a Revision's proving target (its first
 	// acceptance or production target) from which SLO alerts no longer
 	// fail it.

@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func (s *snapshot) targetPeaks(inc *incarnation) []release.TargetPeak {
 // (an enabled SLO or an alert rule), so that a Prometheus outage does not
 // hold apps it has nothing to say about. A nil Datadog source stands for
 // one that is asked for but not configured.
-func (r *ReleaseManagerReconciler) sources(target *picchuv1alpha1.RevisionTarget) (srcs []namedSource) {
+func (r *Reconciler) sources(target *picchuv1alpha1.RevisionTarget) (srcs []namedSource) {
 	dd := target.DatadogMonitoring
 	if !dd.Enabled || dd.WithPrometheus {
 		if r.Prometheus != nil && hasPrometheusAlerts(target) {
@@ -94,7 +94,7 @@ type namedSource struct {
 
 // judge checks the alerts of every judged build and records the verdicts
 // in the snapshot; problems says which checks could not run.
-func (r *ReleaseManagerReconciler) judge(ctx context.Context, s *snapshot) {
+func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 	for _, inc := range s.incarnations {
 		if !s.judged(inc, r.ProvenPercent) {
 			continue

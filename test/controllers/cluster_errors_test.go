@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/releasemanager"
 )
 
 // TestReleaseManager_ClusterErrorsAreConditionsNotBackoff makes a hot
@@ -75,8 +75,8 @@ func TestReleaseManager_ClusterErrorsAreConditionsNotBackoff(t *testing.T) {
 		t.Errorf("the standby's status %+v, want unsynced with the API server's reason", standbyStatus)
 	}
 	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionReconciling); c == nil ||
-		c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonClustersUnavailable {
-		t.Errorf("reconciling condition %+v, want True with reason %s", c, controllers.ReasonClustersUnavailable)
+		c.Status != metav1.ConditionTrue || c.Reason != releasemanager.ReasonClustersUnavailable {
+		t.Errorf("reconciling condition %+v, want True with reason %s", c, releasemanager.ReasonClustersUnavailable)
 	}
 	if n := reconcilesWith(t, "releasemanager", "error") - errorsBefore; n != 0 {
 		t.Errorf("%v runs of the release manager controller failed; a cluster's error must not fail the run", n)

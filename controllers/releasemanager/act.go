@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"context"
@@ -40,7 +40,7 @@ var buildKinds = append([]schema.GroupVersionKind{
 }, autoscalerKinds...)
 
 // act applies the decided plans to every usable cluster of the fleet at once.
-func (r *ReleaseManagerReconciler) act(ctx context.Context, s *snapshot) applier.Results {
+func (r *Reconciler) act(ctx context.Context, s *snapshot) applier.Results {
 	var usable []*applier.Cluster
 	byName := map[string]*fleetCluster{}
 	for _, fc := range s.fleet {

@@ -1,11 +1,11 @@
-package controllers_test
+package revision_test
 
 import (
 	"strings"
 	"testing"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/revision"
 )
 
 // TestFailReason_AlertsFailOnlyUnprovenBuilds covers the Revision
@@ -45,7 +45,7 @@ func TestFailReason_AlertsFailOnlyUnprovenBuilds(t *testing.T) {
 			rm("qa", "released", 100), rm("production", "canarying", 10, "availability_canary")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reason, ok := controllers.FailReason(tc.rev, tc.rms, 50)
+			reason, ok := revision.FailReason(tc.rev, tc.rms, 50)
 			if reason != tc.reason || ok != (tc.reason != "") {
 				t.Errorf("FailReason = %q, %v; want %q", reason, ok, tc.reason)
 			}
@@ -64,13 +64,13 @@ func TestFailReason_RejectedBuildsFailUntilProven(t *testing.T) {
 		return []*picchuv1alpha1.ReleaseManager{out}
 	}
 	const why = `east: ReplicaSet.apps "v2" is invalid`
-	if reason, ok := controllers.FailReason(rev, rm(0, why), 50); !ok || !strings.Contains(reason, "rejected in production by cluster "+why) {
+	if reason, ok := revision.FailReason(rev, rm(0, why), 50); !ok || !strings.Contains(reason, "rejected in production by cluster "+why) {
 		t.Errorf("rejected before any traffic: %q %v, want it failed with the reason", reason, ok)
 	}
-	if reason, ok := controllers.FailReason(rev, rm(60, why), 50); ok {
+	if reason, ok := revision.FailReason(rev, rm(60, why), 50); ok {
 		t.Errorf("rejected once proven: failed (%q), want it held", reason)
 	}
-	if reason, ok := controllers.FailReason(rev, rm(0, ""), 50); ok {
+	if reason, ok := revision.FailReason(rev, rm(0, ""), 50); ok {
 		t.Errorf("nothing rejected: failed (%q)", reason)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"context"
@@ -18,7 +18,7 @@ const ReasonCredentialsNotCopied = "CredentialsNotCopied"
 // withoutCredentials drops from the Secrets a build's configSelector selects
 // those that hold credentials, which are never copied to target clusters,
 // and reports each on the Revision with a warning event.
-func (r *ReleaseManagerReconciler) withoutCredentials(ctx context.Context, inc *incarnation, secrets []corev1.Secret) ([]corev1.Secret, error) {
+func (r *Reconciler) withoutCredentials(ctx context.Context, inc *incarnation, secrets []corev1.Secret) ([]corev1.Secret, error) {
 	if len(secrets) == 0 {
 		return secrets, nil
 	}

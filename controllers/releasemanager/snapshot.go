@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
 )
@@ -70,10 +71,10 @@ type fleetCluster struct {
 	problem string
 }
 
-func (r *ReleaseManagerReconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
+func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
 	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace}
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), ofApp(rm.Spec.App)); err != nil {
+	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		return nil, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
 	}
 	byTag := map[string]*incarnation{}
@@ -195,7 +196,7 @@ func parseTimestamp(s string) (time.Time, bool) {
 }
 
 // readConfig reads the ConfigMaps and Secrets the build's configSelector selects.
-func (r *ReleaseManagerReconciler) readConfig(ctx context.Context, inc *incarnation) error {
+func (r *Reconciler) readConfig(ctx context.Context, inc *incarnation) error {
 	sel, err := configSelector(inc.target.ConfigSelector)
 	if err != nil || sel == nil {
 		// Admission rejects a bad selector; one that slipped through selects nothing.
@@ -239,7 +240,7 @@ func labelsOf(obj client.Object) labels.Set { return labels.Set(obj.GetLabels())
 
 // fleet lists the enabled Clusters of the ReleaseManager's fleet, with the
 // client of each that the registry can give and is ready.
-func (r *ReleaseManagerReconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) ([]*fleetCluster, error) {
+func (r *Reconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) ([]*fleetCluster, error) {
 	list := &picchuv1alpha1.ClusterList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(rm.Namespace),
 		client.MatchingLabels{picchuv1alpha1.LabelFleet: rm.Spec.Fleet}); err != nil {
@@ -280,7 +281,7 @@ func (r *ReleaseManagerReconciler) fleet(ctx context.Context, rm *picchuv1alpha1
 }
 
 // observe reads the app's ReplicaSets from every usable cluster's cache at once.
-func (r *ReleaseManagerReconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseManager, fleet []*fleetCluster) release.Observation {
+func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseManager, fleet []*fleetCluster) release.Observation {
 	obs := make(release.Observation, len(fleet))
 	index := map[string]int{}
 	var usable []*applier.Cluster

@@ -1,4 +1,4 @@
-package controllers
+package cluster
 
 import (
 	"context"
@@ -30,10 +30,10 @@ const (
 	ReasonInvalidCredentials = "InvalidCredentials"
 )
 
-// ClusterReconciler keeps a client and cache per enabled Cluster in the
+// Reconciler keeps a client and cache per enabled Cluster in the
 // Registry, rebuilt when the Cluster or its Secret changes, and reports in
 // the Cluster's status whether its API server answers.
-type ClusterReconciler struct {
+type Reconciler struct {
 	Client   client.Client
 	Registry *remote.Registry
 	// HealthPeriod is how often a cluster's API server is asked for its version.
@@ -43,7 +43,7 @@ type ClusterReconciler struct {
 }
 
 // SetupWithManager watches Clusters and the Secrets that hold their credentials.
-func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&picchuv1alpha1.Cluster{}).
 		// A Cluster's credentials are in the Secret of the same name.
@@ -58,7 +58,7 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile registers, re-registers or removes one Cluster and checks its health.
-func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cl := &picchuv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cl); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -90,7 +90,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // connect brings the registry in line with the Cluster and records the
 // outcome in its status.
-func (r *ClusterReconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ctrl.Result {
+func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ctrl.Result {
 	key := client.ObjectKeyFromObject(cl)
 	cl.Status.PlainHTTP = cl.Spec.Enabled && remote.PlainHTTP(cl)
 	if !cl.Spec.Enabled {
@@ -142,7 +142,7 @@ func setReady(cl *picchuv1alpha1.Cluster, status metav1.ConditionStatus, reason,
 	}
 }
 
-func (r *ClusterReconciler) setFinalizer(ctx context.Context, cl *picchuv1alpha1.Cluster, present bool) error {
+func (r *Reconciler) setFinalizer(ctx context.Context, cl *picchuv1alpha1.Cluster, present bool) error {
 	before := cl.DeepCopy()
 	var changed bool
 	if present {

@@ -20,7 +20,8 @@ import (
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/cluster"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/test/harness"
 )
 
@@ -293,7 +294,7 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 			return err
 		}
 		c := condition(rm, picchuv1alpha1.ConditionOrphaned)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonServing {
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != releasemanager.ReasonServing {
 			return fmt.Errorf("orphaned condition %+v", c)
 		}
 		return nil
@@ -368,7 +369,7 @@ func TestReleaseManager_OrphanedAppWithoutTrafficGoesAfterGrace(t *testing.T) {
 			return err
 		}
 		c := condition(rm, picchuv1alpha1.ConditionOrphaned)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonRemovalPending {
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != releasemanager.ReasonRemovalPending {
 			return fmt.Errorf("orphaned condition %+v", c)
 		}
 		since = c.LastTransitionTime.Time
@@ -471,7 +472,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 			_ = away.Proxy.Start()
 		}
 	}()
-	readiness(t, away.Name, metav1.ConditionFalse, controllers.ReasonUnreachable)
+	readiness(t, away.Name, metav1.ConditionFalse, cluster.ReasonUnreachable)
 
 	// Another fleet, whose one cluster is the API server of target-0.
 	other := &picchuv1alpha1.Cluster{
@@ -520,7 +521,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 			return fmt.Errorf("cluster status %+v", rm.Status.Clusters)
 		}
 		c := condition(rm, picchuv1alpha1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controllers.ReasonClustersUnavailable {
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != releasemanager.ReasonClustersUnavailable {
 			return fmt.Errorf("ready %+v", c)
 		}
 		return nil
@@ -533,7 +534,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	readiness(t, away.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	readiness(t, away.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 	makeReady(t, away, "cart", "v1")
 	buildState(t, 10*time.Second, "cart", "v1", "released")
 	checkRouting(t, away, "cart", map[string]int32{"v1": 100})
@@ -544,7 +545,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
-	readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 	config(t, "blog", "v1")
 	if err := env.Delivery.Client.Create(ctx, appRevision("blog", "v1", env.Fleet)); err != nil {
 		t.Fatal(err)
@@ -572,7 +573,7 @@ func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
 			_ = env.Delivery.Client.Update(ctx, cl)
 		}
 	}()
-	readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 
 	config(t, "blog", "v2")
 	if err := env.Delivery.Client.Create(ctx, appRevision("blog", "v2", env.Fleet)); err != nil {

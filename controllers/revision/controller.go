@@ -1,4 +1,4 @@
-package controllers
+package revision
 
 import (
 	"context"
@@ -21,17 +21,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
 )
 
-// RevisionReconciler makes sure every (app, target) of a Revision has its
+// Reconciler makes sure every (app, target) of a Revision has its
 // ReleaseManager, keeps the Revision's app and fleet labels, deletes it once
 // every target marks it deletable, fails it when a target timed out, and
 // fails it when a target timed out or its alerts fired before it proved
 // itself, and mirrors each target's release state from the ReleaseManager into the
 // Revision's status.
-type RevisionReconciler struct {
+type Reconciler struct {
 	Client client.Client
 	// Recorder records events on Revisions; may be nil.
 	Recorder events.EventRecorder
@@ -42,8 +43,8 @@ type RevisionReconciler struct {
 }
 
 // SetupWithManager watches Revisions and the ReleaseManagers of their apps.
-func (r *RevisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := indexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := controllers.IndexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -58,13 +59,13 @@ func (r *RevisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // revisionsOfApp maps a ReleaseManager to the Revisions of its app.
-func (r *RevisionReconciler) revisionsOfApp(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) revisionsOfApp(ctx context.Context, obj client.Object) []reconcile.Request {
 	rm, ok := obj.(*picchuv1alpha1.ReleaseManager)
 	if !ok {
 		return nil
 	}
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), ofApp(rm.Spec.App)); err != nil {
+	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing revisions of a release manager's app", "app", rm.Spec.App)
 		return nil
 	}
@@ -75,15 +76,10 @@ func (r *RevisionReconciler) revisionsOfApp(ctx context.Context, obj client.Obje
 	return reqs
 }
 
-// ReleaseManagerName is the name of the ReleaseManager of an app in a target.
-func ReleaseManagerName(app, target string) string {
-	return picchuv1alpha1.ReleaseManagerName(app, target)
-}
-
 // Reconcile runs the phases for one Revision: deletion once every target
 // marks it deletable, labels, release managers, failing it when a target
 // timed out or its alerts fired, and status.
-func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &picchuv1alpha1.Revision{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -92,7 +88,7 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	if err := rev.DecodeError(); err != nil {
-		return ctrl.Result{}, reportUndecodable(ctx, r.Client, r.Recorder, "Revision", rev, &rev.Status.Conditions, err)
+		return ctrl.Result{}, controllers.ReportUndecodable(ctx, r.Client, r.Recorder, "Revision", rev, &rev.Status.Conditions, err)
 	}
 	// A Revision every target has let go of is deleted before anything is
 	// ensured for it.
@@ -129,7 +125,7 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // deleteIfDeletable deletes the Revision when Deletable says so, and reports
 // whether Reconcile should stop here: the Revision is gone, or it changed
 // since it was read, in which case the change's event brings it back.
-func (r *RevisionReconciler) deleteIfDeletable(ctx context.Context, rev *picchuv1alpha1.Revision) (bool, error) {
+func (r *Reconciler) deleteIfDeletable(ctx context.Context, rev *picchuv1alpha1.Revision) (bool, error) {
 	if !Deletable(rev) {
 		return false, nil
 	}
@@ -169,7 +165,7 @@ func Deletable(rev *picchuv1alpha1.Revision) bool {
 // records its tag as timing out, or records SLO or canary alerts that fired
 // while it had not proven itself (FailReason). A Revision already failed is
 // left as it is.
-func (r *RevisionReconciler) failIfBad(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
+func (r *Reconciler) failIfBad(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
 	if rev.Spec.Failed {
 		return nil
 	}
@@ -270,7 +266,7 @@ func TimedOutTarget(tag string, rms []*picchuv1alpha1.ReleaseManager) (string, b
 
 // ensureLabels sets the app label and one fleet label per target, and
 // removes fleet labels of fleets the Revision no longer targets.
-func (r *RevisionReconciler) ensureLabels(ctx context.Context, rev *picchuv1alpha1.Revision) error {
+func (r *Reconciler) ensureLabels(ctx context.Context, rev *picchuv1alpha1.Revision) error {
 	want := RevisionLabels(rev)
 	if maps.Equal(want, rev.Labels) {
 		return nil
@@ -302,8 +298,8 @@ func RevisionLabels(rev *picchuv1alpha1.Revision) map[string]string {
 
 // ensureReleaseManager creates the ReleaseManager of the Revision's app in
 // target if it does not exist, and returns it.
-func (r *RevisionReconciler) ensureReleaseManager(ctx context.Context, rev *picchuv1alpha1.Revision, target *picchuv1alpha1.RevisionTarget) (*picchuv1alpha1.ReleaseManager, error) {
-	key := client.ObjectKey{Namespace: rev.Namespace, Name: ReleaseManagerName(rev.Spec.App.Name, target.Name)}
+func (r *Reconciler) ensureReleaseManager(ctx context.Context, rev *picchuv1alpha1.Revision, target *picchuv1alpha1.RevisionTarget) (*picchuv1alpha1.ReleaseManager, error) {
+	key := client.ObjectKey{Namespace: rev.Namespace, Name: picchuv1alpha1.ReleaseManagerName(rev.Spec.App.Name, target.Name)}
 	rm := &picchuv1alpha1.ReleaseManager{}
 	err := r.Client.Get(ctx, key, rm)
 	if err == nil {
@@ -347,7 +343,7 @@ func (e *collisionError) Error() string {
 
 // mirrorStatus copies each target's state, traffic and scale for this tag
 // from its ReleaseManager, and writes the status only when it changed.
-func (r *RevisionReconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
+func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
 	before := rev.DeepCopy()
 	rev.Status.ObservedGeneration = rev.Generation
 	rev.Status.Targets = TargetStatuses(rev.Spec.App.Tag, rms)

@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"context"
@@ -19,11 +19,11 @@ func (s staticSource) FiringAlerts(context.Context, string, string, bool) ([]str
 func TestSources_DatadogInsteadOfOrBesidesPrometheus(t *testing.T) {
 	slo := []picchuv1alpha1.ServiceLevelObjective{{Name: "availability", Enabled: true}}
 	disabled := []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
-	r := &ReleaseManagerReconciler{Prometheus: staticSource{}, Datadog: staticSource{}}
-	noDatadog := &ReleaseManagerReconciler{Prometheus: staticSource{}}
+	r := &Reconciler{Prometheus: staticSource{}, Datadog: staticSource{}}
+	noDatadog := &Reconciler{Prometheus: staticSource{}}
 	for _, tc := range []struct {
 		name   string
-		r      *ReleaseManagerReconciler
+		r      *Reconciler
 		target picchuv1alpha1.RevisionTarget
 		want   []string
 	}{

@@ -20,7 +20,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/cluster"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/operator"
@@ -123,7 +123,7 @@ func readiness(t *testing.T, name string, status metav1.ConditionStatus, reason 
 
 func TestClusterReconciler_RegistersReadyClusters(t *testing.T) {
 	for _, target := range env.Targets {
-		cl := readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+		cl := readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 		if cl.Status.Kubernetes.Version != "v1.36.3" || !cl.Status.Kubernetes.Ready {
 			t.Errorf("%s: status.kubernetes = %+v, want ready v1.36.3", target.Name, cl.Status.Kubernetes)
 		}
@@ -144,7 +144,7 @@ func TestClusterReconciler_RegistersReadyClusters(t *testing.T) {
 func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[1]
-	readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: env.Namespace, Name: target.Name}
 	if err := env.Delivery.Client.Get(ctx, key, secret); err != nil {
@@ -157,7 +157,7 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	cl := readiness(t, target.Name, metav1.ConditionFalse, controllers.ReasonUnreachable)
+	cl := readiness(t, target.Name, metav1.ConditionFalse, cluster.ReasonUnreachable)
 	if cl.Status.Kubernetes.Ready {
 		t.Errorf("status.kubernetes.ready is true with a bad token")
 	}
@@ -169,13 +169,13 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 
 	secret.Data[remote.AuthInfoKey] = []byte(`not json`)
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	cl = readiness(t, target.Name, metav1.ConditionFalse, controllers.ReasonInvalidCredentials)
+	cl = readiness(t, target.Name, metav1.ConditionFalse, cluster.ReasonInvalidCredentials)
 	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("undecodable credentials are not Stalled: %+v", c)
 	}
@@ -183,7 +183,7 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	cl = readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	cl = readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c != nil {
 		t.Errorf("Stalled remains after recovery: %+v", c)
 	}
@@ -210,23 +210,23 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(cl)
-	cl = readiness(t, "extra", metav1.ConditionTrue, controllers.ReasonConnected)
+	cl = readiness(t, "extra", metav1.ConditionTrue, cluster.ReasonConnected)
 
 	cl.Spec.Enabled = false
 	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	readiness(t, "extra", metav1.ConditionFalse, controllers.ReasonDisabled)
+	readiness(t, "extra", metav1.ConditionFalse, cluster.ReasonDisabled)
 	if _, ok := registry.Get(key); ok {
 		t.Errorf("a disabled cluster is still in the registry")
 	}
 
-	cl = readiness(t, "extra", metav1.ConditionFalse, controllers.ReasonDisabled)
+	cl = readiness(t, "extra", metav1.ConditionFalse, cluster.ReasonDisabled)
 	cl.Spec.Enabled = true
 	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	readiness(t, "extra", metav1.ConditionTrue, controllers.ReasonConnected)
+	readiness(t, "extra", metav1.ConditionTrue, cluster.ReasonConnected)
 
 	if err := env.Delivery.Client.Delete(ctx, cl); err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 func TestRegistry_ReportsReplicaSetChanges(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
-	readiness(t, target.Name, metav1.ConditionTrue, controllers.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 	ns := "demo-production"
 	if err := target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)

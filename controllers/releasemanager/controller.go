@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"context"
@@ -26,19 +26,20 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/schedule"
 )
 
-// ReleaseManagerReconciler releases one app in one target to every cluster
+// Reconciler releases one app in one target to every cluster
 // of the target's fleet. Each run takes a snapshot (the app's Revisions, the
 // fleet's Clusters and what their caches show), decides each build's next
 // state and traffic with the pure functions of package release, applies the
 // plans to every cluster at once, and records the outcome in the
 // ReleaseManager's status.
-type ReleaseManagerReconciler struct {
+type Reconciler struct {
 	Client client.Client
 	// APIReader reads ReleaseManagers from the API server rather than the
 	// cache, so a run always starts from the status the last run wrote.
@@ -103,7 +104,7 @@ type clusterHandle struct {
 
 // SetupWithManager watches ReleaseManagers, the Revisions, Clusters and
 // config of their apps, and remote ReplicaSets.
-func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.SyncPeriod <= 0 {
 		r.SyncPeriod = 15 * time.Second
 	}
@@ -134,7 +135,7 @@ func (r *ReleaseManagerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A cluster's handle, with its memory of what was applied, goes with
 	// the registry's client: when its Cluster goes or changes.
 	r.Registry.OnForget(r.forgetCluster)
-	if err := indexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
+	if err := controllers.IndexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -182,14 +183,14 @@ func releaseManagersOfRevision(_ context.Context, obj client.Object) []reconcile
 	reqs := make([]reconcile.Request, 0, len(rev.Spec.Targets))
 	for _, t := range rev.Spec.Targets {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
-			Namespace: rev.Namespace, Name: ReleaseManagerName(rev.Spec.App.Name, t.Name),
+			Namespace: rev.Namespace, Name: picchuv1alpha1.ReleaseManagerName(rev.Spec.App.Name, t.Name),
 		}})
 	}
 	return reqs
 }
 
 // releaseManagersOfCluster maps a Cluster to the ReleaseManagers of its fleet.
-func (r *ReleaseManagerReconciler) releaseManagersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) releaseManagersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
 	fleet := obj.GetLabels()[picchuv1alpha1.LabelFleet]
 	if fleet == "" {
 		return nil
@@ -198,7 +199,7 @@ func (r *ReleaseManagerReconciler) releaseManagersOfCluster(ctx context.Context,
 }
 
 // releaseManagersOfApp maps an object labelled with an app (a FaultInjector) to its ReleaseManagers.
-func (r *ReleaseManagerReconciler) releaseManagersOfApp(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) releaseManagersOfApp(ctx context.Context, obj client.Object) []reconcile.Request {
 	app := obj.GetLabels()[picchuv1alpha1.LabelApp]
 	if app == "" {
 		return nil
@@ -208,7 +209,7 @@ func (r *ReleaseManagerReconciler) releaseManagersOfApp(ctx context.Context, obj
 
 // releaseManagersOfConfig maps a ConfigMap or Secret to the ReleaseManagers
 // of the Revisions whose configSelector selects it.
-func (r *ReleaseManagerReconciler) releaseManagersOfConfig(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) releaseManagersOfConfig(ctx context.Context, obj client.Object) []reconcile.Request {
 	if len(obj.GetLabels()) == 0 {
 		return nil
 	}
@@ -223,7 +224,7 @@ func (r *ReleaseManagerReconciler) releaseManagersOfConfig(ctx context.Context, 
 		for _, t := range rev.Spec.Targets {
 			if sel, err := configSelector(t.ConfigSelector); err == nil && sel != nil && sel.Matches(labelsOf(obj)) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
-					Namespace: rev.Namespace, Name: ReleaseManagerName(rev.Spec.App.Name, t.Name),
+					Namespace: rev.Namespace, Name: picchuv1alpha1.ReleaseManagerName(rev.Spec.App.Name, t.Name),
 				}})
 			}
 		}
@@ -231,7 +232,7 @@ func (r *ReleaseManagerReconciler) releaseManagersOfConfig(ctx context.Context, 
 	return reqs
 }
 
-func (r *ReleaseManagerReconciler) listReleaseManagers(ctx context.Context, namespace string, sel client.MatchingLabels) []reconcile.Request {
+func (r *Reconciler) listReleaseManagers(ctx context.Context, namespace string, sel client.MatchingLabels) []reconcile.Request {
 	rms := &picchuv1alpha1.ReleaseManagerList{}
 	if err := r.Client.List(ctx, rms, client.InNamespace(namespace), sel); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing release managers", "namespace", namespace, "labels", sel)
@@ -245,7 +246,7 @@ func (r *ReleaseManagerReconciler) listReleaseManagers(ctx context.Context, name
 }
 
 // Reconcile runs one release step for one app in one target.
-func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rm := &picchuv1alpha1.ReleaseManager{}
 	if err := r.uncached().Get(ctx, req.NamespacedName, rm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -257,7 +258,7 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, nil
 	}
 	if err := rm.DecodeError(); err != nil {
-		return ctrl.Result{}, reportUndecodable(ctx, r.Client, r.Recorder, "ReleaseManager", rm, &rm.Status.Conditions, err)
+		return ctrl.Result{}, controllers.ReportUndecodable(ctx, r.Client, r.Recorder, "ReleaseManager", rm, &rm.Status.Conditions, err)
 	}
 	if !rm.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, rm)
@@ -308,7 +309,7 @@ func (r *ReleaseManagerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 }
 
 // uncached reads from the API server, or from the cache without an APIReader.
-func (r *ReleaseManagerReconciler) uncached() client.Reader {
+func (r *Reconciler) uncached() client.Reader {
 	if r.APIReader != nil {
 		return r.APIReader
 	}
@@ -330,9 +331,9 @@ func orphanedSince(rm *picchuv1alpha1.ReleaseManager, now time.Time) time.Time {
 
 // revisionsLeft asks the API server whether any Revision of the app still
 // targets the ReleaseManager's target.
-func (r *ReleaseManagerReconciler) revisionsLeft(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (bool, error) {
+func (r *Reconciler) revisionsLeft(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (bool, error) {
 	revs := &picchuv1alpha1.RevisionList{}
-	if err := r.uncached().List(ctx, revs, client.InNamespace(rm.Namespace), ofApp(rm.Spec.App)); err != nil {
+	if err := r.uncached().List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		return false, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
 	}
 	for i := range revs.Items {
@@ -346,7 +347,7 @@ func (r *ReleaseManagerReconciler) revisionsLeft(ctx context.Context, rm *picchu
 // finalize deletes the app's namespace and service levels from every
 // cluster of the fleet, then lets the ReleaseManager go. An enabled cluster
 // that cannot be reached holds the finalizer until it can.
-func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
+func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
 		return ctrl.Result{}, nil
 	}
@@ -383,7 +384,7 @@ func (r *ReleaseManagerReconciler) finalize(ctx context.Context, rm *picchuv1alp
 
 // handle returns the applier.Cluster for the registry's current client of a
 // cluster, keeping it while the client stays the same.
-func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cluster) *applier.Cluster {
+func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cluster) *applier.Cluster {
 	key := client.ObjectKeyFromObject(cl)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -399,7 +400,7 @@ func (r *ReleaseManagerReconciler) handle(cl *picchuv1alpha1.Cluster, remoteClus
 }
 
 // forgetCluster drops the handle of the cluster key.
-func (r *ReleaseManagerReconciler) forgetCluster(key types.NamespacedName) {
+func (r *Reconciler) forgetCluster(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.clusters, key)

@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // chose "target-deletable.picchu.medium.engineering/<target>=true"; the
 // Revision controller deletes a Revision once every target says so. It
 // decides from the states recorded by this run.
-func (r *ReleaseManagerReconciler) collectGarbage(ctx context.Context, s *snapshot) error {
+func (r *Reconciler) collectGarbage(ctx context.Context, s *snapshot) error {
 	revs := map[string]*picchuv1alpha1.Revision{}
 	for _, inc := range s.incarnations {
 		revs[inc.tag] = inc.revision

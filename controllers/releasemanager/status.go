@@ -1,4 +1,4 @@
-package controllers
+package releasemanager
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ const clusterRetry = 10 * time.Second
 
 // record writes the outcome of a run into the ReleaseManager's status (only
 // when it changed), emits an event per state change and says when to run again.
-func (r *ReleaseManagerReconciler) record(ctx context.Context, s *snapshot, results applier.Results) (ctrl.Result, error) {
+func (r *Reconciler) record(ctx context.Context, s *snapshot, results applier.Results) (ctrl.Result, error) {
 	rm := s.rm
 	before := rm.Status.DeepCopy()
 	failed := map[string]string{}

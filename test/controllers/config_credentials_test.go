@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/harness"
 )
@@ -80,11 +80,11 @@ func TestReleaseManager_NeverCopiesCredentials(t *testing.T) {
 			found := false
 			for _, e := range events.Items {
 				found = found || (e.Regarding.Name == app+"-v1" && e.Related != nil && e.Related.Name == name &&
-					e.Reason == controllers.ReasonCredentialsNotCopied && e.Type == corev1.EventTypeWarning &&
+					e.Reason == releasemanager.ReasonCredentialsNotCopied && e.Type == corev1.EventTypeWarning &&
 					strings.Contains(e.Note, "secret "+name+","))
 			}
 			if !found {
-				return fmt.Errorf("no %s event for secret %s among %d events", controllers.ReasonCredentialsNotCopied, name, len(events.Items))
+				return fmt.Errorf("no %s event for secret %s among %d events", releasemanager.ReasonCredentialsNotCopied, name, len(events.Items))
 			}
 		}
 		return nil
