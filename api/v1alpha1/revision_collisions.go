@@ -10,10 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// ReleaseManagerName is the name of the ReleaseManager of an app in a
-// target, and of the app's namespace on every cluster of the target's fleet.
-func ReleaseManagerName(app, target string) string { return app + "-" + target }
-
 // Collision is a target of a Revision whose "<app>-<target>" name is taken
 // by another app: app "a-b" in target "c" and app "a" in target "b-c" would
 // share a ReleaseManager and a namespace on every cluster.

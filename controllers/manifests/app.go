@@ -13,13 +13,13 @@ import (
 func AppNamespace(app, target string) *corev1.Namespace {
 	l := appLabels(app, target)
 	l[labelIstioInj] = "enabled"
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace(app, target), Labels: l}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: picchuv1alpha1.AppNamespace(app, target), Labels: l}}
 }
 
 // ServiceAccount is the app's service account; with an IAM role, annotated for IRSA.
 func ServiceAccount(app, target, iamRole string) *corev1.ServiceAccount {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
-		Name: app, Namespace: Namespace(app, target), Labels: appLabels(app, target),
+		Name: app, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: appLabels(app, target),
 	}}
 	if iamRole != "" {
 		sa.Annotations = map[string]string{annotationIRSARole: iamRole}
@@ -52,7 +52,7 @@ func Service(app, target string, ports []picchuv1alpha1.PortInfo) *corev1.Servic
 	l := appLabels(app, target)
 	l["prometheus.io/scrape"] = "true"
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: Namespace(app, target), Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: l},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{picchuv1alpha1.LabelApp: app, picchuv1alpha1.LabelTarget: target},
 			Ports:    servicePorts,
@@ -63,7 +63,7 @@ func Service(app, target string, ports []picchuv1alpha1.PortInfo) *corev1.Servic
 // ServiceObject is a reference to the app's Service, with its owner
 // labels, to delete it.
 func ServiceObject(app, target string) *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: Namespace(app, target), Labels: appLabels(app, target)}}
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: appLabels(app, target)}}
 }
 
 // uniqueServicePorts merges ports into Service ports, one per number and
@@ -122,7 +122,7 @@ func protocolOrTCP(p corev1.Protocol) corev1.Protocol {
 // default, at most 10% of its pods unavailable. It selects all the app's pods.
 func PodDisruptionBudget(app, target string, spec *policyv1.PodDisruptionBudgetSpec) *policyv1.PodDisruptionBudget {
 	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: Namespace(app, target), Labels: appLabels(app, target)},
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: appLabels(app, target)},
 	}
 	if spec != nil {
 		pdb.Spec = *spec.DeepCopy()

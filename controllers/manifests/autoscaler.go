@@ -36,7 +36,7 @@ type Scaler struct {
 }
 
 func (s Scaler) meta() metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: s.Tag, Namespace: Namespace(s.App, s.Target), Labels: tagLabels(s.App, s.Target, s.Tag)}
+	return metav1.ObjectMeta{Name: s.Tag, Namespace: picchuv1alpha1.AppNamespace(s.App, s.Target), Labels: tagLabels(s.App, s.Target, s.Tag)}
 }
 
 // HorizontalPodAutoscaler is the build's HPA on its ReplicaSet: the CPU and

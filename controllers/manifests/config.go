@@ -14,7 +14,7 @@ import (
 // the build's labels instead of the source's, so it goes with the build.
 func ConfigMapCopy(app, target, tag string, src *corev1.ConfigMap) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: Namespace(app, target), Labels: TagSelector(app, target, tag)},
+		ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: TagSelector(app, target, tag)},
 		Data:       maps.Clone(src.Data),
 		BinaryData: maps.Clone(src.BinaryData),
 	}
@@ -23,7 +23,7 @@ func ConfigMapCopy(app, target, tag string, src *corev1.ConfigMap) *corev1.Confi
 // SecretCopy is a build's copy of a Secret its configSelector selects, as ConfigMapCopy.
 func SecretCopy(app, target, tag string, src *corev1.Secret) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: Namespace(app, target), Labels: TagSelector(app, target, tag)},
+		ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: TagSelector(app, target, tag)},
 		Type:       src.Type,
 		Data:       maps.Clone(src.Data),
 	}

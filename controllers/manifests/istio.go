@@ -50,11 +50,11 @@ const meshGateway = "mesh"
 // meshHost is the app's Service inside the cluster; the DestinationRule and
 // every route's destination name it.
 func meshHost(app, target string) string {
-	return fmt.Sprintf("%s.%s.svc.cluster.local", app, Namespace(app, target))
+	return fmt.Sprintf("%s.%s.svc.cluster.local", app, picchuv1alpha1.AppNamespace(app, target))
 }
 
 func (r Routing) objectMeta() metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: r.App, Namespace: Namespace(r.App, r.Target), Labels: appLabels(r.App, r.Target)}
+	return metav1.ObjectMeta{Name: r.App, Namespace: picchuv1alpha1.AppNamespace(r.App, r.Target), Labels: appLabels(r.App, r.Target)}
 }
 
 // DestinationRule is the app's DestinationRule: one subset per release,

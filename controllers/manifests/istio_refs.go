@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -9,7 +10,7 @@ import (
 // IstioObject is a reference to the app's Istio object of kind
 // (DestinationRule, VirtualService or Sidecar), to delete it.
 func IstioObject(app, target, kind string) client.Object {
-	meta := metav1.ObjectMeta{Name: app, Namespace: Namespace(app, target), Labels: appLabels(app, target)}
+	meta := metav1.ObjectMeta{Name: app, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: appLabels(app, target)}
 	switch kind {
 	case "DestinationRule":
 		return &istionetworking.DestinationRule{ObjectMeta: meta}

@@ -124,7 +124,7 @@ func (r Routing) ingressHosts(p *picchuv1alpha1.PortInfo, ingress picchuv1alpha1
 	hosts := slices.Clone(p.Hosts)
 	if r.DefaultIngressPorts[string(ingress)] == p.Name {
 		for _, domain := range domains {
-			hosts = append(hosts, Namespace(r.App, r.Target)+"."+domain)
+			hosts = append(hosts, picchuv1alpha1.AppNamespace(r.App, r.Target)+"."+domain)
 			if r.Target == r.Fleet {
 				hosts = append(hosts, r.App+"."+domain)
 			}

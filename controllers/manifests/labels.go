@@ -11,9 +11,6 @@ const (
 	labelIstioInj   = "istio-injection"
 )
 
-// Namespace is the namespace of an app's target on every cluster.
-func Namespace(app, target string) string { return app + "-" + target }
-
 // appLabels mark every object Picchu writes for an app in a target.
 func appLabels(app, target string) map[string]string {
 	return map[string]string{

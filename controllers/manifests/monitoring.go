@@ -67,10 +67,14 @@ func (m Monitoring) enabledSLOs() []picchuv1alpha1.ServiceLevelObjective {
 }
 
 // SLORuleName, CanaryRuleName and AlertRuleName name an app's PrometheusRules.
-func SLORuleName(app string) string              { return app + "-slo" }
-func CanaryRuleName(app, tag string) string      { return app + "-canary-" + tag }
-func AlertRuleName(app string) string            { return app }
-func ServiceLevelName(app, target string) string { return app + "-" + target + "-servicelevels" }
+func SLORuleName(app string) string         { return app + "-slo" }
+func CanaryRuleName(app, tag string) string { return app + "-canary-" + tag }
+func AlertRuleName(app string) string       { return app }
+
+// ServiceLevelName names an app's Sloth service levels in a target.
+func ServiceLevelName(app, target string) string {
+	return picchuv1alpha1.AppNamespace(app, target) + "-servicelevels"
+}
 
 // MonitoringSelector selects every monitoring object Picchu wrote for an
 // app in a target, of one rule type when ruleType is not empty.
@@ -110,7 +114,7 @@ func ServiceMonitors(m Monitoring) ([]*monitoringv1.ServiceMonitor, error) {
 	if len(m.ServiceMonitors) == 0 {
 		return nil, nil
 	}
-	ns := Namespace(m.App, m.Target)
+	ns := picchuv1alpha1.AppNamespace(m.App, m.Target)
 	var sloRegex string
 	out := make([]*monitoringv1.ServiceMonitor, 0, len(m.ServiceMonitors))
 	for _, entry := range m.ServiceMonitors {
@@ -229,7 +233,7 @@ func (m Monitoring) prometheusRule(name, ruleType string, extra map[string]strin
 	}
 	layers = append(layers, MonitoringSelector(m.App, m.Target, ruleType), extra)
 	return &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: Namespace(m.App, m.Target), Labels: merge(layers...),
+		Name: name, Namespace: picchuv1alpha1.AppNamespace(m.App, m.Target), Labels: merge(layers...),
 	}}
 }
 

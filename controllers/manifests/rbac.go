@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -12,7 +13,7 @@ func externalMetricsName(app string) string { return app + "-external-metrics" }
 // as autoscalers of event-driven apps need.
 func ExternalMetricsRole(app, target string) *rbacv1.Role {
 	return &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: externalMetricsName(app), Namespace: Namespace(app, target), Labels: appLabels(app, target)},
+		ObjectMeta: metav1.ObjectMeta{Name: externalMetricsName(app), Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: appLabels(app, target)},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"external.metrics.k8s.io"},
 			Resources: []string{"*"},
@@ -23,7 +24,7 @@ func ExternalMetricsRole(app, target string) *rbacv1.Role {
 
 // ExternalMetricsRoleBinding binds ExternalMetricsRole to the app's service account.
 func ExternalMetricsRoleBinding(app, target string) *rbacv1.RoleBinding {
-	ns := Namespace(app, target)
+	ns := picchuv1alpha1.AppNamespace(app, target)
 	return &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: externalMetricsName(app), Namespace: ns, Labels: appLabels(app, target)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: externalMetricsName(app)},

@@ -66,7 +66,7 @@ func ReplicaSet(b Build) *appsv1.ReplicaSet {
 	}
 	return &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: b.Tag, Namespace: Namespace(b.App, b.Target), Labels: rsLabels, Annotations: annotations,
+			Name: b.Tag, Namespace: picchuv1alpha1.AppNamespace(b.App, b.Target), Labels: rsLabels, Annotations: annotations,
 		},
 		Spec: appsv1.ReplicaSetSpec{
 			MinReadySeconds: b.Spec.Scale.MinReadySeconds,

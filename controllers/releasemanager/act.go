@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
@@ -112,7 +113,7 @@ func buildErrors(err error) (map[string]error, bool) {
 // others nor the routing. Its error is an *applyErrors.
 func (s *snapshot) applyTo(ctx context.Context, c *applier.Cluster, fc *fleetCluster, liveClusters int, monitoring *monitoringObjects) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := manifests.Namespace(app, target)
+	ns := picchuv1alpha1.AppNamespace(app, target)
 	errs := &applyErrors{builds: map[string]error{}}
 	newest := s.newestRevision()
 	if newest != nil {
@@ -178,7 +179,7 @@ func (s *snapshot) newestRevision() *incarnation {
 // config copies its selector no longer selects.
 func (s *snapshot) syncBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := manifests.Namespace(app, target)
+	ns := picchuv1alpha1.AppNamespace(app, target)
 	var configMaps, secrets []string
 	wantConfigMaps, wantSecrets := map[string]bool{}, map[string]bool{}
 	for i := range inc.configMaps {
@@ -213,7 +214,7 @@ func (s *snapshot) syncBuild(ctx context.Context, c *applier.Cluster, fc *fleetC
 // handing them over resets nothing.
 func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int, configMaps, secrets []string) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := manifests.Namespace(app, target)
+	ns := picchuv1alpha1.AppNamespace(app, target)
 	sp := inc.scale
 	perCluster := func(n int32) int32 {
 		if n <= 0 {
@@ -281,7 +282,7 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleet
 // wants them, and deletes the others (all of them while it ramps or
 // retires).
 func (s *snapshot) syncAutoscaler(ctx context.Context, c *applier.Cluster, inc *incarnation, sc manifests.Scaler) error {
-	ns := manifests.Namespace(sc.App, sc.Target)
+	ns := picchuv1alpha1.AppNamespace(sc.App, sc.Target)
 	want := map[schema.GroupVersionKind]client.Object{}
 	if inc.scale.Autoscaler {
 		switch inc.scale.Kind {

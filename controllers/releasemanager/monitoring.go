@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
@@ -87,7 +88,7 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *applier.Cluster, objs 
 		return objs.err
 	}
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	ns := manifests.Namespace(app, target)
+	ns := picchuv1alpha1.AppNamespace(app, target)
 	want := map[string]bool{}
 	for _, sm := range objs.monitors {
 		if err := c.Apply(ctx, sm); err != nil {

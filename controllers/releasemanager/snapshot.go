@@ -295,7 +295,7 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 	var mu sync.Mutex
 	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		list := &appsv1.ReplicaSetList{}
-		if err := c.Client.List(ctx, list, client.InNamespace(manifests.Namespace(rm.Spec.App, rm.Spec.Target)),
+		if err := c.Client.List(ctx, list, client.InNamespace(picchuv1alpha1.AppNamespace(rm.Spec.App, rm.Spec.Target)),
 			client.MatchingLabels(manifests.AppSelector(rm.Spec.App, rm.Spec.Target))); err != nil {
 			return fmt.Errorf("observing ReplicaSets: %w", err)
 		}

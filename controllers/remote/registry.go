@@ -231,7 +231,7 @@ func (r *Registry) watchReplicaSets(ctx context.Context, c cache.Cache, namespac
 		if app == "" || target == "" {
 			return
 		}
-		r.onReplicaSet(types.NamespacedName{Namespace: namespace, Name: app + "-" + target})
+		r.onReplicaSet(types.NamespacedName{Namespace: namespace, Name: picchuv1alpha1.ReleaseManagerName(app, target)})
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    send,
