@@ -1,0 +1,36 @@
+package release
+
+// Applied says where the actions of a run were carried out, for one build.
+type Applied struct {
+	// FleetLive: every live cluster took the run's changes to the app
+	// (routing, shared objects); false when no cluster is live.
+	FleetLive bool
+	// Live: FleetLive, and the build's own objects are on every live
+	// cluster.
+	Live bool
+	// All: the app's and the build's objects are on every cluster of the
+	// fleet, live or not, as a deletion needs.
+	All bool
+}
+
+// Settle is the state and the traffic weight to record for a build once
+// its step's action ran where a says. The step's Then state is reached
+// only when the action is done: on every live cluster, or on every cluster
+// for a deletion. A weight counts only once every live cluster has it:
+// until then the record keeps the weight recorded before (recorded), so no
+// ramp step is counted as taken, and none is shortened, while a live
+// cluster lags.
+func Settle(step Step, a Applied, weight, recorded int32) (State, int32) {
+	state := step.State
+	done := a.Live
+	if step.Action == Delete {
+		done = a.All
+	}
+	if step.Then != "" && done {
+		state = step.Then
+	}
+	if !a.FleetLive {
+		weight = recorded
+	}
+	return state, weight
+}

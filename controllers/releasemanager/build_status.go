@@ -1,0 +1,176 @@
+package releasemanager
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+// buildOutcome is what a run comes to for one build.
+type buildOutcome struct {
+	// state is the state recorded; status is the build's new status entry,
+	// nil when the build is gone for good.
+	state  release.State
+	status *picchuv1alpha1.ReleaseManagerRevisionStatus
+	// changed says the state changed (or the build is gone); events are
+	// the build's events.
+	changed bool
+	events  []statusEvent
+}
+
+// buildReport settles a build's step (release.Settle) given where it was
+// applied, and makes its status entry and events.
+func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildOutcome {
+	rejected, applied := s.buildSynced(inc, clusters.buildsFailed)
+	state, weight := release.Settle(inc.step, release.Applied{
+		FleetLive: clusters.syncedLive,
+		Live:      clusters.syncedLive && applied.live,
+		All:       clusters.syncedAll && applied.all,
+	}, inc.weight, inc.status.CurrentPercent)
+	out := buildOutcome{state: state, changed: string(state) != inc.status.State.Current}
+	note := func(kind, reason, format string, args ...any) {
+		out.events = append(out.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
+	}
+	if state == release.Deleted && inc.revision == nil {
+		out.changed = true
+		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
+		return out
+	}
+	st := incarnationStatus(inc, state, weight, s.now, s.observation)
+	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
+		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
+	}
+	st.Rejected = rejected
+	if out.changed {
+		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, displayState(inc.status.State.Current), state)
+		switch state {
+		case release.Failing:
+			note(corev1.EventTypeWarning, "RollingBack", "%s failed; its traffic goes back to the previous release on every cluster", inc.tag)
+		case release.Failed:
+			note(corev1.EventTypeWarning, "RolledBack", "%s failed and was rolled back", inc.tag)
+		}
+	}
+	if inc.verdict == release.Firing {
+		// Once seen firing while judged, the alerts stay on record:
+		// the Revision controller fails the build from them.
+		before := len(st.TriggeredAlerts)
+		st.TriggeredAlerts = union(st.TriggeredAlerts, inc.firing)
+		if len(st.TriggeredAlerts) != before {
+			note(corev1.EventTypeWarning, "AlertsFiring", "%s: %s firing before it proved itself", inc.tag, strings.Join(inc.firing, ", "))
+		}
+	}
+	if inc.recommissioned {
+		note(corev1.EventTypeNormal, "StateChanged", "%s recommissioned: no healthy build serves", inc.tag)
+	}
+	out.status = &st
+	return out
+}
+
+func displayState(s string) string {
+	if s == "" {
+		return "new"
+	}
+	return s
+}
+
+// incarnationStatus is the recorded status of a build after this run.
+func incarnationStatus(inc *incarnation, state release.State, weight int32, at time.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
+	now := picchuv1alpha1.NewTimestamp(at)
+	st := *inc.status.DeepCopy()
+	st.Tag = inc.tag
+	if string(state) != st.State.Current {
+		st.State.Current = string(state)
+		st.State.LastUpdated = &now
+		switch state {
+		case release.Deploying:
+			st.DeployingStartTimestamp = &now
+		case release.PendingRelease:
+			st.PendingReleaseStartTimestamp = &now
+		case release.Releasing:
+			st.ReleaseStartTimestamp = &now
+		}
+	}
+	st.State.Target = string(state)
+	if weight != st.CurrentPercent {
+		st.CurrentPercent = weight
+		st.LastUpdated = &now
+	}
+	if state == release.Canarying && st.CurrentPercent > 0 && st.CanaryStartTimestamp == nil {
+		st.CanaryStartTimestamp = &now
+	}
+	st.ReleaseEligible = inc.eligible
+	st.PeakPercent = max(inc.peak, st.CurrentPercent)
+	st.Deleted = inc.revision == nil
+	if inc.revision != nil {
+		created := inc.revision.CreationTimestamp
+		st.RevisionTimestamp = &created
+		if t, ok := parseTimestamp(inc.revision.Annotations[picchuv1alpha1.AnnotationGitCommitterTimestamp]); ok {
+			git := metav1.NewTime(t)
+			st.GitTimestamp = &git
+		}
+		// Eligibility and TTL follow the Revision only until the build is
+		// deployed; after that the release record owns them.
+		if state.IsDeploying() {
+			st.ReleaseEligible = inc.target.Release.Eligible
+			st.TTL = inc.target.Release.TTL
+		}
+	}
+	live := obs.Live(inc.tag)
+	st.Scale.Current = live.Available
+	st.Scale.Desired = live.Desired
+	st.Scale.Peak = max(st.Scale.Peak, live.Available)
+	return st
+}
+
+// union is the sorted union of two sets of names.
+func union(a, b []string) []string {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// synced says whether a build's objects were applied on the live clusters
+// and on all of them.
+type synced struct{ live, all bool }
+
+// buildSynced says whether inc's own objects were applied, given the
+// clusters where some builds failed, and why a live cluster rejected them
+// as invalid, if one did. A failing build's invalid objects do not keep it
+// from failed: the cluster will never take them, and its traffic is gone.
+func (s *snapshot) buildSynced(inc *incarnation, buildsFailed map[string]map[string]error) (rejected string, out synced) {
+	out = synced{live: true, all: true}
+	for _, fc := range s.fleet {
+		err := buildsFailed[fc.obj.Name][inc.tag]
+		if err == nil {
+			continue
+		}
+		invalid := apierrors.IsInvalid(err)
+		if invalid && fc.live && rejected == "" {
+			rejected = fc.obj.Name + ": " + apiMessage(err)
+		}
+		if invalid && inc.step.Then == release.Failed {
+			continue
+		}
+		out.all = false
+		out.live = out.live && !fc.live
+	}
+	return rejected, out
+}
+
+// apiMessage is the API server's message of err, or err's text.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}

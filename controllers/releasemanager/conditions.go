@@ -1,0 +1,145 @@
+package releasemanager
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+// Reasons of a ReleaseManager's conditions.
+const (
+	ReasonSynced              = "Synced"
+	ReasonProgressing         = "Progressing"
+	ReasonClustersUnavailable = "ClustersUnavailable"
+	ReasonTimedOut            = "TimedOut"
+	ReasonUnknownState        = "UnknownState"
+	ReasonAlertsObserved      = "AlertsObserved"
+	ReasonAlertsUnavailable   = "AlertsUnavailable"
+	ReasonServing             = "Serving"
+	ReasonRemovalPending      = "RemovalPending"
+)
+
+// conditionInputs gathers, build by build, what the conditions say.
+type conditionInputs struct {
+	unavailable, progressing, timedOut, unknown []string
+	judging                                     bool
+}
+
+// add counts a build in state, at weight percent.
+func (c *conditionInputs) add(inc *incarnation, state release.State, weight int32) {
+	switch {
+	case inc.step.Unknown:
+		c.unknown = append(c.unknown, fmt.Sprintf("%s is in %q", inc.tag, state))
+	case state == release.TimingOut:
+		c.timedOut = append(c.timedOut, inc.tag)
+	case state.IsInProgress():
+		msg := fmt.Sprintf("%s %s", inc.tag, state)
+		switch {
+		case inc.verdict == release.Firing:
+			msg += fmt.Sprintf(" (held: %s firing)", strings.Join(inc.firing, ", "))
+		case inc.verdict == release.Unobserved:
+			msg += " (held: its alerts cannot be read)"
+		case inc.ramping && inc.ramp.Waiting != "":
+			msg += fmt.Sprintf(" %d%% (waiting for %s)", weight, inc.ramp.Waiting)
+		}
+		c.progressing = append(c.progressing, msg)
+	}
+	c.judging = c.judging || inc.verdict != release.Unjudged
+}
+
+// setConditions sets Ready, Reconciling and Stalled in the kstatus style.
+func setConditions(rm *picchuv1alpha1.ReleaseManager, unavailable, progressing, timedOut, unknown []string) {
+	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rm.Generation,
+		})
+	}
+	switch {
+	case len(unknown) > 0:
+		msg := "held: " + strings.Join(unknown, ", ") + ", a state this version of Picchu does not handle"
+		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, ReasonUnknownState, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnknownState, msg)
+	case len(timedOut) > 0:
+		msg := "timed out: " + strings.Join(timedOut, ", ")
+		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, ReasonTimedOut, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonTimedOut, msg)
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
+	}
+	switch {
+	case len(unavailable) > 0:
+		msg := "not synced on " + strings.Join(unavailable, ", ")
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonClustersUnavailable, msg)
+		if len(unknown) == 0 && len(timedOut) == 0 {
+			set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonClustersUnavailable, msg)
+		}
+	case len(progressing) > 0:
+		msg := strings.Join(progressing, ", ")
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, msg)
+		if len(unknown) == 0 && len(timedOut) == 0 {
+			set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, msg)
+		}
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionReconciling)
+		if len(unknown) == 0 && len(timedOut) == 0 {
+			set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSynced, "every build is in its state on every cluster")
+		}
+	}
+}
+
+// setOrphanedCondition sets Orphaned while no Revision targets the app in
+// the target, saying what keeps the app on its clusters, and removes it
+// once there is one again.
+func setOrphanedCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, statuses []picchuv1alpha1.ReleaseManagerRevisionStatus) {
+	if s.orphanedSince.IsZero() {
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionOrphaned)
+		return
+	}
+	msg := fmt.Sprintf("no Revision of %s targets %s", rm.Spec.App, rm.Spec.Target)
+	reason := ReasonRemovalPending
+	if s.removal.HeldByTraffic {
+		reason = ReasonServing
+		var serving []string
+		for _, st := range statuses {
+			if st.CurrentPercent > 0 {
+				serving = append(serving, fmt.Sprintf("%s %d%%", st.Tag, st.CurrentPercent))
+			}
+		}
+		msg += fmt.Sprintf("; %s keeps serving, so the app stays on every cluster until ReleaseManager %s is deleted",
+			strings.Join(serving, ", "), rm.Name)
+	} else {
+		msg += fmt.Sprintf("; the app is removed from every cluster at %s unless a Revision comes back",
+			s.removal.Due.UTC().Format(time.RFC3339))
+	}
+	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+		Type: picchuv1alpha1.ConditionOrphaned, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
+		ObservedGeneration: rm.Generation, LastTransitionTime: metav1.NewTime(s.orphanedSince),
+	})
+}
+
+// setAlertsCondition sets AlertsObserved while builds are judged: True when
+// every alert check ran, False (promotion held) naming the checks that
+// could not. It is removed when no build is judged.
+func setAlertsCondition(rm *picchuv1alpha1.ReleaseManager, judging bool, problems []string) {
+	switch {
+	case len(problems) > 0:
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionFalse, Reason: ReasonAlertsUnavailable,
+			Message:            "promotion held: " + strings.Join(problems, "; "),
+			ObservedGeneration: rm.Generation,
+		})
+	case judging:
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionTrue, Reason: ReasonAlertsObserved,
+			Message: "the alerts of every build being judged were read", ObservedGeneration: rm.Generation,
+		})
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionAlertsObserved)
+	}
+}

@@ -1,0 +1,308 @@
+package releasemanager
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/release"
+)
+
+var reportNow = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
+const (
+	reportSyncPeriod = time.Minute
+	reportAlertCheck = 20 * time.Second
+)
+
+// reportSnapshot is a ReleaseManager of app shop in target production, on
+// two live clusters (east, west), with the builds incs.
+func reportSnapshot(incs ...*incarnation) *snapshot {
+	rm := &picchuv1alpha1.ReleaseManager{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-production", Namespace: "picchu", Generation: 3},
+		Spec:       picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"},
+	}
+	s := &snapshot{rm: rm, now: reportNow, incarnations: incs}
+	for _, name := range []string{"east", "west"} {
+		s.fleet = append(s.fleet, &fleetCluster{
+			obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, plans: &applier.Cluster{},
+		})
+		s.observation = append(s.observation, release.ClusterObservation{Name: name, Live: true, Observed: true})
+	}
+	return s
+}
+
+// build is a build with a Revision, recorded in state at weight percent,
+// whose step this run is step, taking weight after it.
+func build(tag string, state release.State, recorded int32, step release.Step, weight int32) *incarnation {
+	inc := &incarnation{
+		tag:      tag,
+		revision: &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "shop-" + tag}},
+		target:   &picchuv1alpha1.RevisionTarget{Name: "production"},
+	}
+	inc.status.Tag = tag
+	inc.status.State.Current = string(state)
+	inc.status.CurrentPercent = recorded
+	inc.step, inc.weight = step, weight
+	return inc
+}
+
+func invalid(tag string) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "shop-"+tag,
+		field.ErrorList{field.Invalid(field.NewPath("spec", "template"), "x", "bad port name")})
+}
+
+// TestReport covers what a run comes to: the state and weight recorded
+// per build, the clusters' statuses, the conditions, the events and when
+// to run again.
+func TestReport(t *testing.T) {
+	type want struct {
+		states   map[string]string // tag → state recorded; absent: no entry
+		weights  map[string]int32
+		ready    metav1.ConditionStatus
+		reason   string // of Ready
+		events   []string
+		next     time.Duration
+		unsynced []string
+	}
+	for _, tc := range []struct {
+		name    string
+		snap    func() *snapshot
+		results applier.Results
+		want    want
+	}{
+		{
+			name: "a sync done on every live cluster reaches its next state at once",
+			snap: func() *snapshot {
+				return reportSnapshot(build("v1", release.Deploying, 0,
+					release.Step{State: release.Deploying, Action: release.Sync, Then: release.Deployed}, 0))
+			},
+			want: want{
+				states: map[string]string{"v1": "deployed"}, weights: map[string]int32{"v1": 0},
+				ready: metav1.ConditionTrue, reason: ReasonSynced,
+				events: []string{"Normal StateChanged v1 deploying → deployed"}, next: again,
+			},
+		},
+		{
+			name: "a cluster that fails holds the next state and the weight, and is retried soon",
+			snap: func() *snapshot {
+				return reportSnapshot(
+					build("v2", release.Releasing, 25, release.Step{State: release.Releasing, Action: release.Sync}, 50),
+					build("v1", release.Releasing, 75, release.Step{State: release.Retiring, Action: release.Retire, Then: release.Retired}, 50))
+			},
+			results: applier.Results{{Cluster: "east"}, {Cluster: "west", Err: errors.New("connection refused")}},
+			want: want{
+				states:  map[string]string{"v2": "releasing", "v1": "retiring"},
+				weights: map[string]int32{"v2": 25, "v1": 75},
+				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				events:   []string{"Normal StateChanged v1 releasing → retiring"},
+				next:     again,
+				unsynced: []string{"west"},
+			},
+		},
+		{
+			name: "a cluster that is down, with nothing changing, is retried within clusterRetry",
+			snap: func() *snapshot {
+				s := reportSnapshot(build("v1", release.Released, 100, release.Step{State: release.Released, Action: release.Sync}, 100))
+				s.fleet[1].plans, s.fleet[1].problem = nil, "unreachable"
+				return s
+			},
+			want: want{
+				states: map[string]string{"v1": "released"}, weights: map[string]int32{"v1": 100},
+				ready: metav1.ConditionFalse, reason: ReasonClustersUnavailable, next: clusterRetry, unsynced: []string{"west"},
+			},
+		},
+		{
+			name: "a build a cluster rejects is held alone and reported, while the rollback goes on",
+			snap: func() *snapshot {
+				return reportSnapshot(
+					build("v3", release.Deploying, 0, release.Step{State: release.Deploying, Action: release.Sync, Then: release.Deployed}, 0),
+					build("v2", release.Failing, 0, release.Step{State: release.Failing, Action: release.Sync, Then: release.Failed}, 0),
+					build("v1", release.Released, 100, release.Step{State: release.Released, Action: release.Sync}, 100))
+			},
+			results: applier.Results{{Cluster: "east", Err: &applyErrors{builds: map[string]error{"v3": invalid("v3"), "v2": invalid("v2")}}}, {Cluster: "west"}},
+			want: want{
+				states:  map[string]string{"v3": "deploying", "v2": "failed", "v1": "released"},
+				weights: map[string]int32{"v3": 0, "v2": 0, "v1": 100},
+				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				events: []string{
+					"Normal StateChanged v2 failing → failed",
+					"Warning Rejected v3 rejected by east: ReplicaSet.apps \"shop-v3\" is invalid: spec.template: Invalid value: \"x\": bad port name",
+					"Warning Rejected v2 rejected by east: ReplicaSet.apps \"shop-v2\" is invalid: spec.template: Invalid value: \"x\": bad port name",
+					"Warning RolledBack v2 failed and was rolled back",
+				},
+				next: again, unsynced: []string{"east"},
+			},
+		},
+		{
+			name: "a build that times out stalls the ReleaseManager",
+			snap: func() *snapshot {
+				return reportSnapshot(build("v1", release.TimingOut, 0, release.Step{State: release.TimingOut}, 0))
+			},
+			want: want{
+				states: map[string]string{"v1": "timingout"}, weights: map[string]int32{"v1": 0},
+				ready: metav1.ConditionFalse, reason: ReasonTimedOut, next: reportSyncPeriod,
+			},
+		},
+		{
+			name: "a state this version does not handle stalls the ReleaseManager",
+			snap: func() *snapshot {
+				return reportSnapshot(build("v1", "paused", 10, release.Step{State: "paused", Unknown: true}, 10))
+			},
+			want: want{
+				states: map[string]string{"v1": "paused"}, weights: map[string]int32{"v1": 10},
+				ready: metav1.ConditionFalse, reason: ReasonUnknownState, next: reportSyncPeriod,
+			},
+		},
+		{
+			name: "alerts firing on a judged build are recorded, warned of, and read again soon",
+			snap: func() *snapshot {
+				inc := build("v2", release.Canarying, 10, release.Step{State: release.Canarying, Action: release.Sync, Due: reportNow.Add(time.Hour)}, 10)
+				inc.verdict, inc.firing = release.Firing, []string{"shop_errors"}
+				return reportSnapshot(inc, build("v1", release.Released, 90, release.Step{State: release.Released, Action: release.Sync}, 90))
+			},
+			want: want{
+				states: map[string]string{"v2": "canarying", "v1": "released"}, weights: map[string]int32{"v2": 10, "v1": 90},
+				ready: metav1.ConditionFalse, reason: ReasonProgressing,
+				events: []string{"Warning AlertsFiring v2: shop_errors firing before it proved itself"},
+				next:   reportAlertCheck,
+			},
+		},
+		{
+			name: "a step due soon runs then",
+			snap: func() *snapshot {
+				inc := build("v2", release.Releasing, 50, release.Step{State: release.Releasing, Action: release.Sync}, 50)
+				inc.ramping, inc.ramp = true, release.RampStep{Due: reportNow.Add(3 * time.Second)}
+				return reportSnapshot(inc)
+			},
+			want: want{
+				states: map[string]string{"v2": "releasing"}, weights: map[string]int32{"v2": 50},
+				ready: metav1.ConditionFalse, reason: ReasonProgressing, next: 3 * time.Second,
+			},
+		},
+		{
+			name: "an orphaned app runs again when its removal is due",
+			snap: func() *snapshot {
+				s := reportSnapshot(build("v1", release.Retired, 0, release.Step{State: release.Retired}, 0))
+				s.orphanedSince = reportNow.Add(-time.Minute)
+				s.removal = release.Removal{Due: reportNow.Add(4 * time.Minute)}
+				return s
+			},
+			want: want{
+				states: map[string]string{"v1": "retired"}, weights: map[string]int32{"v1": 0},
+				ready: metav1.ConditionTrue, reason: ReasonSynced, next: time.Minute,
+			},
+		},
+		{
+			name: "a build deleted everywhere whose Revision is gone leaves the record",
+			snap: func() *snapshot {
+				inc := build("v1", release.Deleting, 0, release.Step{State: release.Deleting, Action: release.Delete, Then: release.Deleted}, 0)
+				inc.revision, inc.target = nil, nil
+				return reportSnapshot(inc)
+			},
+			want: want{
+				states: map[string]string{}, weights: map[string]int32{},
+				ready: metav1.ConditionTrue, reason: ReasonSynced,
+				events: []string{"Normal StateChanged v1 deleting → deleted"}, next: again,
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.snap()
+			before := s.rm.Status.DeepCopy()
+			out := report(s, tc.results, reportSyncPeriod, reportAlertCheck)
+			if !sameStatus(before, &s.rm.Status) {
+				t.Errorf("report changed the snapshot's status")
+			}
+			states, weights := map[string]string{}, map[string]int32{}
+			for _, st := range out.status.Revisions {
+				states[st.Tag], weights[st.Tag] = st.State.Current, st.CurrentPercent
+			}
+			if !maps.Equal(states, tc.want.states) || !maps.Equal(weights, tc.want.weights) {
+				t.Errorf("states %v weights %v, want %v %v", states, weights, tc.want.states, tc.want.weights)
+			}
+			ready := meta.FindStatusCondition(out.status.Conditions, picchuv1alpha1.ConditionReady)
+			if ready == nil || ready.Status != tc.want.ready || ready.Reason != tc.want.reason {
+				t.Errorf("Ready %+v, want %s %s", ready, tc.want.ready, tc.want.reason)
+			}
+			var events []string
+			for _, e := range out.events {
+				events = append(events, e.kind+" "+e.reason+" "+e.note)
+			}
+			if !slices.Equal(events, tc.want.events) {
+				t.Errorf("events\n%s\nwant\n%s", strings.Join(events, "\n"), strings.Join(tc.want.events, "\n"))
+			}
+			if out.next != tc.want.next {
+				t.Errorf("next run in %s, want %s", out.next, tc.want.next)
+			}
+			var unsynced []string
+			for _, cs := range out.status.Clusters {
+				if !cs.Synced {
+					unsynced = append(unsynced, cs.Name)
+					if cs.Message == "" {
+						t.Errorf("cluster %s not synced, without a message", cs.Name)
+					}
+				}
+			}
+			if !slices.Equal(unsynced, tc.want.unsynced) {
+				t.Errorf("clusters not synced %v, want %v", unsynced, tc.want.unsynced)
+			}
+			checkKstatus(t, s.rm.Generation, &out.status)
+		})
+	}
+}
+
+// checkKstatus checks the conditions follow kstatus: Ready is always
+// there; Reconciling and Stalled are abnormal-true conditions, present
+// only when True, and then Ready is False; every condition has a reason
+// and the generation it was computed for.
+func checkKstatus(t *testing.T, generation int64, st *picchuv1alpha1.ReleaseManagerStatus) {
+	t.Helper()
+	if st.ObservedGeneration != generation {
+		t.Errorf("observedGeneration %d, want %d", st.ObservedGeneration, generation)
+	}
+	ready := meta.FindStatusCondition(st.Conditions, picchuv1alpha1.ConditionReady)
+	if ready == nil {
+		t.Fatalf("no Ready condition in %+v", st.Conditions)
+	}
+	for _, c := range st.Conditions {
+		if c.Reason == "" || c.ObservedGeneration != generation {
+			t.Errorf("condition %+v: want a reason and observedGeneration %d", c, generation)
+		}
+		if c.Status == metav1.ConditionFalse && c.Message == "" {
+			t.Errorf("condition %s is False without a message", c.Type)
+		}
+		switch c.Type {
+		case picchuv1alpha1.ConditionReconciling, picchuv1alpha1.ConditionStalled:
+			if c.Status != metav1.ConditionTrue {
+				t.Errorf("%s is %s: kstatus wants it True or absent", c.Type, c.Status)
+			}
+			if ready.Status != metav1.ConditionFalse {
+				t.Errorf("%s is True while Ready is %s", c.Type, ready.Status)
+			}
+		}
+	}
+}
+
+func mapsEqual[V comparable](a, b map[string]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
