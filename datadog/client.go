@@ -7,16 +7,15 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	dd "github.com/DataDog/datadog-api-client-go/v2/api/datadog"
 	"github.com/DataDog/datadog-api-client-go/v2/api/datadogV1"
-	"github.com/hashicorp/golang-lru/v2/expirable"
-	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/medium/picchu/querycache"
 )
 
 // Defaults of Config.
@@ -97,10 +96,7 @@ type Client struct {
 	// maxPages bounds the pages read for one query; maxPages but in tests.
 	maxPages int64
 
-	cache  *expirable.LRU[string, []monitor]
-	flight singleflight.Group
-	// waiting counts callers waiting on a request, for tests.
-	waiting atomic.Int64
+	cache *querycache.Cache[[]monitor]
 }
 
 // New returns a client configured by cfg, with the defaults of Config filled
@@ -189,7 +185,9 @@ func New(cfg Config) (*Client, error) {
 		c.host = u.Host
 	}
 	c.api = datadogV1.NewMonitorsApi(dd.NewAPIClient(conf))
-	c.cache = expirable.NewLRU[string, []monitor](cfg.CacheSize, nil, cfg.TTL)
+	c.cache = querycache.New[[]monitor](cfg.CacheSize, cfg.TTL, func(query string, err error) error {
+		return fmt.Errorf("datadog: listing monitors tagged %s at %s: %w", query, c.host, err)
+	})
 	return c, nil
 }
 

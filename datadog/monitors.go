@@ -152,44 +152,12 @@ func quietStatus(status string) bool {
 }
 
 // monitors returns the monitors selected by query, from the cache or else
-// from one request shared by the concurrent callers. The request runs apart
-// from ctx's cancellation (bounded by Config.Timeout per page), so that one
-// caller leaving does not fail the others; the caller stops waiting when ctx
-// is done.
+// from one request shared by the concurrent callers (see
+// querycache.Cache.Get), bounded by Config.Timeout per page.
 func (c *Client) monitors(ctx context.Context, query string) ([]monitor, error) {
-	if ms, ok := c.cache.Get(query); ok {
-		return ms, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("datadog: listing monitors tagged %s at %s: %w", query, c.host, err)
-	}
-	c.waiting.Add(1)
-	defer c.waiting.Add(-1)
-	ch := c.flight.DoChan(query, func() (any, error) {
-		// A flight that started after another one filled the cache.
-		if ms, ok := c.cache.Get(query); ok {
-			return ms, nil
-		}
-		ms, err := c.list(context.WithoutCancel(ctx), query)
-		if err != nil {
-			return nil, err
-		}
-		c.cache.Add(query, ms)
-		return ms, nil
+	return c.cache.Get(ctx, query, func(ctx context.Context) ([]monitor, error) {
+		return c.list(ctx, query)
 	})
-	select {
-	case <-ctx.Done():
-		return nil, fmt.Errorf("datadog: listing monitors tagged %s at %s: %w", query, c.host, ctx.Err())
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		ms, ok := r.Val.([]monitor)
-		if !ok {
-			return nil, fmt.Errorf("datadog: listing monitors tagged %s at %s: unexpected answer %T", query, c.host, r.Val)
-		}
-		return ms, nil
-	}
 }
 
 // list reads every page of the monitors selected by query.

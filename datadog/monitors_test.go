@@ -324,7 +324,7 @@ func TestFiringAlertsCallerGivesUp(t *testing.T) {
 		alerts, err := c.FiringAlerts(context.Background(), "api", "v2", false)
 		stayed <- result{alerts, err}
 	}()
-	eventually(t, "both callers to wait", func() bool { return c.waiting.Load() == 2 })
+	eventually(t, "both callers to wait", func() bool { return c.cache.Waiting() == 2 })
 	cancel()
 	if err := <-left; !errors.Is(err, context.Canceled) {
 		t.Errorf("the caller that gave up got %v, want context.Canceled", err)
@@ -460,7 +460,7 @@ func TestFiringAlertsSingleflight(t *testing.T) {
 			results <- result{tag, alerts, err}
 		}()
 	}
-	eventually(t, "every caller to wait on the request", func() bool { return c.waiting.Load() == callers })
+	eventually(t, "every caller to wait on the request", func() bool { return c.cache.Waiting() == callers })
 	close(release)
 	wg.Wait()
 	close(results)

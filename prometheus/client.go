@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
-	"golang.org/x/sync/singleflight"
+
+	"github.com/medium/picchu/querycache"
 )
 
 // Defaults of the Config fields left zero.
@@ -67,12 +67,7 @@ type Client struct {
 	address string
 	timeout time.Duration
 	api     v1.API
-	cache   *expirable.LRU[string, model.Vector]
-	group   singleflight.Group
-
-	// joined, when set (by tests only), is called with the query once a
-	// caller that missed the cache has joined the query's flight.
-	joined func(query string)
+	cache   *querycache.Cache[model.Vector]
 }
 
 // New returns a Client for cfg. It fails when the address is empty or not an
@@ -111,12 +106,9 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating Prometheus client for %s: %w", cfg.Address, err)
 	}
-	return &Client{
-		address: cfg.Address,
-		timeout: cfg.Timeout,
-		api:     v1.NewAPI(apiClient),
-		cache:   expirable.NewLRU[string, model.Vector](cfg.CacheSize, nil, cfg.TTL),
-	}, nil
+	c := &Client{address: cfg.Address, timeout: cfg.Timeout, api: v1.NewAPI(apiClient)}
+	c.cache = querycache.New[model.Vector](cfg.CacheSize, cfg.TTL, c.wrap)
+	return c, nil
 }
 
 // FiringAlerts returns the sorted names of the alerts firing for app and tag:
@@ -158,42 +150,16 @@ func canaryAlertsQuery(app, tag string) string {
 }
 
 // query returns the vector query evaluates to now, from the cache when it
-// holds it. Callers that miss the cache together share one request, made
-// with the Client's timeout and without the first caller's cancellation, so
-// that one caller giving up does not fail the others; each caller still
-// returns as soon as its own ctx is done.
+// holds it, else from one request shared by the callers that miss it
+// together (see querycache.Cache.Get).
 func (c *Client) query(ctx context.Context, query string) (model.Vector, error) {
-	if vector, ok := c.cache.Get(query); ok {
-		return vector, nil
-	}
-	if err := context.Cause(ctx); err != nil {
-		return nil, c.wrap(query, err)
-	}
-	flightCtx := context.WithoutCancel(ctx)
-	results := c.group.DoChan(query, func() (any, error) {
-		// A flight that ended just before this one began has cached its result.
-		if vector, ok := c.cache.Get(query); ok {
-			return vector, nil
-		}
-		return c.fetch(flightCtx, query)
+	return c.cache.Get(ctx, query, func(ctx context.Context) (model.Vector, error) {
+		return c.fetch(ctx, query)
 	})
-	if c.joined != nil {
-		c.joined(query)
-	}
-	select {
-	case result := <-results:
-		if result.Err != nil {
-			return nil, result.Err
-		}
-		vector, _ := result.Val.(model.Vector)
-		return vector, nil
-	case <-ctx.Done():
-		return nil, c.wrap(query, context.Cause(ctx))
-	}
 }
 
-// fetch evaluates query on Prometheus within the Client's timeout and caches
-// the result when it is a vector.
+// fetch evaluates query on Prometheus within the Client's timeout. Only a
+// vector is an answer.
 func (c *Client) fetch(ctx context.Context, query string) (model.Vector, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -211,7 +177,6 @@ func (c *Client) fetch(ctx context.Context, query string) (model.Vector, error) 
 	if !ok {
 		return nil, c.wrap(query, fmt.Errorf("result is a %s, not a vector", valueType(value)))
 	}
-	c.cache.Add(query, vector)
 	return vector, nil
 }
 

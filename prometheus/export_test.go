@@ -4,7 +4,7 @@ package prometheus
 // cache has joined that query's flight, so that tests can tell when
 // concurrent callers all wait on one request.
 func OnJoined(c *Client, f func(query string)) {
-	c.joined = f
+	c.cache.OnJoined(f)
 }
 
 // CanaryAlertsQuery is canaryAlertsQuery, for tests.
