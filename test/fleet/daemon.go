@@ -64,6 +64,12 @@ func (d daemon) start(argv []string, env ...string) error {
 	if err := os.WriteFile(d.pidFile(), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return errors.Join(fmt.Errorf("starting %s: recording its pid: %w", d.name, err), killPid(pid))
 	}
+	// Until the child has exec'd its command, /proc shows this process's
+	// command line, and running would not know it: return once it runs.
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, daemonStopTimeout, true,
+		func(context.Context) (bool, error) { return alive(pid, d.dir), nil }); err != nil {
+		return fmt.Errorf("starting %s (%s): not running its command (see %s): %w", d.name, argv[0], d.LogFile(), err)
+	}
 	return nil
 }
 
