@@ -104,18 +104,9 @@ type Client struct {
 // Datadog client knows, when URL is not an absolute http(s) URL, when a
 // duration or size is negative, or when TTL is below MinTTL.
 func New(cfg Config) (*Client, error) {
-	keys := cfg.Keys
-	switch {
-	case keys != nil && (cfg.APIKey != "" || cfg.AppKey != ""):
-		return nil, errors.New("datadog: new client: set Config.Keys or Config.APIKey and Config.AppKey, not both")
-	case keys != nil:
-	case cfg.APIKey == "":
-		return nil, errors.New("datadog: new client: Config.APIKey is empty")
-	case cfg.AppKey == "":
-		return nil, errors.New("datadog: new client: Config.AppKey is empty")
-	default:
-		apiKey, appKey := cfg.APIKey, cfg.AppKey
-		keys = func(context.Context) (string, string, error) { return apiKey, appKey, nil }
+	keys, err := keysOf(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Site == "" {
 		cfg.Site = DefaultSite
@@ -158,37 +149,66 @@ func New(cfg Config) (*Client, error) {
 		timeout:  cfg.Timeout,
 		maxPages: maxPages,
 	}
-	if cfg.URL != "" {
-		u, err := url.Parse(cfg.URL)
-		if err != nil {
-			return nil, fmt.Errorf("datadog: new client: parsing Config.URL: %w", err)
-		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("datadog: new client: Config.URL %q is not an absolute http(s) URL", cfg.URL)
-		}
-		// A server without variables is used as is; the operation falls back
-		// to Servers as it has no entry of its own in OperationServers.
-		conf.Servers = dd.ServerConfigurations{{URL: strings.TrimRight(cfg.URL, "/")}}
-		delete(conf.OperationServers, listMonitorsOperation)
-		c.host = u.Host
-	} else {
-		c.site = map[string]string{"site": cfg.Site}
-		ctx := context.WithValue(context.Background(), dd.ContextServerVariables, c.site)
-		base, err := conf.ServerURLWithContext(ctx, listMonitorsOperation)
-		if err != nil {
-			return nil, fmt.Errorf("datadog: new client: Config.Site %q (use Config.URL for other deployments): %w", cfg.Site, err)
-		}
-		u, err := url.Parse(base)
-		if err != nil {
-			return nil, fmt.Errorf("datadog: new client: parsing the URL %q of Config.Site %q: %w", base, cfg.Site, err)
-		}
-		c.host = u.Host
+	if c.host, c.site, err = servers(conf, cfg); err != nil {
+		return nil, err
 	}
 	c.api = datadogV1.NewMonitorsApi(dd.NewAPIClient(conf))
 	c.cache = querycache.New[[]monitor](cfg.CacheSize, cfg.TTL, func(query string, err error) error {
 		return fmt.Errorf("datadog: listing monitors tagged %s at %s: %w", query, c.host, err)
 	})
 	return c, nil
+}
+
+// keysOf is the KeysFunc of cfg: Config.Keys, or the fixed Config.APIKey
+// and Config.AppKey.
+func keysOf(cfg Config) (KeysFunc, error) {
+	keys := cfg.Keys
+	switch {
+	case keys != nil && (cfg.APIKey != "" || cfg.AppKey != ""):
+		return nil, errors.New("datadog: new client: set Config.Keys or Config.APIKey and Config.AppKey, not both")
+	case keys != nil:
+	case cfg.APIKey == "":
+		return nil, errors.New("datadog: new client: Config.APIKey is empty")
+	case cfg.AppKey == "":
+		return nil, errors.New("datadog: new client: Config.AppKey is empty")
+	default:
+		apiKey, appKey := cfg.APIKey, cfg.AppKey
+		keys = func(context.Context) (string, string, error) { return apiKey, appKey, nil }
+	}
+	return keys, nil
+}
+
+// servers points conf at Config.URL, or at the Datadog site of
+// Config.Site, and returns the host requests go to and the server
+// variables of the site (nil with a URL).
+func servers(conf *dd.Configuration, cfg Config) (host string, site map[string]string, err error) {
+	if cfg.URL != "" {
+		u, err := url.Parse(cfg.URL)
+		if err != nil {
+			return "", nil, fmt.Errorf("datadog: new client: parsing Config.URL: %w", err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", nil, fmt.Errorf("datadog: new client: Config.URL %q is not an absolute http(s) URL", cfg.URL)
+		}
+		// A server without variables is used as is; the operation falls back
+		// to Servers as it has no entry of its own in OperationServers.
+		conf.Servers = dd.ServerConfigurations{{URL: strings.TrimRight(cfg.URL, "/")}}
+		delete(conf.OperationServers, listMonitorsOperation)
+		host = u.Host
+	} else {
+		site = map[string]string{"site": cfg.Site}
+		ctx := context.WithValue(context.Background(), dd.ContextServerVariables, site)
+		base, err := conf.ServerURLWithContext(ctx, listMonitorsOperation)
+		if err != nil {
+			return "", nil, fmt.Errorf("datadog: new client: Config.Site %q (use Config.URL for other deployments): %w", cfg.Site, err)
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			return "", nil, fmt.Errorf("datadog: new client: parsing the URL %q of Config.Site %q: %w", base, cfg.Site, err)
+		}
+		host = u.Host
+	}
+	return host, site, nil
 }
 
 // KeysFunc returns the Datadog API and application keys to send.
