@@ -179,6 +179,9 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	for _, target := range env.Targets {
 		makeReady(t, target, app, "v1")
 	}
+	// Released first (a nested wait fails the test on its own deadline,
+	// so it must not be shorter than the release takes), then serving.
+	buildState(t, 10*time.Second, app, "v1", "released")
 	harness.Eventually(t, 10*time.Second, "quiet is ready and serving", func() error {
 		rm := buildState(t, time.Second, app, "v1", "released")
 		if c := condition(rm, picchuv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
