@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,17 +20,17 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // freePort returns a loopback address with a port nothing listens on.
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := kit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 func get(url string) (int, string, error) {
@@ -88,7 +89,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 		})
 	}()
 
-	harness.Eventually(t, 30*time.Second, "readyz answers 200", func() error {
+	kit.Eventually(t, 30*time.Second, "readyz answers 200", func() error {
 		select {
 		case err := <-done:
 			return fmt.Errorf("run returned early: %w", err)
@@ -106,7 +107,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	if code, _, err := get("http://" + probeAddr + "/healthz"); err != nil || code != http.StatusOK {
 		t.Fatalf("healthz: %d %v", code, err)
 	}
-	harness.Eventually(t, 30*time.Second, "leader lease is held", func() error {
+	kit.Eventually(t, 30*time.Second, "leader lease is held", func() error {
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}
 		if err := env.Delivery.Client.Get(ctx, key, lease); err != nil {
@@ -117,7 +118,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 		}
 		return nil
 	})
-	harness.Eventually(t, 30*time.Second, "the target cluster is Ready", func() error {
+	kit.Eventually(t, 30*time.Second, "the target cluster is Ready", func() error {
 		cl := &picchuv1alpha1.Cluster{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[0].Cluster), cl); err != nil {
 			return err

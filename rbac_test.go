@@ -30,6 +30,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // operatorUser is the delivery cluster user the RBAC test runs the operator as.
@@ -126,7 +127,7 @@ func (b *lockedBuffer) tail(n int) string {
 func applyShippedRBAC(ctx context.Context, t *testing.T, env *harness.Env) {
 	t.Helper()
 	for _, file := range []string{"role.yaml", "role_binding.yaml"} {
-		f, err := os.Open(filepath.Join(harness.RepoRoot(), "config", "rbac", file))
+		f, err := os.Open(filepath.Join(kit.RepoRoot(), "config", "rbac", file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +227,7 @@ func TestRun_WorksWithTheShippedRBACAlone(t *testing.T) {
 		"--health-probe-bind-address", freePort(t),
 	)
 
-	harness.Eventually(t, 30*time.Second, "the leader lease is held", func() error {
+	kit.Eventually(t, 30*time.Second, "the leader lease is held", func() error {
 		if err := running(); err != nil {
 			return err
 		}
@@ -239,7 +240,7 @@ func TestRun_WorksWithTheShippedRBACAlone(t *testing.T) {
 		}
 		return nil
 	})
-	harness.Eventually(t, 30*time.Second, "the target cluster is Ready", func() error {
+	kit.Eventually(t, 30*time.Second, "the target cluster is Ready", func() error {
 		cl := &picchuv1alpha1.Cluster{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[0].Cluster), cl); err != nil {
 			return err
@@ -272,7 +273,7 @@ func TestRun_WorksWithTheShippedRBACAlone(t *testing.T) {
 		}
 	}
 	target := env.Targets[0]
-	harness.Eventually(t, 30*time.Second, "the build, its config and its status", func() error {
+	kit.Eventually(t, 30*time.Second, "the build, its config and its status", func() error {
 		if err := running(); err != nil {
 			return err
 		}

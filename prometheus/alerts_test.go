@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/medium/picchu/prometheus"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // Label values that PromQL must quote with care.
@@ -31,7 +31,7 @@ func alwaysFiring(name string, labels map[string]string) monitoringv1.Rule {
 // several apps and tags.
 func TestFiringAlerts_RealPrometheus(t *testing.T) {
 	ctx := context.Background()
-	prom, err := harness.StartPrometheus(ctx, harness.PrometheusConfig{})
+	prom, err := kit.StartPrometheus(ctx, kit.PrometheusConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestFiringAlerts_RealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, time.Minute, "the alerts fire", func() error { return check(polling) })
+	kit.Eventually(t, time.Minute, "the alerts fire", func() error { return check(polling) })
 
 	// With the default TTL, one cached SLO result answers every app and tag.
 	c, err := prometheus.New(prometheus.Config{Address: prom.URL()})

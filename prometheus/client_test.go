@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/medium/picchu/prometheus"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // waitLimit bounds the waits of these tests, so that a bug fails them
@@ -250,7 +250,7 @@ func TestFiringAlerts_CacheExpires(t *testing.T) {
 	if n := fake.count(sloQuery); n != 1 {
 		t.Fatalf("the first query reached the server %d times, want 1", n)
 	}
-	harness.Eventually(t, waitLimit, "an expired result is queried again", func() error {
+	kit.Eventually(t, waitLimit, "an expired result is queried again", func() error {
 		if _, err := c.FiringAlerts(ctx, "a", "v1", false); err != nil {
 			return err
 		}

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/test/kit"
 	"github.com/medium/picchu/test/mesh"
 )
 
@@ -184,7 +185,7 @@ func run(ctx context.Context, cfg config, logger *log.Logger, onListen func(net.
 		Clusters: clusters, RequestsPerSecond: cfg.rps, Interval: cfg.interval, Log: logger.Printf,
 	}
 	if cfg.prometheusURL != "" {
-		opts.Rules = mesh.PrometheusFiles{RulesFile: cfg.rulesFile, URL: cfg.prometheusURL}
+		opts.Rules = kit.PrometheusFiles{RulesFile: cfg.rulesFile, URL: cfg.prometheusURL}
 	}
 	m, err := mesh.New(opts)
 	if err != nil {

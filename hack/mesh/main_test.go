@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 func Test_parseFlags(t *testing.T) {
@@ -161,7 +161,7 @@ func Test_run(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz: %s", resp.Status)
 	}
-	harness.Eventually(t, 10*time.Second, "the unreachable cluster logged", func() error {
+	kit.Eventually(t, 10*time.Second, "the unreachable cluster logged", func() error {
 		if !strings.Contains(logs.String(), "cluster down: listing VirtualServices") {
 			return fmt.Errorf("logs:\n%s", logs.String())
 		}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/medium/picchu/test/crdfields"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // referenceFields is where the original operator's field paths and their
@@ -40,7 +40,7 @@ func reference(t *testing.T) []crdfields.CRD {
 // ours loads our CRD of the reference's kind from config/crd/bases.
 func ours(t *testing.T, ref crdfields.CRD) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	return loadCRD(t, filepath.Join(harness.RepoRoot(), "config", "crd", "bases", ref.Group+"_"+ref.Plural+".yaml"))
+	return loadCRD(t, filepath.Join(kit.RepoRoot(), "config", "crd", "bases", ref.Group+"_"+ref.Plural+".yaml"))
 }
 
 func loadCRD(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition {
@@ -119,7 +119,7 @@ var undocumentedUpstream = []string{
 // TestCRDs_EveryFieldDocumented checks that every field of our CRDs has a
 // description for kubectl explain, except inside KEDA's embedded types.
 func TestCRDs_EveryFieldDocumented(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(harness.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(kit.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(files) != 6 {
 		t.Fatalf("want our 6 CRDs, found %d: %v", len(files), err)
 	}

@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -36,37 +34,24 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var errBare, errHooked error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); bare, errBare = harness.Start(ctx, harness.Options{}) }()
-	go func() { defer wg.Done(); hooked, errHooked = harness.Start(ctx, harness.Options{Webhooks: true}) }()
-	wg.Wait()
-	defer func() {
-		cancel() // stop the webhook server before its certificates go
-		if err := bare.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping bare API server:", err)
+	harness.Main(m, harness.Options{}, func(s *harness.Suite) error {
+		bare = s.Env
+		var err error
+		hooked, err = harness.Start(s.Ctx, harness.Options{Webhooks: true})
+		s.OnStop(func() error {
+			if err := hooked.Stop(); err != nil {
+				return fmt.Errorf("stopping hooked API server: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("starting the hooked API server: %w", err)
 		}
-		if err := hooked.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping hooked API server:", err)
-		}
-	}()
-	if errBare != nil || errHooked != nil {
-		fmt.Fprintln(os.Stderr, "starting API servers:", errBare, errHooked)
-		return 1
-	}
-	if err := serveWebhooks(ctx, hooked); err != nil {
-		fmt.Fprintln(os.Stderr, "serving webhooks:", err)
-		return 1
-	}
-	return m.Run()
+		// Stopped before the hooked API server, whose certificates it serves.
+		ctx, stopWebhooks := context.WithCancel(s.Ctx)
+		s.OnStop(func() error { stopWebhooks(); return nil })
+		return serveWebhooks(ctx, hooked)
+	})
 }
 
 // serveWebhooks runs Picchu's webhooks in a manager, as main.go does, on the

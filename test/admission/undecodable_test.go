@@ -27,6 +27,7 @@ import (
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
 	"github.com/medium/picchu/test/inprocess"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestUndecodableObjects_AreReportedNotFatal stores, under older CRDs
@@ -113,7 +114,7 @@ func TestUndecodableObjects_AreReportedNotFatal(t *testing.T) {
 		for _, obj := range []*unstructured.Unstructured{bad, brokenRM} {
 			waitStalled(t, c, obj)
 		}
-		harness.Eventually(t, 30*time.Second, "the good revision's ReleaseManager", func() error {
+		kit.Eventually(t, 30*time.Second, "the good revision's ReleaseManager", func() error {
 			return c.Get(ctx, client.ObjectKey{Namespace: "picchu", Name: "demo-production"}, &picchuv1alpha1.ReleaseManager{})
 		})
 		// Left as stored: nothing was written over the values at fault.
@@ -165,7 +166,7 @@ func listWithin(ctx context.Context, c cache.Cache, list client.ObjectList) erro
 // warning event saying so.
 func waitStalled(t *testing.T, c client.Client, obj *unstructured.Unstructured) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, obj.GetKind()+" "+obj.GetName()+" reported", func() error {
+	kit.Eventually(t, 30*time.Second, obj.GetKind()+" "+obj.GetName()+" reported", func() error {
 		u := obj.DeepCopy()
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
 			return err
@@ -198,7 +199,7 @@ func waitStalled(t *testing.T, c client.Client, obj *unstructured.Unstructured) 
 // currentCRDs reads Picchu's CRDs from config/crd/bases.
 func currentCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(harness.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	paths, err := filepath.Glob(filepath.Join(kit.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("finding the CRDs: %v (%d files)", err, len(paths))
 	}
@@ -265,7 +266,7 @@ func startWithCRDs(ctx context.Context, t *testing.T, crds []*apiextensionsv1.Cu
 	if err != nil {
 		t.Fatal(err)
 	}
-	assets, err := harness.Assets(ctx)
+	assets, err := kit.Assets(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func upgrade(ctx context.Context, t *testing.T, env *harness.Env, crds []*apiext
 		}
 	}
 	c := env.Delivery.Client
-	harness.Eventually(t, 30*time.Second, "the current Revision schema in force", func() error {
+	kit.Eventually(t, 30*time.Second, "the current Revision schema in force", func() error {
 		probe := object(t, "Revision", revisionJSON(`"release": {"geometricScaling": {"delay": "2562048h"}}`))
 		if err := c.Create(ctx, probe); !apierrors.IsInvalid(err) {
 			if err == nil {

@@ -9,12 +9,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -22,14 +20,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
 	"github.com/medium/picchu/test/inprocess"
+	"github.com/medium/picchu/test/kit"
 )
 
 var env *harness.Env
@@ -38,46 +35,25 @@ var env *harness.Env
 var factors = []float64{1, 2}
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-	env, err = harness.Start(ctx, harness.Options{Targets: 2, Controllers: true})
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping clusters:", err)
+	harness.Main(m, harness.Options{Targets: 2, Controllers: true}, func(s *harness.Suite) error {
+		env = s.Env
+		for i, target := range env.Targets {
+			cl := &picchuv1alpha1.Cluster{}
+			if err := env.Delivery.Client.Get(s.Ctx, client.ObjectKeyFromObject(target.Cluster), cl); err != nil {
+				return fmt.Errorf("reading cluster: %w", err)
+			}
+			cl.Spec.ScalingFactorString = ptr.To(fmt.Sprint(factors[i]))
+			if err := env.Delivery.Client.Update(s.Ctx, cl); err != nil {
+				return fmt.Errorf("setting the scaling factor: %w", err)
+			}
 		}
-	}()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-		return 1
-	}
-	for i, target := range env.Targets {
-		cl := &picchuv1alpha1.Cluster{}
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(target.Cluster), cl); err != nil {
-			fmt.Fprintln(os.Stderr, "reading cluster:", err)
-			return 1
+		op, err := inprocess.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
+		if err != nil {
+			return fmt.Errorf("starting the operator: %w", err)
 		}
-		cl.Spec.ScalingFactorString = ptr.To(fmt.Sprint(factors[i]))
-		if err := env.Delivery.Client.Update(ctx, cl); err != nil {
-			fmt.Fprintln(os.Stderr, "setting the scaling factor:", err)
-			return 1
-		}
-	}
-	op, err := inprocess.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the operator:", err)
-		return 1
-	}
-	code := m.Run()
-	if err := op.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
-	}
-	return code
+		s.OnStop(op.Stop)
+		return nil
+	})
 }
 
 // revision is a build of app scaled by an HPA between 40 and 80 replicas
@@ -111,7 +87,7 @@ func revision(app, tag string, commit int) *picchuv1alpha1.Revision {
 // state waits until app's build tag is in state.
 func state(t *testing.T, timeout time.Duration, app, tag, want string) {
 	t.Helper()
-	harness.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
+	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
 		rm := &picchuv1alpha1.ReleaseManager{}
 		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
 			return err
@@ -177,7 +153,7 @@ func TestAutoscaling_HPAAt40PodsReleasesWithoutLosingCapacity(t *testing.T) {
 	}
 	state(t, 90*time.Second, app, "v1", "released")
 	for i, target := range env.Targets {
-		harness.Eventually(t, 60*time.Second, fmt.Sprintf("%s: v1 at its HPA's min", target.Name), func() error {
+		kit.Eventually(t, 60*time.Second, fmt.Sprintf("%s: v1 at its HPA's min", target.Name), func() error {
 			s, err := observe(ctx, target, i, app)
 			if err != nil {
 				return err
@@ -257,7 +233,7 @@ func TestAutoscaling_HPAAt40PodsReleasesWithoutLosingCapacity(t *testing.T) {
 		}
 	}
 	for i, target := range env.Targets {
-		harness.Eventually(t, 60*time.Second, fmt.Sprintf("%s: v2 under its HPA, v1 at zero", target.Name), func() error {
+		kit.Eventually(t, 60*time.Second, fmt.Sprintf("%s: v2 under its HPA, v1 at zero", target.Name), func() error {
 			s, err := observe(ctx, target, i, app)
 			if err != nil {
 				return err

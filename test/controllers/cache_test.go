@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/operator"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestDeliveryCache_HoldsSecretsAndConfigMapsOfItsNamespacesOnly starts the
@@ -45,7 +45,7 @@ func TestDeliveryCache_HoldsSecretsAndConfigMapsOfItsNamespacesOnly(t *testing.T
 			t.Errorf("cache: %v", err)
 		}
 	}()
-	harness.Eventually(t, 10*time.Second, "the cache holds the probes of "+env.Namespace, func() error {
+	kit.Eventually(t, 10*time.Second, "the cache holds the probes of "+env.Namespace, func() error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "cache-probe"}, &corev1.Secret{}); err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/medium/picchu/controllers/cluster"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // registerCluster creates, in the harness namespace, a Cluster of fleet
@@ -107,7 +108,7 @@ func TestClusterReconciler_RefusesCredentialsFromTheOperatorsFiles(t *testing.T)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Delivery.Client.Delete(ctx, rev) })
-	harness.Eventually(t, 30*time.Second, "the ReleaseManager reports the refused credentials", func() error {
+	kit.Eventually(t, 30*time.Second, "the ReleaseManager reports the refused credentials", func() error {
 		rm := &picchuv1alpha1.ReleaseManager{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "heist-production"}, rm); err != nil {
 			return err

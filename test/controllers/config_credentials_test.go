@@ -16,6 +16,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestReleaseManager_NeverCopiesCredentials gives a build a configSelector
@@ -59,7 +60,7 @@ func TestReleaseManager_NeverCopiesCredentials(t *testing.T) {
 		return names, nil
 	}
 	for _, target := range env.Targets {
-		harness.Eventually(t, 30*time.Second, target.Name+": the build's own secret is copied", func() error {
+		kit.Eventually(t, 30*time.Second, target.Name+": the build's own secret is copied", func() error {
 			err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app + "-v1-secrets"}, &corev1.Secret{})
 			if err != nil {
 				names, _ := copied(target)
@@ -71,7 +72,7 @@ func TestReleaseManager_NeverCopiesCredentials(t *testing.T) {
 			t.Errorf("%s: credential secrets copied to %s: %v (%v)", target.Name, ns, names, err)
 		}
 	}
-	harness.Eventually(t, 10*time.Second, "a warning event per refused secret", func() error {
+	kit.Eventually(t, 10*time.Second, "a warning event per refused secret", func() error {
 		events := &eventsv1.EventList{}
 		if err := env.Delivery.Client.List(ctx, events, client.InNamespace(env.Namespace)); err != nil {
 			return err

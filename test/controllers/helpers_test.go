@@ -21,6 +21,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // targetWrites counts the requests that change something on target
@@ -190,7 +191,7 @@ func config(t *testing.T, app, tag string) {
 func replicaSet(t *testing.T, target *harness.Target, app, tag string) *appsv1.ReplicaSet {
 	t.Helper()
 	rs := &appsv1.ReplicaSet{}
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("ReplicaSet %s of %s on %s", tag, app, target.Name), func() error {
+	kit.Eventually(t, 30*time.Second, fmt.Sprintf("ReplicaSet %s of %s on %s", tag, app, target.Name), func() error {
 		return target.Client.Get(context.Background(), client.ObjectKey{Namespace: app + "-production", Name: tag}, rs)
 	})
 	return rs
@@ -220,7 +221,7 @@ func makeReady(t *testing.T, target *harness.Target, app, tag string) {
 func buildState(t *testing.T, timeout time.Duration, app, tag, state string) *picchuv1alpha1.ReleaseManager {
 	t.Helper()
 	rm := &picchuv1alpha1.ReleaseManager{}
-	harness.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, state), func() error {
+	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, state), func() error {
 		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestReleaseManager_MonitoringFollowsTheNewestBuild releases a build with
@@ -50,7 +50,7 @@ func TestReleaseManager_MonitoringFollowsTheNewestBuild(t *testing.T) {
 		return fmt.Errorf("%T %s/%s still there (%v)", obj, namespace, name, err)
 	}
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": v1's monitoring", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": v1's monitoring", func() error {
 			for _, check := range []error{
 				exists(target.Client, &monitoringv1.ServiceMonitor{}, app+"-status", ns),
 				exists(target.Client, &monitoringv1.ServiceMonitor{}, app+"-http", ns),
@@ -76,7 +76,7 @@ func TestReleaseManager_MonitoringFollowsTheNewestBuild(t *testing.T) {
 		makeReady(t, target, app, "v2")
 	}
 	for _, target := range env.Targets {
-		harness.Eventually(t, 20*time.Second, target.Name+": v2's monitoring", func() error {
+		kit.Eventually(t, 20*time.Second, target.Name+": v2's monitoring", func() error {
 			for _, check := range []error{
 				exists(target.Client, &monitoringv1.ServiceMonitor{}, app+"-status", ns),
 				gone(target.Client, &monitoringv1.ServiceMonitor{}, app+"-http", ns),

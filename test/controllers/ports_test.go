@@ -17,6 +17,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // workerRevision is a queue worker under KEDA: a build with no ports.
@@ -46,7 +47,7 @@ func withCommitTime(rev *picchuv1alpha1.Revision, at string) *picchuv1alpha1.Rev
 func releasedWhileReady(t *testing.T, timeout time.Duration, app, tag string) {
 	t.Helper()
 	ctx := context.Background()
-	harness.Eventually(t, timeout, app+" "+tag+" released", func() error {
+	kit.Eventually(t, timeout, app+" "+tag+" released", func() error {
 		for _, target := range env.Targets {
 			if err := reportReady(ctx, target, app, tag); err != nil {
 				return fmt.Errorf("%s: %w", target.Name, err)
@@ -94,7 +95,7 @@ func reportReady(ctx context.Context, target *harness.Target, app, tag string) e
 // no object was rejected on any of them.
 func allSynced(t *testing.T, app string) {
 	t.Helper()
-	harness.Eventually(t, 10*time.Second, app+" synced on every cluster", func() error {
+	kit.Eventually(t, 10*time.Second, app+" synced on every cluster", func() error {
 		rm := &picchuv1alpha1.ReleaseManager{}
 		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
 			return err
@@ -116,7 +117,7 @@ func allSynced(t *testing.T, app string) {
 func noRoutingObjects(t *testing.T, target *harness.Target, app string) {
 	t.Helper()
 	ns := app + "-production"
-	harness.Eventually(t, 10*time.Second, target.Name+": no Service or routes for "+app, func() error {
+	kit.Eventually(t, 10*time.Second, target.Name+": no Service or routes for "+app, func() error {
 		for _, obj := range []client.Object{&corev1.Service{}, &istionetworking.DestinationRule{}, &istionetworking.VirtualService{}} {
 			err := target.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: app}, obj)
 			if !apierrors.IsNotFound(err) {
@@ -149,7 +150,7 @@ func TestReleaseManager_DeploysAPortlessWorker(t *testing.T) {
 	allSynced(t, app)
 	for _, target := range env.Targets {
 		noRoutingObjects(t, target, app)
-		harness.Eventually(t, 10*time.Second, target.Name+": KEDA scales the released worker", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": KEDA scales the released worker", func() error {
 			return target.Client.Get(ctx, client.ObjectKey{Namespace: app + "-production", Name: "v1"}, &kedav1alpha1.ScaledObject{})
 		})
 	}
@@ -189,7 +190,7 @@ func TestReleaseManager_AppBecomesAWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": v1 removed", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": v1 removed", func() error {
 			err := target.Client.Get(ctx, client.ObjectKey{Namespace: app + "-production", Name: "v1"}, &appsv1.ReplicaSet{})
 			if !apierrors.IsNotFound(err) {
 				return fmt.Errorf("ReplicaSet v1: %v", err)
@@ -226,7 +227,7 @@ func TestReleaseManager_RenamedPort(t *testing.T) {
 	releasedWhileReady(t, 30*time.Second, app, "v2")
 	allSynced(t, app)
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": one port 80 for both builds", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": one port 80 for both builds", func() error {
 			svc := &corev1.Service{}
 			if err := target.Client.Get(ctx, client.ObjectKey{Namespace: app + "-production", Name: app}, svc); err != nil {
 				return err
@@ -248,7 +249,7 @@ func TestReleaseManager_RenamedPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": port 80 targets web once v1 is gone", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": port 80 targets web once v1 is gone", func() error {
 			svc := &corev1.Service{}
 			if err := target.Client.Get(ctx, client.ObjectKey{Namespace: app + "-production", Name: app}, svc); err != nil {
 				return err

@@ -16,6 +16,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // rejectReplicaSet makes target's API server refuse, as invalid, the
@@ -55,7 +56,7 @@ func rejectReplicaSet(t *testing.T, target *harness.Target, namespace, name stri
 		}
 		t.Cleanup(func() { _ = target.Client.Delete(context.Background(), obj) })
 	}
-	harness.Eventually(t, 30*time.Second, "the policy is in force on "+target.Name, func() error {
+	kit.Eventually(t, 30*time.Second, "the policy is in force on "+target.Name, func() error {
 		rs := &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 			Spec: appsv1.ReplicaSetSpec{
@@ -102,7 +103,7 @@ func TestReleaseManager_ARejectedBuildFailsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	replicaSet(t, other, app, "v2")
-	harness.Eventually(t, 30*time.Second, "v2 failed for its rejection", func() error {
+	kit.Eventually(t, 30*time.Second, "v2 failed for its rejection", func() error {
 		rev := &picchuv1alpha1.Revision{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v2), rev); err != nil {
 			return err

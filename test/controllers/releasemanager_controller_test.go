@@ -23,6 +23,7 @@ import (
 	"github.com/medium/picchu/controllers/cluster"
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestReleaseManager_DeploysABuildToEveryCluster applies a Revision and
@@ -62,7 +63,7 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 			t.Errorf("%s: no default readiness probe on the status port", target.Name)
 		}
 
-		harness.Eventually(t, 10*time.Second, target.Name+": app objects", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": app objects", func() error {
 			nsObj := &corev1.Namespace{}
 			if err := c.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
 				return err
@@ -133,7 +134,7 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 		t.Errorf("deploy latency and release stamps not recorded: %+v", st)
 	}
 
-	harness.Eventually(t, 5*time.Second, "v1 takes the traffic", func() error {
+	kit.Eventually(t, 5*time.Second, "v1 takes the traffic", func() error {
 		rm = buildState(t, time.Second, app, "v1", "released")
 		st := rm.Status.Revisions[0]
 		if st.CurrentPercent != 100 || st.PeakPercent != 100 || rm.Status.Releasing == nil || rm.Status.Releasing.Tag != "v1" {
@@ -155,7 +156,7 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 	if len(rm.Status.Clusters) != 2 || !rm.Status.Clusters[0].Synced || !rm.Status.Clusters[1].Synced {
 		t.Errorf("clusters %+v", rm.Status.Clusters)
 	}
-	harness.Eventually(t, 5*time.Second, "revision status mirrors the release", func() error {
+	kit.Eventually(t, 5*time.Second, "revision status mirrors the release", func() error {
 		rev := &picchuv1alpha1.Revision{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "store-v1"}, rev); err != nil {
 			return err
@@ -182,7 +183,7 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	// Released first (a nested wait fails the test on its own deadline,
 	// so it must not be shorter than the release takes), then serving.
 	buildState(t, 10*time.Second, app, "v1", "released")
-	harness.Eventually(t, 10*time.Second, "quiet is ready and serving", func() error {
+	kit.Eventually(t, 10*time.Second, "quiet is ready and serving", func() error {
 		rm := buildState(t, time.Second, app, "v1", "released")
 		if c := condition(rm, picchuv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("ready %+v", c)
@@ -204,7 +205,7 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 		if err := env.Delivery.Client.Patch(ctx, rm, client.RawPatch(types.MergePatchType, []byte(poke))); err != nil {
 			t.Fatal(err)
 		}
-		harness.Eventually(t, 10*time.Second, "another run", func() error {
+		kit.Eventually(t, 10*time.Second, "another run", func() error {
 			if got := reconciles(t, "releasemanager"); got < runs+float64(i+1) {
 				return fmt.Errorf("%v runs", got-runs)
 			}
@@ -247,7 +248,7 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 	}
 	ns := app + "-production"
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": v1 removed", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": v1 removed", func() error {
 			for _, obj := range []client.Object{
 				&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "v1"}},
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gone-v1-env"}},
@@ -273,7 +274,7 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 	for _, target := range env.Targets {
 		checkRouting(t, target, app, map[string]int32{"v2": 100})
 	}
-	harness.Eventually(t, 10*time.Second, "v1 forgotten", func() error {
+	kit.Eventually(t, 10*time.Second, "v1 forgotten", func() error {
 		rm := &picchuv1alpha1.ReleaseManager{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
 			return err
@@ -291,7 +292,7 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rmKey := client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}
-	harness.Eventually(t, 10*time.Second, "orphaned, held by its traffic", func() error {
+	kit.Eventually(t, 10*time.Second, "orphaned, held by its traffic", func() error {
 		rm := &picchuv1alpha1.ReleaseManager{}
 		if err := env.Delivery.Client.Get(ctx, rmKey, rm); err != nil {
 			return err
@@ -317,7 +318,7 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 	for _, target := range env.Targets {
 		namespaceRemoved(t, target, ns)
 	}
-	harness.Eventually(t, 10*time.Second, "release manager gone", func() error {
+	kit.Eventually(t, 10*time.Second, "release manager gone", func() error {
 		err := env.Delivery.Client.Get(ctx, rmKey, &picchuv1alpha1.ReleaseManager{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
@@ -330,7 +331,7 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 func namespaceRemoved(t *testing.T, target *harness.Target, ns string) *corev1.Namespace {
 	t.Helper()
 	nsObj := &corev1.Namespace{}
-	harness.Eventually(t, 10*time.Second, target.Name+": namespace removed", func() error {
+	kit.Eventually(t, 10*time.Second, target.Name+": namespace removed", func() error {
 		err := target.Client.Get(context.Background(), client.ObjectKey{Name: ns}, nsObj)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -366,7 +367,7 @@ func TestReleaseManager_OrphanedAppWithoutTrafficGoesAfterGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	var since time.Time
-	harness.Eventually(t, 10*time.Second, "orphaned, removal pending", func() error {
+	kit.Eventually(t, 10*time.Second, "orphaned, removal pending", func() error {
 		rm := &picchuv1alpha1.ReleaseManager{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
 			return err
@@ -396,7 +397,7 @@ func checkRouting(t *testing.T, target *harness.Target, app string, weights map[
 	ctx := context.Background()
 	ns := app + "-production"
 	host := app + "." + ns + ".svc.cluster.local"
-	harness.Eventually(t, 10*time.Second, target.Name+": routing of "+app, func() error {
+	kit.Eventually(t, 10*time.Second, target.Name+": routing of "+app, func() error {
 		dr := &istionetworking.DestinationRule{}
 		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, dr); err != nil {
 			return err
@@ -512,7 +513,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 	// The production fleet deploys where it can and says where it cannot.
 	replicaSet(t, env.Targets[0], "cart", "v1")
 	makeReady(t, env.Targets[0], "cart", "v1")
-	harness.Eventually(t, 10*time.Second, "cart reports "+away.Name, func() error {
+	kit.Eventually(t, 10*time.Second, "cart reports "+away.Name, func() error {
 		rm := buildState(t, time.Second, "cart", "v1", "deploying")
 		var cs *picchuv1alpha1.ReleaseManagerClusterStatus
 		for i := range rm.Status.Clusters {
@@ -677,7 +678,7 @@ func TestReleaseManager_FaultInjector(t *testing.T) {
 		return out, nil
 	}
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": aborts on port 80's routes", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": aborts on port 80's routes", func() error {
 			got, err := aborts(target)
 			if err != nil {
 				return err
@@ -693,7 +694,7 @@ func TestReleaseManager_FaultInjector(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+": aborts gone", func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+": aborts gone", func() error {
 			got, err := aborts(target)
 			if err != nil {
 				return err

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 func revision(name, tag string, labels map[string]string, targets ...picchuv1alpha1.RevisionTarget) *picchuv1alpha1.Revision {
@@ -46,7 +46,7 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 
 	for _, target := range []picchuv1alpha1.RevisionTarget{production, staging} {
 		rm := &picchuv1alpha1.ReleaseManager{}
-		harness.Eventually(t, 20*time.Second, "release manager shop-"+target.Name, func() error {
+		kit.Eventually(t, 20*time.Second, "release manager shop-"+target.Name, func() error {
 			return c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "shop-" + target.Name}, rm)
 		})
 		wantLabels := map[string]string{picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelTarget: target.Name, picchuv1alpha1.LabelFleet: target.Fleet}
@@ -65,7 +65,7 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 		"shop-v2": {picchuv1alpha1.LabelApp: "shop", picchuv1alpha1.LabelFleetPrefix + "nowhere": "", "team": "checkout"},
 	}
 	for name, want := range wantLabels {
-		harness.Eventually(t, 20*time.Second, "labels of "+name, func() error {
+		kit.Eventually(t, 20*time.Second, "labels of "+name, func() error {
 			rev := &picchuv1alpha1.Revision{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, rev); err != nil {
 				return err
@@ -105,7 +105,7 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 20*time.Second, "v1's status mirrors its release managers", func() error {
+	kit.Eventually(t, 20*time.Second, "v1's status mirrors its release managers", func() error {
 		rev := &picchuv1alpha1.Revision{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(v1), rev); err != nil {
 			return err

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // relabel sets one label of the Revision and, in the same update, flips
@@ -44,7 +44,7 @@ func relabel(t *testing.T, key client.ObjectKey, label, value string) int64 {
 // generation gen of the Revision, and checks the Revision still exists.
 func reconciledAndKept(t *testing.T, key client.ObjectKey, gen int64, what string) {
 	t.Helper()
-	harness.Eventually(t, 20*time.Second, "revision controller reconciled "+what, func() error {
+	kit.Eventually(t, 20*time.Second, "revision controller reconciled "+what, func() error {
 		rev := &picchuv1alpha1.Revision{}
 		if err := env.Delivery.Client.Get(context.Background(), key, rev); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -82,7 +82,7 @@ func TestRevisionReconciler_DeletesWhenEveryTargetIsDeletable(t *testing.T) {
 	reconciledAndKept(t, key, gen, "with staging deletable=false")
 
 	relabel(t, key, stagingLabel, "true")
-	harness.Eventually(t, 20*time.Second, "revision deleted once every target is deletable", func() error {
+	kit.Eventually(t, 20*time.Second, "revision deleted once every target is deletable", func() error {
 		err := c.Get(ctx, key, &picchuv1alpha1.Revision{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -101,7 +101,7 @@ func TestRevisionReconciler_FailsARevisionThatTimedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKey{Namespace: env.Namespace, Name: "gc-timeout-production"}
-	harness.Eventually(t, 20*time.Second, "release manager "+key.Name, func() error {
+	kit.Eventually(t, 20*time.Second, "release manager "+key.Name, func() error {
 		return c.Get(ctx, key, &picchuv1alpha1.ReleaseManager{})
 	})
 	// The release manager controller is told to leave this one alone, so
@@ -132,7 +132,7 @@ func TestRevisionReconciler_FailsARevisionThatTimedOut(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 20*time.Second, "revision failed for timing out", func() error {
+	kit.Eventually(t, 20*time.Second, "revision failed for timing out", func() error {
 		got := &picchuv1alpha1.Revision{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(rev), got); err != nil {
 			return err

@@ -3,20 +3,16 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -26,6 +22,7 @@ import (
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/harness"
 	"github.com/medium/picchu/test/inprocess"
+	"github.com/medium/picchu/test/kit"
 )
 
 var (
@@ -42,24 +39,12 @@ const removalGrace = 3 * time.Second
 const serviceLevelsNamespace = "service-level-objectives"
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	harness.Main(m, harness.Options{Targets: 2}, setup)
 }
 
-func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	ctx, cancel := context.WithCancel(context.Background())
-	var err error
-	env, err = harness.Start(ctx, harness.Options{Targets: 2})
-	defer func() {
-		cancel()
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping clusters:", err)
-		}
-	}()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-		return 1
-	}
+func setup(s *harness.Suite) error {
+	ctx := s.Ctx
+	env = s.Env
 	// Ingress gateways, as a real fleet has them.
 	for _, target := range env.Targets {
 		target.Cluster.Spec.Ingresses = picchuv1alpha1.ClusterIngresses{
@@ -67,13 +52,11 @@ func run(m *testing.M) int {
 			Private: picchuv1alpha1.IngressInfo{Gateway: "istio-system/private", DefaultDomains: []string{"internal.example.net"}},
 		}
 		if err := env.Delivery.Client.Update(ctx, target.Cluster); err != nil {
-			fmt.Fprintln(os.Stderr, "configuring ingresses:", err)
-			return 1
+			return fmt.Errorf("configuring ingresses: %w", err)
 		}
 	}
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
-		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
-		return 1
+		return fmt.Errorf("registering release metrics: %w", err)
 	}
 	op, err := inprocess.Start(env, operator.Options{
 		// Short, so that the tests see an unreachable cluster come back soon.
@@ -92,23 +75,18 @@ func run(m *testing.M) int {
 		RemovalGrace:           removalGrace,
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the operator:", err)
-		return 1
+		return fmt.Errorf("starting the operator: %w", err)
 	}
-	defer func() {
-		if err := op.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the operator:", err)
-		}
-	}()
+	s.OnStop(op.Stop)
 	registry = op.Registry
-	return m.Run()
+	return nil
 }
 
 // readiness waits until the Cluster's Ready condition has status and reason.
 func readiness(t *testing.T, name string, status metav1.ConditionStatus, reason string) *picchuv1alpha1.Cluster {
 	t.Helper()
 	cl := &picchuv1alpha1.Cluster{}
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("cluster %s Ready=%s (%s)", name, status, reason), func() error {
+	kit.Eventually(t, 30*time.Second, fmt.Sprintf("cluster %s Ready=%s (%s)", name, status, reason), func() error {
 		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: name}, cl); err != nil {
 			return err
 		}
@@ -231,7 +209,7 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 	if err := env.Delivery.Client.Delete(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 30*time.Second, "deleted cluster is gone and unregistered", func() error {
+	kit.Eventually(t, 30*time.Second, "deleted cluster is gone and unregistered", func() error {
 		if err := env.Delivery.Client.Get(ctx, key, &picchuv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}

@@ -12,14 +12,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/medium/picchu/test/crdfields"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // ourCRDs lists the field paths of our own CRDs: real schemas, with maps,
 // arrays of objects, int-or-strings, formats and preserved unknown fields.
 func ourCRDs(t *testing.T) []crdfields.CRD {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(harness.RepoRoot(), "config", "crd", "bases", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(kit.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CRDs under config/crd/bases: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/release"
-	"github.com/medium/picchu/test/fleet"
+	"github.com/medium/picchu/test/kit"
 	"github.com/medium/picchu/test/story"
 )
 
@@ -29,7 +29,7 @@ func apply(t *testing.T, app, tag string, edit func(*picchuv1alpha1.Revision)) *
 	if edit != nil {
 		edit(rev)
 	}
-	if err := fleet.Apply(context.Background(), lab.Delivery.Client, rev); err != nil {
+	if err := kit.Apply(context.Background(), lab.Delivery.Client, rev); err != nil {
 		t.Fatal(err)
 	}
 	return rev
@@ -38,15 +38,12 @@ func apply(t *testing.T, app, tag string, edit func(*picchuv1alpha1.Revision)) *
 // until polls the fleet's view of app until check passes.
 func until(t *testing.T, timeout time.Duration, app, what string, check func(story.Snapshot) error) story.Snapshot {
 	t.Helper()
-	var last error
 	var s story.Snapshot
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	if err := kit.Poll(context.Background(), pollInterval, timeout, app+": "+what, func(ctx context.Context) error {
 		s = story.Observe(ctx, lab, app)
-		last = check(s)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %s: %v (last: %v)", app, what, err, last)
+		return check(s)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	return s
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/medium/picchu/test/fleet"
+	"github.com/medium/picchu/test/kit"
 )
 
 // lab is the fleet every test of the package shares.
@@ -70,7 +71,7 @@ func run(m *testing.M) (code int) {
 	}
 	code = m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: the operator's log: %s (removed with the fleet)\n%s\n", lab.OperatorLog(), fleet.LogTail(lab.OperatorLog(), 60))
+		fmt.Fprintf(os.Stderr, "e2e: the operator's log: %s (removed with the fleet)\n%s\n", lab.OperatorLog(), kit.LogTail(lab.OperatorLog(), 60))
 		// The fleet's directory goes with it: keep its logs (the operator's,
 		// the clusters' components') for whoever looks into the failure.
 		kept := dir + "-logs"

@@ -10,23 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/medium/picchu/test/kit"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
-	"github.com/medium/picchu/test/harness"
 )
-
-// fieldManager applies what the fleet sets up.
-const fieldManager = "picchu-fleet"
 
 // tools are the binaries the fleet runs, built or installed under ./bin by
 // the repository's scripts when missing.
@@ -39,15 +28,15 @@ type tools struct {
 func findTools(ctx context.Context) (tools, error) {
 	var t tools
 	var err error
-	if t.k8s, err = harness.Assets(ctx); err != nil {
+	if t.k8s, err = kit.Assets(ctx); err != nil {
 		return t, err
 	}
-	kwok, err := harness.KwokBinary(ctx)
+	kwok, err := kit.KwokBinary(ctx)
 	if err != nil {
 		return t, err
 	}
 	t.kwok = filepath.Dir(kwok)
-	if t.prometheus, err = harness.PrometheusBinary(ctx); err != nil {
+	if t.prometheus, err = kit.PrometheusBinary(ctx); err != nil {
 		return t, err
 	}
 	return t, nil
@@ -60,17 +49,9 @@ func (t tools) kwokctl(ctx context.Context, dir string, args ...string) (string,
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("kwokctl %s: %w: %s", strings.Join(args, " "), err, lastLines(out.String(), 10))
+		return out.String(), fmt.Errorf("kwokctl %s: %w: %s", strings.Join(args, " "), err, kit.LastLines(out.String(), 10))
 	}
 	return out.String(), nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func (f *Fleet) clusterDir(name string) string {
@@ -113,7 +94,7 @@ func (f *Fleet) ensureCluster(ctx context.Context, name string) (*Cluster, error
 			return nil, fmt.Errorf("starting cluster %s: %w", name, err)
 		}
 	}
-	if err := waitFor(ctx, readyTimeout, "cluster "+name+" ready", func(ctx context.Context) error {
+	if err := kit.Poll(ctx, pollInterval, readyTimeout, "cluster "+name+" ready", func(ctx context.Context) error {
 		if !c.ready(ctx) {
 			return errors.New("API server not ready")
 		}
@@ -124,7 +105,7 @@ func (f *Fleet) ensureCluster(ctx context.Context, name string) (*Cluster, error
 	if _, err := f.tools.kwokctl(ctx, f.Dir, "scale", "node", "--name", name, "--replicas", fmt.Sprint(NodeCount)); err != nil {
 		return nil, fmt.Errorf("cluster %s: creating nodes: %w", name, err)
 	}
-	if err := waitFor(ctx, readyTimeout, fmt.Sprintf("%d Ready nodes on %s", NodeCount, name), c.nodesReady); err != nil {
+	if err := kit.Poll(ctx, pollInterval, readyTimeout, fmt.Sprintf("%d Ready nodes on %s", NodeCount, name), c.nodesReady); err != nil {
 		return nil, err
 	}
 	f.logf("cluster %s ready (kubeconfig %s)", name, kubeconfig)
@@ -182,7 +163,7 @@ func (f *Fleet) StartCluster(ctx context.Context, name string) error {
 	if _, err := f.tools.kwokctl(ctx, f.Dir, "start", "cluster", "--name", name); err != nil {
 		return fmt.Errorf("starting cluster %s: %w", name, err)
 	}
-	return waitFor(ctx, readyTimeout, "cluster "+name+" ready", func(ctx context.Context) error {
+	return kit.Poll(ctx, pollInterval, readyTimeout, "cluster "+name+" ready", func(ctx context.Context) error {
 		if !c.ready(ctx) {
 			return errors.New("API server not ready")
 		}
@@ -193,7 +174,7 @@ func (f *Fleet) StartCluster(ctx context.Context, name string) error {
 // installCRDs installs (or updates) Picchu's CRDs on the delivery cluster
 // and the third-party CRDs on the targets, and waits until they serve.
 func (f *Fleet) installCRDs(ctx context.Context) error {
-	delivery := []string{filepath.Join(harness.RepoRoot(), "config", "crd", "bases")}
+	delivery := []string{filepath.Join(kit.RepoRoot(), "config", "crd", "bases")}
 	// envtest waits 10 s by default for CRDs to serve, which a busy 2-core
 	// machine can exceed; readyTimeout, as for the clusters.
 	if _, err := envtest.InstallCRDs(f.Delivery.Config, envtest.CRDInstallOptions{
@@ -201,7 +182,7 @@ func (f *Fleet) installCRDs(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("installing Picchu's CRDs on %s: %w", Delivery, err)
 	}
-	thirdParty, err := harness.ThirdPartyCRDPaths(ctx)
+	thirdParty, err := kit.ThirdPartyCRDPaths(ctx)
 	if err != nil {
 		return err
 	}
@@ -241,53 +222,12 @@ func (f *Fleet) Register(ctx context.Context, t *Cluster, as, fleetName string) 
 	if err != nil {
 		return err
 	}
-	authInfo, err := remote.AuthInfoJSON(&clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key})
-	if err != nil {
-		return fmt.Errorf("registering cluster %s: %w", t.Name, err)
-	}
-	objects := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: as, Namespace: f.Namespace},
-			Data:       map[string][]byte{remote.AuthInfoKey: authInfo},
-		},
-		&picchuv1alpha1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: as, Namespace: f.Namespace,
-				Labels: map[string]string{picchuv1alpha1.LabelFleet: fleetName},
-			},
-			Spec: picchuv1alpha1.ClusterSpec{
-				Enabled: true,
-				Config:  &picchuv1alpha1.ClusterConfig{Server: t.Config.Host, CertificateAuthorityData: ca},
-			},
-		},
-	}
-	for _, obj := range objects {
-		if err := Apply(ctx, f.Delivery.Client, obj); err != nil {
-			return fmt.Errorf("registering cluster %s as %s: %w", t.Name, as, err)
-		}
+	if _, err := kit.RegisterTarget(ctx, f.Delivery.Client, kit.Registration{
+		Namespace: f.Namespace, Name: as, Fleet: fleetName, Server: t.Config.Host, CAData: ca,
+		User: &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key},
+	}); err != nil {
+		return fmt.Errorf("registering cluster %s as %s: %w", t.Name, as, err)
 	}
 	f.logf("cluster %s registered as Cluster %s/%s of fleet %s", t.Name, f.Namespace, as, fleetName)
-	return nil
-}
-
-// Apply server-side applies obj, a typed object of c's scheme, as the
-// fleet's field manager, taking over fields others set.
-func Apply(ctx context.Context, c client.Client, obj client.Object) error {
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	if err != nil {
-		return fmt.Errorf("applying %T %s: %w", obj, obj.GetName(), err)
-	}
-	data, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
-	}
-	u := &unstructured.Unstructured{Object: data}
-	u.SetGroupVersionKind(gvk)
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	unstructured.RemoveNestedField(u.Object, "status")
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
-	}
 	return nil
 }

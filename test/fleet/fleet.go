@@ -28,13 +28,12 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/operator"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 const (
@@ -60,7 +59,7 @@ var DefaultTargets = []string{"east", "west"}
 
 // DefaultDir is the fleet's directory when Options.Dir is empty: .fleet at
 // the root of the repository.
-func DefaultDir() string { return filepath.Join(harness.RepoRoot(), ".fleet") }
+func DefaultDir() string { return filepath.Join(kit.RepoRoot(), ".fleet") }
 
 // Options says what fleet to run.
 type Options struct {
@@ -316,7 +315,7 @@ func (f *Fleet) loadState() error {
 		if *p != 0 {
 			continue
 		}
-		if *p, err = freePort(); err != nil {
+		if *p, err = kit.FreePort(); err != nil {
 			return err
 		}
 	}
@@ -330,15 +329,6 @@ func (f *Fleet) loadState() error {
 	f.PrometheusURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(f.state.PrometheusPort))
 	f.MeshURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(f.state.MeshPort))
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // newCluster builds clients from a kubeconfig.
@@ -359,24 +349,10 @@ func newCluster(name, kubeconfig string) (*Cluster, error) {
 	return &Cluster{Name: name, Kubeconfig: kubeconfig, Config: cfg, Client: c}, nil
 }
 
-// waitFor polls check every pollInterval until it returns nil, or fails
-// with its last error after timeout.
-func waitFor(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %s: %w (last: %v)", what, err, last)
-	}
-	return nil
-}
-
 // Kubectl is the kubectl that hack/install-k8s-binaries.sh builds beside the
 // Kubernetes binaries: bin/kubectl, so that the commands the fleet prints
 // work on a machine that has only Go.
-func Kubectl() string { return filepath.Join(harness.RepoRoot(), "bin", "kubectl") }
+func Kubectl() string { return filepath.Join(kit.RepoRoot(), "bin", "kubectl") }
 
 // KubectlCommand is the command line that runs kubectl with args against
 // cluster c, as printed for a person: it runs as printed from the current

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 const (
@@ -54,28 +51,19 @@ func httpOK(ctx context.Context, hc *http.Client, url string) error {
 // waitHTTP waits until url answers 200, or the daemon exits.
 func (f *Fleet) waitHTTP(ctx context.Context, d daemon, url string) error {
 	hc := &http.Client{Timeout: probeTimeout}
-	return waitFor(ctx, readyTimeout, d.name+" ready", func(ctx context.Context) error {
+	return kit.Poll(ctx, pollInterval, readyTimeout, d.name+" ready", func(ctx context.Context) error {
 		if _, ok := d.running(); !ok {
-			return fmt.Errorf("%s is not running; its log %s ends with:\n%s", d.name, d.LogFile(), LogTail(d.LogFile(), 20))
+			return fmt.Errorf("%s is not running; its log %s ends with:\n%s", d.name, d.LogFile(), kit.LogTail(d.LogFile(), 20))
 		}
 		return httpOK(ctx, hc, url)
 	})
-}
-
-// LogTail returns the last lines of a log file, or why it cannot be read.
-func LogTail(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	return lastLines(string(data), lines)
 }
 
 func (f *Fleet) prometheusDir() string { return filepath.Join(f.Dir, "prometheus") }
 
 // RulesFile is where the mesh writes the rules Picchu wrote on the targets,
 // for Prometheus to evaluate.
-func (f *Fleet) RulesFile() string { return filepath.Join(f.prometheusDir(), "rules", "picchu.yaml") }
+func (f *Fleet) RulesFile() string { return kit.PrometheusRulesFile(f.prometheusDir()) }
 
 // ensurePrometheus starts the fleet's Prometheus unless it runs: it
 // scrapes the mesh every ScrapeInterval and evaluates the rules in
@@ -84,37 +72,14 @@ func (f *Fleet) ensurePrometheus(ctx context.Context) error {
 	d := daemon{f.Dir, prometheusDaemon}
 	if _, ok := d.running(); !ok {
 		dir := f.prometheusDir()
-		for _, sub := range []string{"rules", "data"} {
-			if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-				return fmt.Errorf("starting Prometheus: %w", err)
-			}
-		}
-		config := map[string]any{
-			"global": map[string]any{
-				"scrape_interval":     ScrapeInterval.String(),
-				"evaluation_interval": ScrapeInterval.String(),
-			},
-			"rule_files": []string{filepath.Join(dir, "rules", "*.yaml")},
-			"scrape_configs": []any{map[string]any{
-				"job_name":       "mesh",
-				"static_configs": []any{map[string]any{"targets": []string{"127.0.0.1:" + strconv.Itoa(f.state.MeshPort)}}},
-			}},
-		}
-		out, err := yaml.Marshal(config)
-		if err != nil {
-			return fmt.Errorf("starting Prometheus: encoding its configuration: %w", err)
-		}
-		configFile := filepath.Join(dir, "prometheus.yml")
-		if err := os.WriteFile(configFile, out, 0o644); err != nil {
-			return fmt.Errorf("starting Prometheus: %w", err)
+		if err := kit.WritePrometheusConfig(dir, kit.PrometheusConfig{
+			ScrapeTargets:  []string{"127.0.0.1:" + strconv.Itoa(f.state.MeshPort)},
+			ScrapeInterval: ScrapeInterval, EvalInterval: ScrapeInterval,
+		}); err != nil {
+			return err
 		}
 		f.logf("starting Prometheus at %s", f.PrometheusURL)
-		if err := d.start([]string{f.tools.prometheus,
-			"--config.file=" + configFile,
-			"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-			"--web.listen-address=127.0.0.1:" + strconv.Itoa(f.state.PrometheusPort),
-			"--web.enable-lifecycle",
-		}); err != nil {
+		if err := d.start(kit.PrometheusArgs(f.tools.prometheus, dir, f.state.PrometheusPort)); err != nil {
 			return err
 		}
 	}
@@ -151,9 +116,9 @@ func (f *Fleet) ensureMesh(ctx context.Context) error {
 // build builds the main package pkg of this repository into bin/name and
 // returns the binary's path.
 func build(ctx context.Context, pkg, name string) (string, error) {
-	binary := filepath.Join(harness.RepoRoot(), "bin", name)
+	binary := filepath.Join(kit.RepoRoot(), "bin", name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", binary, pkg)
-	cmd.Dir = harness.RepoRoot()
+	cmd.Dir = kit.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %w: %s", pkg, err, out)
 	}

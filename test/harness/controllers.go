@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/medium/picchu/test/kit"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,8 +34,8 @@ const (
 	// processStopTimeout is how long a controller process gets to exit
 	// after SIGTERM before it is killed.
 	processStopTimeout = 30 * time.Second
-	// logTailBytes is how much of the end of a process' log an error quotes.
-	logTailBytes = 4 << 10
+	// logTailLines is how many of the last lines of a process' log an error quotes.
+	logTailLines = 40
 
 	// KwokNodeCount is the number of fake nodes of a target that runs controllers.
 	KwokNodeCount = 3
@@ -59,21 +60,6 @@ var kubeControllerManagerControllers = []string{
 	"garbage-collector-controller",
 }
 
-// KwokBinary returns the path of the kwok controller, which
-// hack/install-k8s-binaries.sh builds beside the Kubernetes binaries (its
-// version pinned by the module hack/k8s), with kwokctl.
-func KwokBinary(ctx context.Context) (string, error) {
-	dir, err := Assets(ctx)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kwok")
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("kwok is not in %s (run hack/install-k8s-binaries.sh): %w", dir, err)
-	}
-	return path, nil
-}
-
 // startControllers runs, against the server, kwok (managing KwokNodeCount
 // fake nodes it creates), kube-scheduler and kube-controller-manager, each
 // with its own kubeconfig and log in dir, and waits until the nodes are
@@ -85,11 +71,11 @@ func (s *Server) startControllers(ctx context.Context, dir string) (err error) {
 			err = errors.Join(fmt.Errorf("starting controllers: %w", err), s.stopControllers())
 		}
 	}()
-	assets, err := Assets(ctx)
+	assets, err := kit.Assets(ctx)
 	if err != nil {
 		return err
 	}
-	kwok, err := KwokBinary(ctx)
+	kwok, err := kit.KwokBinary(ctx)
 	if err != nil {
 		return err
 	}
@@ -312,7 +298,7 @@ func (s *Server) waitControllers(ctx context.Context, what string, check func(co
 		case <-ctx.Done():
 			tails := make([]string, 0, len(s.controllers))
 			for _, p := range s.controllers {
-				tails = append(tails, p.name+" "+logFileTail(p.logPath))
+				tails = append(tails, p.name+" "+logTail(p.logPath))
 			}
 			return fmt.Errorf("waiting for %s: %w (last: %v)\n%s", what, context.Cause(ctx), last, strings.Join(tails, "\n"))
 		case <-tick.C:
@@ -375,7 +361,7 @@ func (p *process) exited() error {
 	select {
 	case <-p.done:
 		return fmt.Errorf("%s exited (%v; set PICCHU_TEST_CONTROL_PLANE_OUTPUT to see all its output): %s",
-			p.name, p.err, logFileTail(p.logPath))
+			p.name, p.err, logTail(p.logPath))
 	default:
 		return nil
 	}
@@ -398,7 +384,7 @@ func (p *process) stop(timeout time.Duration) error {
 			timer.Stop()
 		case <-timer.C:
 			errs = append(errs, fmt.Errorf("stopping %s: still running %s after SIGTERM; killing it: %s",
-				p.name, timeout, logFileTail(p.logPath)))
+				p.name, timeout, logTail(p.logPath)))
 			if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 				errs = append(errs, fmt.Errorf("killing %s: %w", p.name, err))
 			}
@@ -411,28 +397,7 @@ func (p *process) stop(timeout time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// logFileTail returns the last lines of the log at path, to explain a failure.
-func logFileTail(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	defer func() { _ = f.Close() }()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Sprintf("(log unreadable: %v)", err)
-	}
-	offset := max(info.Size()-logTailBytes, 0)
-	buf := make([]byte, info.Size()-offset)
-	if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Sprintf("(log unreadable: %v)", err)
-	}
-	tail := string(buf)
-	if offset > 0 {
-		// Drop the first, partial line.
-		if i := strings.IndexByte(tail, '\n'); i >= 0 {
-			tail = tail[i+1:]
-		}
-	}
-	return "log tail:\n" + strings.TrimRight(tail, "\n")
+// logTail returns the last lines of the log at path, to explain a failure.
+func logTail(path string) string {
+	return "log tail:\n" + kit.LogTail(path, logTailLines)
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestControllers_ReplicaSetAndHPAOnKwokNodes starts a target with real
@@ -88,10 +89,10 @@ func TestControllers_ReplicaSetAndHPAOnKwokNodes(t *testing.T) {
 	if err := c.Create(ctx, rs); err != nil {
 		t.Fatalf("creating ReplicaSet: %v", err)
 	}
-	harness.Eventually(t, time.Minute, "3 pods Running and Ready on kwok nodes", func() error {
+	kit.Eventually(t, time.Minute, "3 pods Running and Ready on kwok nodes", func() error {
 		return runningReadyPods(ctx, c, ns, labels, 3)
 	})
-	harness.Eventually(t, time.Minute, "3 available replicas", func() error {
+	kit.Eventually(t, time.Minute, "3 available replicas", func() error {
 		return availableReplicas(ctx, c, rs, 3)
 	})
 
@@ -117,10 +118,10 @@ func TestControllers_ReplicaSetAndHPAOnKwokNodes(t *testing.T) {
 	if err := c.Create(ctx, hpa); err != nil {
 		t.Fatalf("creating HPA: %v", err)
 	}
-	harness.Eventually(t, time.Minute, "the HPA scales the ReplicaSet to its 5 minimum replicas", func() error {
+	kit.Eventually(t, time.Minute, "the HPA scales the ReplicaSet to its 5 minimum replicas", func() error {
 		return availableReplicas(ctx, c, rs, 5)
 	})
-	harness.Eventually(t, time.Minute, "5 pods Running and Ready on kwok nodes", func() error {
+	kit.Eventually(t, time.Minute, "5 pods Running and Ready on kwok nodes", func() error {
 		return runningReadyPods(ctx, c, ns, labels, 5)
 	})
 

@@ -10,7 +10,6 @@
 // (ReplicaSets, HorizontalPodAutoscalers, garbage collection), kube-scheduler
 // and kwok with fake nodes, so that ReplicaSets get Running and Ready pods.
 //
-// It also runs a real Prometheus server (StartPrometheus, provisioned by
-// hack/install-prometheus.sh) with rules a test sets, scraping Traffic, a
-// target that simulates the Istio request counters of apps and tags.
+// Main is the TestMain of a package whose tests share one Env. What both
+// tiers of tests share (Prometheus, traffic, rules, waits) is in test/kit.
 package harness

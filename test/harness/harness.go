@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -20,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/test/kit"
 )
 
 // Scheme knows every type a test reads or writes: the operator's own scheme.
@@ -81,7 +79,7 @@ type Target struct {
 	Name string
 	// Auth is the kind of credentials registered.
 	Auth AuthMode
-	// Cluster is the registered Cluster as created.
+	// Cluster is the registered Cluster as stored.
 	Cluster *picchuv1alpha1.Cluster
 	// Proxy is the address the Cluster is registered with: stopping it
 	// makes the target unreachable for the operator (not for the test's
@@ -113,7 +111,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets, err := Assets(ctx)
+	assets, err := kit.Assets(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +121,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	env := &Env{Scheme: scheme, Namespace: opts.Namespace, Fleet: opts.Fleet, tmpDir: tmpDir}
 
-	root := RepoRoot()
+	root := kit.RepoRoot()
 	env.Delivery = &Server{Env: &envtest.Environment{
 		Scheme:                   scheme,
 		BinaryAssetsDirectory:    assets,
@@ -138,7 +136,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	var targetCRDs []string
 	if opts.Targets > 0 {
-		if targetCRDs, err = ThirdPartyCRDPaths(ctx); err != nil {
+		if targetCRDs, err = kit.ThirdPartyCRDPaths(ctx); err != nil {
 			return env, err
 		}
 	}
@@ -201,12 +199,9 @@ func (s *Server) start() error {
 	return nil
 }
 
-// register creates, on the delivery cluster, a Cluster and a Secret per target.
+// register registers every target on the delivery cluster, through a
+// proxy of its own, as a user registers it.
 func (e *Env) register(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Namespace}}
-	if err := e.Delivery.Client.Create(ctx, ns); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", e.Namespace, err)
-	}
 	for _, t := range e.Targets {
 		user, err := t.credentials()
 		if err != nil {
@@ -220,33 +215,11 @@ func (e *Env) register(ctx context.Context) error {
 			return fmt.Errorf("target %s: %w", t.Name, err)
 		}
 		server.Host = t.Proxy.Addr
-		authInfo, err := remote.AuthInfoJSON(user)
-		if err != nil {
-			return fmt.Errorf("target %s: %w", t.Name, err)
-		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: e.Namespace},
-			Data:       map[string][]byte{remote.AuthInfoKey: authInfo},
-		}
-		if err := e.Delivery.Client.Create(ctx, secret); err != nil {
-			return fmt.Errorf("target %s: creating secret: %w", t.Name, err)
-		}
-		t.Cluster = &picchuv1alpha1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      t.Name,
-				Namespace: e.Namespace,
-				Labels:    map[string]string{picchuv1alpha1.LabelFleet: e.Fleet},
-			},
-			Spec: picchuv1alpha1.ClusterSpec{
-				Enabled: true,
-				Config: &picchuv1alpha1.ClusterConfig{
-					Server:                   server.String(),
-					CertificateAuthorityData: t.Config.CAData,
-				},
-			},
-		}
-		if err := e.Delivery.Client.Create(ctx, t.Cluster); err != nil {
-			return fmt.Errorf("target %s: creating cluster: %w", t.Name, err)
+		if t.Cluster, err = kit.RegisterTarget(ctx, e.Delivery.Client, kit.Registration{
+			Namespace: e.Namespace, Name: t.Name, Fleet: e.Fleet,
+			Server: server.String(), CAData: t.Config.CAData, User: user,
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

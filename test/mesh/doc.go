@@ -11,5 +11,5 @@
 //
 // With Options.Rules a Mesh also plays prometheus-operator: it loads the
 // union of the PrometheusRules of every cluster into Prometheus (see
-// PrometheusFiles for a Prometheus started elsewhere).
+// kit.PrometheusFiles for a Prometheus started elsewhere).
 package mesh

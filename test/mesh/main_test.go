@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,24 +37,10 @@ var env *harness.Env
 const testTimeout = 15 * time.Second
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-	env, err = harness.Start(ctx, harness.Options{Targets: 2})
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping clusters:", err)
-		}
-	}()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-		return 1
-	}
-	return m.Run()
+	harness.Main(m, harness.Options{Targets: 2}, func(s *harness.Suite) error {
+		env = s.Env
+		return nil
+	})
 }
 
 // clusters returns the targets' clients by name, each wrapped by wrap when set.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/medium/picchu/test/kit"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -22,9 +23,6 @@ const (
 	// DefaultInterval is how often weights are read and counters advanced
 	// when Options.Interval is zero.
 	DefaultInterval = 250 * time.Millisecond
-	// minReadTimeout is the least time a cluster has to answer a list before
-	// it counts as down for a tick; it has the Interval when that is longer.
-	minReadTimeout = time.Second
 )
 
 // Options says which clusters a Mesh serves and how.
@@ -40,8 +38,8 @@ type Options struct {
 	// often rules are synced (DefaultInterval when zero).
 	Interval time.Duration
 	// Rules, when set, receives the union of the PrometheusRules of the
-	// clusters whenever it changes (see RuleLoader).
-	Rules RuleLoader
+	// clusters whenever it changes (see kit.RuleSync).
+	Rules kit.RuleLoader
 	// Log receives what the mesh has to say: weights that changed, clusters
 	// that fail to answer and answer again, rules loaded (log.Printf when nil).
 	Log func(format string, args ...any)
@@ -50,24 +48,19 @@ type Options struct {
 // Mesh plays users and the Istio mesh of a fleet of clusters. Create it with
 // New; its methods are safe for concurrent use.
 type Mesh struct {
-	clusters []namedClient // sorted by name
+	clusters []kit.NamedClient // sorted by name
 	rps      float64
 	interval time.Duration
-	rules    RuleLoader
+	rules    kit.RuleLoader
 	logf     func(format string, args ...any)
 	metrics  *metrics
+	traffic  *kit.Traffic
 	handler  http.Handler
 	running  atomic.Bool
 
 	mu      sync.Mutex
 	ratios  map[string]map[string]float64 // error ratios by app and tag
 	weights map[string]appWeights         // weights last read, by cluster
-}
-
-// namedClient is a cluster's client and its name.
-type namedClient struct {
-	name   string
-	client client.Client
 }
 
 // New checks opts and returns a Mesh serving no traffic until Run.
@@ -105,11 +98,11 @@ func New(opts Options) (*Mesh, error) {
 		if c == nil {
 			return nil, fmt.Errorf("creating the mesh: cluster %s has no client", name)
 		}
-		m.clusters = append(m.clusters, namedClient{name: name, client: c})
 	}
-	sort.Slice(m.clusters, func(i, j int) bool { return m.clusters[i].name < m.clusters[j].name })
+	m.clusters = kit.SortedClients(opts.Clusters)
+	m.traffic = kit.NewTraffic()
 	var err error
-	if m.metrics, err = newMetrics(); err != nil {
+	if m.metrics, err = newMetrics(m.traffic); err != nil {
 		return nil, fmt.Errorf("creating the mesh: %w", err)
 	}
 	m.handler = m.newHandler()
@@ -128,82 +121,82 @@ func (m *Mesh) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if m.rules != nil {
 		// In a loop of its own, so that a slow Prometheus never holds up traffic.
-		wg.Go(func() { m.syncRules(ctx) })
+		sync := kit.RuleSync{Clusters: m.clusters, Loader: m.rules, Interval: m.interval, Logf: m.logf}
+		wg.Go(func() { sync.Run(ctx) })
 	}
 	m.serveTraffic(ctx)
 	wg.Wait()
 	return nil
 }
 
-// serveTraffic reads the weights and counts the requests of each interval
-// until ctx is done. The first read only learns the weights.
+// serveTraffic reads the weights every interval and sends each cluster's
+// requests at them until ctx is done; then no cluster receives any.
 func (m *Mesh) serveTraffic(ctx context.Context) {
-	report := newReporter(m.logf, "listing VirtualServices")
-	last := time.Now()
-	m.step(ctx, 0, report)
+	report := kit.NewReporter(m.logf, "listing VirtualServices")
+	m.step(ctx, report)
 	tick := time.NewTicker(m.interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			m.mu.Lock()
+			m.setRatesLocked(nil)
+			m.mu.Unlock()
 			return
-		case now := <-tick.C:
-			m.step(ctx, now.Sub(last), report)
-			last = now
+		case <-tick.C:
+			m.step(ctx, report)
 		}
 	}
 }
 
-// step reads the weights of every cluster and counts the requests of the
-// elapsed time at those weights.
-func (m *Mesh) step(ctx context.Context, elapsed time.Duration, report *reporter) {
+// step reads the weights of every cluster and sends requests at them from
+// now on. A cluster that fails to answer receives none until it answers.
+func (m *Mesh) step(ctx context.Context, report *kit.Reporter) {
 	read := map[string]appWeights{}
-	for _, r := range readClusters(ctx, m.clusters, m.readTimeout(), readWeights) {
-		if r.err != nil {
+	for _, r := range kit.ReadAll(ctx, m.clusters, kit.ReadTimeout(m.interval), readWeights) {
+		if r.Err != nil {
 			if ctx.Err() == nil {
-				report.failed(r.cluster, r.err)
+				report.Failed(r.Cluster, r.Err)
 			}
 			continue
 		}
-		report.ok(r.cluster)
-		read[r.cluster] = r.value
+		report.OK(r.Cluster)
+		read[r.Cluster] = r.Value
 	}
 	if ctx.Err() != nil {
-		// Stopping: the reads were cut short, and no traffic is due.
+		// Stopping: the reads were cut short.
 		return
 	}
 	m.mu.Lock()
 	previous := m.weights
-	m.weights = read
-	counts := m.countLocked(read, elapsed.Seconds())
+	m.setRatesLocked(read)
 	m.mu.Unlock()
 
 	m.logChanges(previous, read)
 	m.metrics.setWeights(read)
-	m.metrics.addRequests(counts)
 }
 
-// countLocked returns the requests each cluster, app and tag received in
-// seconds at weights, split by the error ratios. Call it with mu held.
-func (m *Mesh) countLocked(weights map[string]appWeights, seconds float64) []requestCount {
-	var counts []requestCount
-	for cluster, apps := range weights {
+// setRatesLocked makes each cluster, app and tag of weights receive the
+// requests of its weight, split by the error ratios, and those of the
+// weights read before that are not in weights none. Call it with mu held.
+func (m *Mesh) setRatesLocked(weights map[string]appWeights) {
+	for cluster, apps := range m.weights {
 		for app, tags := range apps {
-			for tag, weight := range tags {
-				n := max(m.rps*float64(weight)/100*seconds, 0)
-				ratio := m.ratios[app][tag]
-				counts = append(counts, requestCount{
-					cluster: cluster, app: app, tag: tag, ok: n * (1 - ratio), failed: n * ratio,
-				})
+			for tag := range tags {
+				if _, ok := weights[cluster][app][tag]; !ok {
+					m.traffic.SetIn(cluster, app, tag, 0, 0)
+				}
 			}
 		}
 	}
-	return counts
-}
-
-// readTimeout is how long a cluster has to answer a list.
-func (m *Mesh) readTimeout() time.Duration {
-	return max(m.interval, minReadTimeout)
+	for cluster, apps := range weights {
+		for app, tags := range apps {
+			for tag, weight := range tags {
+				m.traffic.SetIn(cluster, app, tag, max(m.rps*float64(weight)/100, 0), m.ratios[app][tag])
+			}
+		}
+	}
+	m.weights = weights
 }
 
 // logChanges logs the weights of each cluster and app that differ from
@@ -290,60 +283,6 @@ func (m *Mesh) Weights() map[string]map[string]map[string]int32 {
 		}
 	}
 	return out
-}
-
-// clusterResult is what was read from one cluster.
-type clusterResult[T any] struct {
-	cluster string
-	value   T
-	err     error
-}
-
-// readClusters reads every cluster at once, each within timeout, and
-// returns the results in the clusters' order.
-func readClusters[T any](ctx context.Context, clusters []namedClient, timeout time.Duration,
-	read func(context.Context, client.Client) (T, error)) []clusterResult[T] {
-	results := make([]clusterResult[T], len(clusters))
-	var wg sync.WaitGroup
-	for i, c := range clusters {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			v, err := read(ctx, c.client)
-			results[i] = clusterResult[T]{cluster: c.name, value: v, err: err}
-		})
-	}
-	wg.Wait()
-	return results
-}
-
-// reporter logs the errors of each cluster when they start or change, and
-// when the cluster answers again, so that a cluster that is down does not
-// fill the log every interval.
-type reporter struct {
-	logf func(format string, args ...any)
-	what string            // what is read, to say that it works again
-	last map[string]string // last error logged, by cluster
-}
-
-func newReporter(logf func(string, ...any), what string) *reporter {
-	return &reporter{logf: logf, what: what, last: map[string]string{}}
-}
-
-func (r *reporter) failed(cluster string, err error) {
-	msg := err.Error()
-	if r.last[cluster] == msg {
-		return
-	}
-	r.last[cluster] = msg
-	r.logf("cluster %s: %v (skipped until it answers)", cluster, err)
-}
-
-func (r *reporter) ok(cluster string) {
-	if _, failing := r.last[cluster]; failing {
-		delete(r.last, cluster)
-		r.logf("cluster %s: %s: answering again", cluster, r.what)
-	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

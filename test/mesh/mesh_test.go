@@ -13,7 +13,7 @@ import (
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 	"github.com/medium/picchu/test/mesh"
 )
 
@@ -31,7 +31,7 @@ func TestMesh_Traffic(t *testing.T) {
 	runMesh(t, m)
 
 	want := map[string]int32{"v1": 90, "v2": 10}
-	harness.Eventually(t, testTimeout, "/weights shows each cluster's release route", func() error {
+	kit.Eventually(t, testTimeout, "/weights shows each cluster's release route", func() error {
 		w, err := weights(srv.URL)
 		if err != nil {
 			return err
@@ -45,7 +45,7 @@ func TestMesh_Traffic(t *testing.T) {
 	})
 
 	var s samples
-	harness.Eventually(t, testTimeout, "v1 receives 3000 requests", func() error {
+	kit.Eventually(t, testTimeout, "v1 receives 3000 requests", func() error {
 		var err error
 		if s, err = scrape(srv.URL); err != nil {
 			return err
@@ -107,7 +107,7 @@ func TestMesh_WeightChange(t *testing.T) {
 	waitWeights(t, srv.URL, "cart", map[string]map[string]int32{
 		first.Name: {"v1": 90, "v2": 10}, second.Name: {"v2": 100},
 	})
-	harness.Eventually(t, testTimeout, "mesh_route_weight follows", func() error {
+	kit.Eventually(t, testTimeout, "mesh_route_weight follows", func() error {
 		s, err := scrape(srv.URL)
 		if err != nil {
 			return err
@@ -151,7 +151,7 @@ func TestMesh_ClusterDown(t *testing.T) {
 	waitWeights(t, srv.URL, "pay", map[string]map[string]int32{up: {"v1": 100}, down: {"v1": 100}})
 
 	flaky[down].fail.Store(true)
-	harness.Eventually(t, testTimeout, down+" left out of /weights", func() error {
+	kit.Eventually(t, testTimeout, down+" left out of /weights", func() error {
 		w, err := weights(srv.URL)
 		if err != nil {
 			return err
@@ -170,7 +170,7 @@ func TestMesh_ClusterDown(t *testing.T) {
 	}
 	downBefore := s.requests("destination_app", "pay", "destination_cluster", down)
 	upBefore := s.requests("destination_app", "pay", "destination_cluster", up)
-	harness.Eventually(t, testTimeout, up+" serves 500 more requests", func() error {
+	kit.Eventually(t, testTimeout, up+" serves 500 more requests", func() error {
 		if s, err = scrape(srv.URL); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func TestMesh_ClusterDown(t *testing.T) {
 
 	flaky[down].fail.Store(false)
 	waitWeights(t, srv.URL, "pay", map[string]map[string]int32{up: {"v1": 100}, down: {"v1": 100}})
-	harness.Eventually(t, testTimeout, down+" serves again", func() error {
+	kit.Eventually(t, testTimeout, down+" serves again", func() error {
 		s, err := scrape(srv.URL)
 		if err != nil {
 			return err
@@ -275,7 +275,7 @@ func TestNew(t *testing.T) {
 // for each cluster.
 func waitWeights(t *testing.T, baseURL, app string, want map[string]map[string]int32) {
 	t.Helper()
-	harness.Eventually(t, testTimeout, fmt.Sprintf("/weights of %s: %v", app, want), func() error {
+	kit.Eventually(t, testTimeout, fmt.Sprintf("/weights of %s: %v", app, want), func() error {
 		w, err := weights(baseURL)
 		if err != nil {
 			return err

@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/medium/picchu/test/kit"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // metrics are what a Mesh exports, in a registry of its own.
 type metrics struct {
 	registry *prometheus.Registry
-	// requests counts requests as the destinations' Istio sidecars report them.
-	requests *prometheus.CounterVec
 	// weights are the weights last read.
 	weights *prometheus.GaugeVec
 
@@ -22,26 +21,18 @@ type metrics struct {
 // weightSeries are the labels of a series of weights.
 type weightSeries struct{ cluster, app, tag string }
 
-// requestCount is the requests a cluster's app's tag received in an interval.
-type requestCount struct {
-	cluster, app, tag string
-	ok, failed        float64
-}
-
-func newMetrics() (*metrics, error) {
+// newMetrics returns the mesh's metrics: the weights, and the requests
+// traffic counts, as the destinations' Istio sidecars report them.
+func newMetrics(traffic *kit.Traffic) (*metrics, error) {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "istio_requests_total",
-			Help: "Requests received, as reported by the destination's Istio sidecar (simulated by the mesh).",
-		}, []string{"reporter", "destination_app", "destination_version", "destination_cluster", "response_code"}),
 		weights: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mesh_route_weight",
 			Help: "Weight in percent of the release route to each tag of each app, as last read from the cluster's VirtualService.",
 		}, []string{"destination_cluster", "destination_app", "destination_version"}),
 		series: map[weightSeries]bool{},
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.weights} {
+	for _, c := range []prometheus.Collector{traffic, m.weights} {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}
@@ -69,13 +60,4 @@ func (m *metrics) setWeights(weights map[string]appWeights) {
 		}
 	}
 	m.series = current
-}
-
-// addRequests counts requests. Both response codes get a series, at 0 when
-// no request failed, so that error ratios read 0 rather than nothing.
-func (m *metrics) addRequests(counts []requestCount) {
-	for _, c := range counts {
-		m.requests.WithLabelValues("destination", c.app, c.tag, c.cluster, "200").Add(c.ok)
-		m.requests.WithLabelValues("destination", c.app, c.tag, c.cluster, "500").Add(c.failed)
-	}
 }

@@ -3,11 +3,6 @@ package mesh_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 	"github.com/medium/picchu/test/mesh"
 )
 
@@ -133,7 +128,7 @@ func TestMesh_RuleSync(t *testing.T) {
 	for name, c := range counted {
 		before[name] = c.ruleLists.Load()
 	}
-	harness.Eventually(t, testTimeout, "5 more reads of the rules", func() error {
+	kit.Eventually(t, testTimeout, "5 more reads of the rules", func() error {
 		for name, c := range counted {
 			if n := c.ruleLists.Load(); n < before[name]+5 {
 				return fmt.Errorf("%s: rules listed %d times, %d before", name, n, before[name])
@@ -163,7 +158,7 @@ func TestMesh_RuleSync(t *testing.T) {
 // waitRules waits until the last groups loaded are want, by name.
 func waitRules(t *testing.T, loader *recordingLoader, want map[string]string) {
 	t.Helper()
-	harness.Eventually(t, testTimeout, "the union of the rules loaded", func() error {
+	kit.Eventually(t, testTimeout, "the union of the rules loaded", func() error {
 		n, groups := loader.last()
 		if got := exprs(groups); n == 0 || !mapsEqual(got, want) {
 			return fmt.Errorf("%d loads, the last of %v, want %v", n, got, want)
@@ -188,67 +183,3 @@ var testGroups = []monitoringv1.RuleGroup{{
 	Name:  "shop-production/shop-slo/slo",
 	Rules: []monitoringv1.Rule{{Alert: "ShopErrors", Expr: intstr.FromString("vector(1) > 0")}},
 }}
-
-// TestPrometheusFiles_SetRules checks that the rules are in the file when
-// Prometheus is asked to reload, and that nothing else is left beside it.
-func TestPrometheusFiles_SetRules(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "rules.yaml")
-	want, err := harness.MarshalRules(testGroups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var reloads []string // method, path and file content of each request
-	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			data = []byte(err.Error())
-		}
-		mu.Lock()
-		reloads = append(reloads, r.Method+" "+r.URL.Path+"\n"+string(data))
-		mu.Unlock()
-	}))
-	defer prom.Close()
-
-	p := mesh.PrometheusFiles{RulesFile: path, URL: prom.URL + "/"}
-	if err := p.SetRules(context.Background(), testGroups); err != nil {
-		t.Fatalf("SetRules: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if wantReload := "POST /-/reload\n" + string(want); len(reloads) != 1 || reloads[0] != wantReload {
-		t.Errorf("Prometheus received %q, want one %q", reloads, wantReload)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 1 || entries[0].Name() != "rules.yaml" {
-		t.Errorf("the directory holds %v, want only rules.yaml", entries)
-	}
-	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o644 {
-		t.Errorf("rules.yaml: %v, %v; want mode 0644", info, err)
-	}
-}
-
-// TestPrometheusFiles_SetRulesFails checks the errors of a failed reload and
-// of a rule file that cannot be written.
-func TestPrometheusFiles_SetRulesFails(t *testing.T) {
-	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, "failed to reload config: bad rule\n")
-	}))
-	defer prom.Close()
-	p := mesh.PrometheusFiles{RulesFile: filepath.Join(t.TempDir(), "rules.yaml"), URL: prom.URL, HTTP: prom.Client()}
-	err := p.SetRules(context.Background(), testGroups)
-	if err == nil || !strings.Contains(err.Error(), "500 Internal Server Error: failed to reload config: bad rule") {
-		t.Errorf("SetRules with a failing reload: %v, want the status and the body", err)
-	}
-
-	p.RulesFile = filepath.Join(t.TempDir(), "missing", "rules.yaml")
-	err = p.SetRules(context.Background(), testGroups)
-	if err == nil || !strings.Contains(err.Error(), p.RulesFile) {
-		t.Errorf("SetRules into a missing directory: %v, want an error naming %s", err, p.RulesFile)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // scaling is what a target shows of a build's sizing.
@@ -47,7 +48,7 @@ func scalingOf(ctx context.Context, target *harness.Target, app, tag string) (sc
 func sized(t *testing.T, app, tag, what string, want func(scaling) error) {
 	t.Helper()
 	for _, target := range env.Targets {
-		harness.Eventually(t, 30*time.Second, fmt.Sprintf("%s: %s %s %s", target.Name, app, tag, what), func() error {
+		kit.Eventually(t, 30*time.Second, fmt.Sprintf("%s: %s %s %s", target.Name, app, tag, what), func() error {
 			got, err := scalingOf(context.Background(), target, app, tag)
 			if err != nil {
 				return err

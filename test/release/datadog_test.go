@@ -18,7 +18,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/datadog"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 const (
@@ -153,7 +153,7 @@ func TestSLO_DatadogMonitorsJudgeTheCanary(t *testing.T) {
 	}
 	dd.set(app, "v2", "OK")
 	dd.fail(app, http.StatusServiceUnavailable)
-	harness.Eventually(t, 30*time.Second, "the condition names the API error", func() error {
+	kit.Eventually(t, 30*time.Second, "the condition names the API error", func() error {
 		c := alertsCondition(t, app, metav1.ConditionFalse)
 		if !strings.Contains(c.Message, "503") {
 			return fmt.Errorf("message %q", c.Message)
@@ -162,7 +162,7 @@ func TestSLO_DatadogMonitorsJudgeTheCanary(t *testing.T) {
 	})
 	// Once the canary has run its time and the operator has read the
 	// monitors several times since, an unheld canary would have passed.
-	harness.Eventually(t, 30*time.Second, "v2's canary time is over", func() error {
+	kit.Eventually(t, 30*time.Second, "v2's canary time is over", func() error {
 		st := state(t, time.Second, app, "v2", "canarying")
 		if st.CanaryStartTimestamp == nil {
 			return fmt.Errorf("no canary start recorded")
@@ -182,7 +182,7 @@ func TestSLO_DatadogMonitorsJudgeTheCanary(t *testing.T) {
 	if err := env.Delivery.Client.Delete(ctx, datadogSecret()); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 30*time.Second, "the condition names the missing Secret", func() error {
+	kit.Eventually(t, 30*time.Second, "the condition names the missing Secret", func() error {
 		c := alertsCondition(t, app, metav1.ConditionFalse)
 		if !strings.Contains(c.Message, "datadog-keys") || !strings.Contains(c.Message, "not found") {
 			return fmt.Errorf("message %q", c.Message)

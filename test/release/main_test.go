@@ -15,10 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -28,16 +25,17 @@ import (
 	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/test/harness"
 	"github.com/medium/picchu/test/inprocess"
+	"github.com/medium/picchu/test/kit"
 )
 
 var (
 	env *harness.Env
 	// traffic plays the users and the mesh: it serves Istio's request
 	// counters per build, at the rates and error ratios a test sets.
-	traffic *harness.Traffic
+	traffic *kit.Traffic
 	// prom is a real Prometheus scraping traffic and evaluating the rules
 	// Picchu wrote on the first target; alerts is the operator's client.
-	prom   *harness.Prometheus
+	prom   *kit.Prometheus
 	alerts *prometheus.Client
 	// dd is a fake Datadog API (Datadog cannot run here) that checks every
 	// request; monitors is the operator's client of it.
@@ -50,24 +48,12 @@ var (
 const alertCheckInterval = 250 * time.Millisecond
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	harness.Main(m, harness.Options{Targets: 2}, setup)
 }
 
-func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	ctx, cancel := context.WithCancel(context.Background())
-	var err error
-	env, err = harness.Start(ctx, harness.Options{Targets: 2})
-	defer func() {
-		cancel()
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping clusters:", err)
-		}
-	}()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-		return 1
-	}
+func setup(s *harness.Suite) error {
+	ctx := s.Ctx
+	env = s.Env
 	for _, target := range env.Targets {
 		go func() {
 			if err := target.ServeReplicaSets(ctx); err != nil {
@@ -75,69 +61,62 @@ func run(m *testing.M) int {
 			}
 		}()
 	}
-	if traffic, err = harness.StartTraffic(); err != nil {
-		fmt.Fprintln(os.Stderr, "serving traffic metrics:", err)
-		return 1
+	var err error
+	if traffic, err = kit.StartTraffic(); err != nil {
+		return fmt.Errorf("serving traffic metrics: %w", err)
 	}
-	defer traffic.Close()
-	prom, err = harness.StartPrometheus(ctx, harness.PrometheusConfig{
+	s.OnStop(func() error { traffic.Close(); return nil })
+	prom, err = kit.StartPrometheus(ctx, kit.PrometheusConfig{
 		ScrapeTargets: []string{traffic.Addr()}, ScrapeInterval: time.Second, EvalInterval: time.Second,
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting Prometheus:", err)
-		return 1
+		return fmt.Errorf("starting Prometheus: %w", err)
 	}
-	defer func() {
-		if err := prom.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping Prometheus:", err)
-		}
-	}()
-	go harness.SyncRules(ctx, env.Targets[0].Client, prom, 200*time.Millisecond, func(err error) {
-		ruleErrors.Store(err.Error())
-	})
+	s.OnStop(prom.Close)
+	first := env.Targets[0]
+	rules := kit.RuleSync{
+		Clusters: []kit.NamedClient{{Name: first.Name, Client: first.Client}},
+		Loader:   prom, Interval: 200 * time.Millisecond,
+		Logf: func(format string, args ...any) { ruleSyncLog.Store(fmt.Sprintf(format, args...)) },
+	}
+	go rules.Run(ctx)
 	if alerts, err = prometheus.New(prometheus.Config{
 		Address: prom.URL(), Timeout: 2 * time.Second, TTL: alertCheckInterval,
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, "creating the alert client:", err)
-		return 1
+		return fmt.Errorf("creating the alert client: %w", err)
 	}
 	dd = startFakeDatadog()
-	defer dd.Close()
+	s.OnStop(func() error { dd.Close(); return nil })
 	if err := env.Delivery.Client.Create(ctx, datadogSecret()); err != nil {
-		fmt.Fprintln(os.Stderr, "creating the Datadog Secret:", err)
-		return 1
+		return fmt.Errorf("creating the Datadog Secret: %w", err)
 	}
 	if monitors, err = datadog.New(datadog.Config{
 		Keys: datadog.SecretKeys(env.Delivery.Client, client.ObjectKeyFromObject(datadogSecret())),
 		URL:  dd.URL, Timeout: 2 * time.Second, TTL: alertCheckInterval,
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, "creating the Datadog client:", err)
-		return 1
+		return fmt.Errorf("creating the Datadog client: %w", err)
 	}
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
-		fmt.Fprintln(os.Stderr, "registering release metrics:", err)
-		return 1
+		return fmt.Errorf("registering release metrics: %w", err)
 	}
-	op, err := startOperator()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the operator:", err)
-		return 1
+	if current, err = startOperator(); err != nil {
+		return fmt.Errorf("starting the operator: %w", err)
 	}
-	current = op
-	code := m.Run()
-	if problems := dd.problems(); len(problems) > 0 {
-		fmt.Fprintln(os.Stderr, "the fake Datadog received invalid requests:", problems)
-		code = 1
-	}
-	if err := current.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the operator:", err)
-	}
-	return code
+	s.OnStop(func() error { return current.Stop() })
+	// Checked after the tests, before the fake stops.
+	s.OnStop(func() error {
+		if problems := dd.problems(); len(problems) > 0 {
+			return fmt.Errorf("the fake Datadog received invalid requests: %v", problems)
+		}
+		return nil
+	})
+	return nil
 }
 
-// ruleErrors holds the last error loading rules into Prometheus; tests
-// report it when an alert does not come.
-var ruleErrors atomic.Value
+// ruleSyncLog holds the last line the rule sync logged (a cluster that does
+// not answer, a load that fails, the rules loaded); tests report it when an
+// alert does not come.
+var ruleSyncLog atomic.Value
 
 // current is the running operator.
 var current *inprocess.Operator

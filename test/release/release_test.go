@@ -16,7 +16,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/operator"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // build describes a Revision of an app for these tests.
@@ -107,7 +107,7 @@ func create(t testing.TB, b build) *picchuv1alpha1.Revision {
 func state(t testing.TB, timeout time.Duration, app, tag, want string) picchuv1alpha1.ReleaseManagerRevisionStatus {
 	t.Helper()
 	var out picchuv1alpha1.ReleaseManagerRevisionStatus
-	harness.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
+	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
 		rm, err := releaseManager(context.Background(), app)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func state(t testing.TB, timeout time.Duration, app, tag, want string) picchuv1a
 // percentAtLeast waits until app's build tag takes at least p percent.
 func percentAtLeast(t *testing.T, app, tag string, p int32) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("%s %s at %d%%", app, tag, p), func() error {
+	kit.Eventually(t, 30*time.Second, fmt.Sprintf("%s %s at %d%%", app, tag, p), func() error {
 		rm, err := releaseManager(context.Background(), app)
 		if err != nil {
 			return err
@@ -147,7 +147,7 @@ func percentAtLeast(t *testing.T, app, tag string, p int32) {
 func routes(t *testing.T, app string, want map[string]int32) {
 	t.Helper()
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, target.Name+" routes of "+app, func() error {
+		kit.Eventually(t, 10*time.Second, target.Name+" routes of "+app, func() error {
 			got, err := routeWeights(context.Background(), target, app)
 			if err != nil {
 				return err
@@ -164,7 +164,7 @@ func routes(t *testing.T, app string, want map[string]int32) {
 func replicas(t *testing.T, app, tag string, n int32) {
 	t.Helper()
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, fmt.Sprintf("%s: %s %s has %d replicas", target.Name, app, tag, n), func() error {
+		kit.Eventually(t, 10*time.Second, fmt.Sprintf("%s: %s %s has %d replicas", target.Name, app, tag, n), func() error {
 			rs := &appsv1.ReplicaSet{}
 			if err := target.Client.Get(context.Background(), client.ObjectKey{Namespace: app + "-production", Name: tag}, rs); err != nil {
 				return err
@@ -338,7 +338,7 @@ func TestRelease_OperatorRestartMidRamp(t *testing.T) {
 // revisionDeleted waits until rev is gone from the delivery cluster.
 func revisionDeleted(t *testing.T, rev *picchuv1alpha1.Revision) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, rev.Name+" deleted", func() error {
+	kit.Eventually(t, 30*time.Second, rev.Name+" deleted", func() error {
 		err := env.Delivery.Client.Get(context.Background(), client.ObjectKeyFromObject(rev), &picchuv1alpha1.Revision{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -381,7 +381,7 @@ func TestRelease_GarbageCollectionBoundsBuildsThatNeverExpire(t *testing.T) {
 	for _, rev := range revs[:2] {
 		revisionDeleted(t, rev)
 	}
-	harness.Eventually(t, 30*time.Second, "v2 and v3 forgotten", func() error {
+	kit.Eventually(t, 30*time.Second, "v2 and v3 forgotten", func() error {
 		tags, err := recordedTags(ctx, app)
 		if err != nil {
 			return err
@@ -420,7 +420,7 @@ func TestRelease_GarbageCollection(t *testing.T) {
 			t.Errorf("%s is marked deletable", rev.Name)
 		}
 	}
-	harness.Eventually(t, 30*time.Second, "v1 and v2 forgotten", func() error {
+	kit.Eventually(t, 30*time.Second, "v1 and v2 forgotten", func() error {
 		tags, err := recordedTags(ctx, app)
 		if err != nil {
 			return err

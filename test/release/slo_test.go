@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // canaryRule waits until the canary PrometheusRule of app's build tag
@@ -24,7 +24,7 @@ import (
 func canaryRule(t *testing.T, app, tag string, want bool) {
 	t.Helper()
 	for _, target := range env.Targets {
-		harness.Eventually(t, 10*time.Second, fmt.Sprintf("%s: canary rule of %s %s present=%v", target.Name, app, tag, want), func() error {
+		kit.Eventually(t, 10*time.Second, fmt.Sprintf("%s: canary rule of %s %s present=%v", target.Name, app, tag, want), func() error {
 			pr := &monitoringv1.PrometheusRule{}
 			err := target.Client.Get(context.Background(), client.ObjectKey{Namespace: app + "-production", Name: app + "-canary-" + tag}, pr)
 			switch {
@@ -45,7 +45,7 @@ func canaryRule(t *testing.T, app, tag string, want bool) {
 func alertsCondition(t *testing.T, app string, status metav1.ConditionStatus) metav1.Condition {
 	t.Helper()
 	var out metav1.Condition
-	harness.Eventually(t, 20*time.Second, fmt.Sprintf("%s AlertsObserved=%s", app, status), func() error {
+	kit.Eventually(t, 20*time.Second, fmt.Sprintf("%s AlertsObserved=%s", app, status), func() error {
 		rm, err := releaseManager(context.Background(), app)
 		if err != nil {
 			return err
@@ -99,14 +99,14 @@ func TestSLO_CanaryAlertFailsAndRollsBackAHealthyCanaryIsReleased(t *testing.T) 
 	state(t, 30*time.Second, app, "v3", "canarying")
 	canarying := time.Now()
 	canaryRule(t, app, "v3", true)
-	harness.Eventually(t, 60*time.Second, "v3 failed by its canary alert", func() error {
+	kit.Eventually(t, 60*time.Second, "v3 failed by its canary alert", func() error {
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v3), v3); err != nil {
 			return err
 		}
 		if !v3.Spec.Failed {
 			msg := "not failed"
-			if e, ok := ruleErrors.Load().(string); ok {
-				msg += "; last error loading rules: " + e
+			if e, ok := ruleSyncLog.Load().(string); ok {
+				msg += "; the rule sync last said: " + e
 			}
 			return fmt.Errorf("%s", msg)
 		}
@@ -130,7 +130,7 @@ func TestSLO_CanaryAlertFailsAndRollsBackAHealthyCanaryIsReleased(t *testing.T) 
 	}
 	routes(t, app, map[string]int32{"v2": 100})
 	replicas(t, app, "v3", 0)
-	harness.Eventually(t, 10*time.Second, "v3's alerts in its Revision status", func() error {
+	kit.Eventually(t, 10*time.Second, "v3's alerts in its Revision status", func() error {
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v3), v3); err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func TestSLO_CanaryAlertFailsAndRollsBackAHealthyCanaryIsReleased(t *testing.T) 
 		}
 		return fmt.Errorf("targets %+v", v3.Status.Targets)
 	})
-	harness.Eventually(t, 10*time.Second, "a Failed event on v3", func() error {
+	kit.Eventually(t, 10*time.Second, "a Failed event on v3", func() error {
 		events := &eventsv1.EventList{}
 		if err := env.Delivery.Client.List(ctx, events, client.InNamespace(env.Namespace)); err != nil {
 			return err
@@ -187,7 +187,7 @@ func TestSLO_PrometheusDownHoldsTheCanaryUntilItReturns(t *testing.T) {
 	}
 	// Wait until the canary has run its time and the operator has read the
 	// alerts several times since: an unheld canary would have passed.
-	harness.Eventually(t, 30*time.Second, "v2's canary time is over", func() error {
+	kit.Eventually(t, 30*time.Second, "v2's canary time is over", func() error {
 		rm, err := releaseManager(context.Background(), app)
 		if err != nil {
 			return err

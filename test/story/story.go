@@ -28,7 +28,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/test/fleet"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 	"github.com/medium/picchu/test/mesh"
 )
 
@@ -53,7 +53,7 @@ const (
 )
 
 // SamplesDir is where the sample manifests live: config/samples/demo.
-func SamplesDir() string { return filepath.Join(harness.RepoRoot(), "config", "samples", "demo") }
+func SamplesDir() string { return filepath.Join(kit.RepoRoot(), "config", "samples", "demo") }
 
 // Options says how to run the story.
 type Options struct {
@@ -183,7 +183,7 @@ func (r *runner) phase(ctx context.Context, name, tag string, outcome func(Snaps
 	}
 	r.Logf("%s: applying %s", name, rev.Name)
 	p.Started = time.Now()
-	if err := fleet.Apply(ctx, r.Fleet.Delivery.Client, rev); err != nil {
+	if err := kit.Apply(ctx, r.Fleet.Delivery.Client, rev); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	timeout := time.Duration(BudgetFactor*float64(p.Delays)) + slack
@@ -205,18 +205,12 @@ func (r *runner) phase(ctx context.Context, name, tag string, outcome func(Snaps
 
 // poll observes the fleet until check passes, for at most timeout.
 func (r *runner) poll(ctx context.Context, phase string, timeout time.Duration, check func(Snapshot) error) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, r.PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	return kit.Poll(ctx, r.PollInterval, timeout, "the outcome", func(ctx context.Context) error {
 		s := Observe(ctx, r.Fleet, r.App)
 		r.result.Final = s
 		r.Observe(phase, s)
-		last = check(s)
-		return last == nil, nil
+		return check(s)
 	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %v)", err, last)
-	}
-	return nil
 }
 
 // deployed says a build in state is past deploying.

@@ -1,4 +1,4 @@
-package harness
+package kit
 
 import (
 	"bytes"
@@ -104,26 +104,16 @@ func StartPrometheus(ctx context.Context, cfg PrometheusConfig) (*Prometheus, er
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ScrapeInterval == 0 {
-		cfg.ScrapeInterval = time.Second
-	}
-	if cfg.EvalInterval == 0 {
-		cfg.EvalInterval = time.Second
-	}
-	if cfg.ScrapeInterval < time.Millisecond || cfg.EvalInterval < time.Millisecond {
-		return nil, fmt.Errorf("starting Prometheus: scrape interval %s and evaluation interval %s must be at least 1ms",
-			cfg.ScrapeInterval, cfg.EvalInterval)
-	}
 	dir, err := os.MkdirTemp("", "picchu-prometheus-")
 	if err != nil {
 		return nil, fmt.Errorf("starting Prometheus: creating its directory: %w", err)
 	}
 	p := &Prometheus{binary: binary, dir: dir, http: &http.Client{Timeout: 10 * time.Second}}
-	if err := p.writeConfig(cfg); err != nil {
+	if err := WritePrometheusConfig(dir, cfg); err != nil {
 		return nil, errors.Join(err, p.removeDir())
 	}
 	for attempt := 1; ; attempt++ {
-		if p.port, err = freeLoopbackPort(); err != nil {
+		if p.port, err = FreePort(); err != nil {
 			return nil, errors.Join(fmt.Errorf("starting Prometheus: %w", err), p.removeDir())
 		}
 		err = p.Start(ctx)
@@ -147,14 +137,25 @@ func (p *Prometheus) Dir() string {
 	return p.dir
 }
 
-func (p *Prometheus) rulesDir() string { return filepath.Join(p.dir, "rules") }
-func (p *Prometheus) logPath() string  { return filepath.Join(p.dir, "prometheus.log") }
+func (p *Prometheus) logPath() string { return filepath.Join(p.dir, "prometheus.log") }
 
-// writeConfig writes prometheus.yml and creates the rules and data directories.
-func (p *Prometheus) writeConfig(cfg PrometheusConfig) error {
-	for _, d := range []string{p.rulesDir(), filepath.Join(p.dir, "data")} {
+// WritePrometheusConfig writes dir/prometheus.yml, which scrapes
+// cfg.ScrapeTargets and evaluates the rules in dir/rules/*.yaml, and creates
+// the rules and data directories: the layout PrometheusArgs runs.
+func WritePrometheusConfig(dir string, cfg PrometheusConfig) error {
+	if cfg.ScrapeInterval == 0 {
+		cfg.ScrapeInterval = time.Second
+	}
+	if cfg.EvalInterval == 0 {
+		cfg.EvalInterval = time.Second
+	}
+	if cfg.ScrapeInterval < time.Millisecond || cfg.EvalInterval < time.Millisecond {
+		return fmt.Errorf("configuring Prometheus: scrape interval %s and evaluation interval %s must be at least 1ms",
+			cfg.ScrapeInterval, cfg.EvalInterval)
+	}
+	for _, d := range []string{filepath.Join(dir, "rules"), filepath.Join(dir, "data")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("starting Prometheus: creating %s: %w", d, err)
+			return fmt.Errorf("configuring Prometheus: creating %s: %w", d, err)
 		}
 	}
 	targets := cfg.ScrapeTargets
@@ -166,7 +167,7 @@ func (p *Prometheus) writeConfig(cfg PrometheusConfig) error {
 			"scrape_interval":     model.Duration(cfg.ScrapeInterval).String(),
 			"evaluation_interval": model.Duration(cfg.EvalInterval).String(),
 		},
-		"rule_files": []string{filepath.Join(p.rulesDir(), "*.yaml")},
+		"rule_files": []string{filepath.Join(dir, "rules", "*.yaml")},
 		"scrape_configs": []any{map[string]any{
 			"job_name":       "traffic",
 			"static_configs": []any{map[string]any{"targets": targets}},
@@ -174,14 +175,30 @@ func (p *Prometheus) writeConfig(cfg PrometheusConfig) error {
 	}
 	out, err := yaml.Marshal(config)
 	if err != nil {
-		return fmt.Errorf("starting Prometheus: encoding its configuration: %w", err)
+		return fmt.Errorf("configuring Prometheus: encoding its configuration: %w", err)
 	}
-	path := filepath.Join(p.dir, "prometheus.yml")
+	path := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(path, out, 0o644); err != nil {
-		return fmt.Errorf("starting Prometheus: writing %s: %w", path, err)
+		return fmt.Errorf("configuring Prometheus: writing %s: %w", path, err)
 	}
 	return nil
 }
+
+// PrometheusArgs is the command line that runs binary on the layout
+// WritePrometheusConfig wrote in dir, listening on 127.0.0.1:port, with the
+// lifecycle API (reloads) enabled.
+func PrometheusArgs(binary, dir string, port int) []string {
+	return []string{binary,
+		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		"--web.enable-lifecycle",
+	}
+}
+
+// PrometheusRulesFile is where, in the layout WritePrometheusConfig wrote in
+// dir, the rules loaded through PrometheusFiles go.
+func PrometheusRulesFile(dir string) string { return filepath.Join(dir, "rules", "rules.yaml") }
 
 // Start starts a stopped Prometheus again, on the same port and with the
 // same data, and waits until it is ready.
@@ -195,12 +212,8 @@ func (p *Prometheus) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("starting Prometheus at %s: opening its log: %w", p.URL(), err)
 	}
-	cmd := exec.Command(p.binary,
-		"--config.file="+filepath.Join(p.dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(p.dir, "data"),
-		"--web.listen-address="+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)),
-		"--web.enable-lifecycle",
-	)
+	args := PrometheusArgs(p.binary, p.dir, p.port)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = p.dir
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -318,45 +331,14 @@ func (p *Prometheus) removeDir() error {
 	return nil
 }
 
-// ruleFile is the rule file format of Prometheus: prometheus-operator's
-// RuleGroup marshals the same (name, interval, rules; each rule's record or
-// alert, expr, for, labels, annotations).
-type ruleFile struct {
-	Groups []monitoringv1.RuleGroup `json:"groups"`
-}
-
-// MarshalRules returns groups as a Prometheus rule file.
-func MarshalRules(groups []monitoringv1.RuleGroup) ([]byte, error) {
-	if groups == nil {
-		groups = []monitoringv1.RuleGroup{}
-	}
-	out, err := yaml.Marshal(ruleFile{Groups: groups})
-	if err != nil {
-		return nil, fmt.Errorf("encoding rule groups: %w", err)
-	}
-	return out, nil
-}
-
 // SetRules replaces Prometheus' rules with groups: it writes them to
 // rules/rules.yaml, asks Prometheus to reload, and waits until its rules API
 // lists exactly those groups' names.
 func (p *Prometheus) SetRules(ctx context.Context, groups []monitoringv1.RuleGroup) error {
-	out, err := MarshalRules(groups)
-	if err != nil {
-		return fmt.Errorf("setting the rules of Prometheus at %s: %w", p.URL(), err)
-	}
-	// Written beside the file and renamed, so that no reload reads half of it;
-	// the temporary name does not match the rule_files pattern.
-	path := filepath.Join(p.rulesDir(), "rules.yaml")
-	if err := os.WriteFile(path+".tmp", out, 0o644); err != nil {
-		return fmt.Errorf("setting the rules of Prometheus at %s: writing %s: %w", p.URL(), path, err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		return fmt.Errorf("setting the rules of Prometheus at %s: writing %s: %w", p.URL(), path, err)
-	}
-	if err := p.reload(ctx); err != nil {
+	files := PrometheusFiles{RulesFile: PrometheusRulesFile(p.dir), URL: p.URL(), HTTP: p.http}
+	if err := files.SetRules(ctx, groups); err != nil {
 		// The log says which rule failed to load.
-		return fmt.Errorf("setting the rules of Prometheus at %s: %w: %s", p.URL(), err, p.logErrors())
+		return fmt.Errorf("%w: %s", err, p.logErrors())
 	}
 	want := make([]string, 0, len(groups))
 	for _, g := range groups {
@@ -364,49 +346,14 @@ func (p *Prometheus) SetRules(ctx context.Context, groups []monitoringv1.RuleGro
 	}
 	slices.Sort(want)
 
-	ctx, cancel := context.WithTimeout(ctx, prometheusReadyTimeout)
-	defer cancel()
-	tick := time.NewTicker(prometheusPollInterval)
-	defer tick.Stop()
-	for {
+	what := fmt.Sprintf("setting the rules of Prometheus at %s: loading %q", p.URL(), want)
+	return Poll(ctx, prometheusPollInterval, prometheusReadyTimeout, what, func(ctx context.Context) error {
 		got, err := p.ruleGroupNames(ctx)
-		if err == nil && slices.Equal(got, want) {
-			return nil
-		}
-		if err == nil {
+		if err == nil && !slices.Equal(got, want) {
 			err = fmt.Errorf("rule groups %q, want %q", got, want)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("setting the rules of Prometheus at %s: not loaded: %w (last: %v)", p.URL(), context.Cause(ctx), err)
-		case <-tick.C:
-		}
-	}
-}
-
-// reload asks Prometheus to load its configuration and rules again.
-func (p *Prometheus) reload(ctx context.Context) error {
-	return ReloadPrometheus(ctx, p.http, p.URL())
-}
-
-// ReloadPrometheus POSTs /-/reload to the Prometheus at baseURL (run with
-// --web.enable-lifecycle), which answers once the configuration and rules
-// are loaded, or with the reason they are not.
-func ReloadPrometheus(ctx context.Context, hc *http.Client, baseURL string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(baseURL, "/")+"/-/reload", nil)
-	if err != nil {
-		return fmt.Errorf("reloading: %w", err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("reloading: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("reloading: POST /-/reload: %s: %s", resp.Status, strings.TrimSpace(string(body)))
-	}
-	return nil
+		return err
+	})
 }
 
 // ruleGroupNames returns the sorted names of the rule groups GET
@@ -444,7 +391,7 @@ func (p *Prometheus) ruleGroupNames(ctx context.Context) ([]string, error) {
 
 // logTail returns the last lines of Prometheus' log, to explain a failure.
 func (p *Prometheus) logTail() string {
-	return logFileTail(p.logPath())
+	return "log tail:\n" + LogTail(p.logPath(), 40)
 }
 
 // logErrors returns the error lines among the last lines of Prometheus' log,
@@ -461,20 +408,4 @@ func (p *Prometheus) logErrors() string {
 		return tail
 	}
 	return "log errors:\n" + strings.Join(errs, "\n")
-}
-
-// freeLoopbackPort returns a TCP port free on 127.0.0.1 now.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free loopback port: %w", err)
-	}
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("finding a free loopback port: closing the probe listener: %w", err)
-	}
-	if !ok {
-		return 0, fmt.Errorf("finding a free loopback port: listener address %v is not TCP", l.Addr())
-	}
-	return addr.Port, nil
 }

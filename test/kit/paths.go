@@ -1,4 +1,4 @@
-package harness
+package kit
 
 import (
 	"bytes"
@@ -47,6 +47,21 @@ func Assets(ctx context.Context) (string, error) {
 		assetsDir = strings.TrimSpace(stdout.String())
 	})
 	return assetsDir, assetsErr
+}
+
+// KwokBinary returns the path of the kwok controller, which
+// hack/install-k8s-binaries.sh builds beside the Kubernetes binaries (its
+// version pinned by the module hack/k8s), with kwokctl.
+func KwokBinary(ctx context.Context) (string, error) {
+	dir, err := Assets(ctx)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kwok")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("kwok is not in %s (run hack/install-k8s-binaries.sh): %w", dir, err)
+	}
+	return path, nil
 }
 
 // thirdPartyCRDs lists, per module, the CRD files a target cluster gets. The

@@ -1,4 +1,4 @@
-package harness
+package kit
 
 import (
 	"fmt"
@@ -17,24 +17,26 @@ import (
 var istioRequests = prometheus.NewDesc(
 	"istio_requests_total",
 	"Requests received, as reported by the destination's Istio sidecar (simulated).",
-	[]string{"reporter", "destination_app", "destination_version", "response_code"},
+	[]string{"reporter", "destination_app", "destination_version", "destination_cluster", "response_code"},
 	nil,
 )
 
-// Traffic is a Prometheus scrape target playing users and the Istio mesh: for
-// each app and tag it serves istio_requests_total as the destination's
-// sidecar would, counting requests at the rate and error ratio last set.
-// Counts are computed from the clock when scraped, so they grow exactly as
-// the rates say and never decrease. Its methods are safe for concurrent use.
+// Traffic plays users and the Istio mesh for Prometheus: for each cluster,
+// app and tag it exports istio_requests_total as the destination's sidecar
+// would, counting requests at the rate and error ratio last set. Counts are
+// computed from the clock when collected, so they grow exactly as the rates
+// say and never decrease. It is a prometheus.Collector (the mesh registers
+// it with its own metrics); StartTraffic also serves it. Its methods are
+// safe for concurrent use.
 type Traffic struct {
-	server *httptest.Server
+	server *httptest.Server // nil unless started with StartTraffic
 	now    func() time.Time
 
 	mu    sync.Mutex
 	flows map[flowKey]*flow
 }
 
-type flowKey struct{ app, tag string }
+type flowKey struct{ cluster, app, tag string }
 
 // flow is the traffic of one app and tag: the requests counted up to since,
 // and the rates at which they grow after it.
@@ -52,12 +54,17 @@ func (f *flow) at(now time.Time) (ok, failed float64) {
 	return f.ok + f.okRate*elapsed, f.failed + f.errorRate*elapsed
 }
 
-// StartTraffic starts serving /metrics, in Prometheus' text format, on a
-// free port of 127.0.0.1. It serves no traffic until Set is called.
+// NewTraffic returns a Traffic that counts nothing until Set is called.
+func NewTraffic() *Traffic {
+	return &Traffic{now: time.Now, flows: map[flowKey]*flow{}}
+}
+
+// StartTraffic returns a new Traffic serving /metrics, in Prometheus' text
+// format, on a free port of 127.0.0.1.
 func StartTraffic() (*Traffic, error) {
-	t := &Traffic{now: time.Now, flows: map[flowKey]*flow{}}
+	t := NewTraffic()
 	registry := prometheus.NewRegistry()
-	if err := registry.Register(trafficCollector{t}); err != nil {
+	if err := registry.Register(t); err != nil {
 		return nil, fmt.Errorf("starting traffic: registering its collector: %w", err)
 	}
 	mux := http.NewServeMux()
@@ -73,9 +80,15 @@ func (t *Traffic) Addr() string {
 
 // Set makes app's tag receive requestsPerSecond requests from now on, of
 // which errorRatio (between 0 and 1) fail with status 500 and the others
-// succeed with 200. The requests counted so far stay. A negative or NaN rate
-// counts as 0, and an error ratio outside [0, 1] as the nearest bound.
+// succeed with 200, in no cluster in particular (destination_cluster "").
+// The requests counted so far stay. A negative or NaN rate counts as 0, and
+// an error ratio outside [0, 1] as the nearest bound.
 func (t *Traffic) Set(app, tag string, requestsPerSecond, errorRatio float64) {
+	t.SetIn("", app, tag, requestsPerSecond, errorRatio)
+}
+
+// SetIn is Set for app's tag in cluster.
+func (t *Traffic) SetIn(cluster, app, tag string, requestsPerSecond, errorRatio float64) {
 	if math.IsNaN(requestsPerSecond) || requestsPerSecond < 0 {
 		requestsPerSecond = 0
 	}
@@ -87,10 +100,11 @@ func (t *Traffic) Set(app, tag string, requestsPerSecond, errorRatio float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	f, ok := t.flows[flowKey{app, tag}]
+	key := flowKey{cluster, app, tag}
+	f, ok := t.flows[key]
 	if !ok {
 		f = &flow{since: now}
-		t.flows[flowKey{app, tag}] = f
+		t.flows[key] = f
 	}
 	f.ok, f.failed = f.at(now)
 	f.since = now
@@ -98,38 +112,41 @@ func (t *Traffic) Set(app, tag string, requestsPerSecond, errorRatio float64) {
 	f.errorRate = requestsPerSecond * errorRatio
 }
 
-// Close stops serving.
+// Close stops serving, when started with StartTraffic.
 func (t *Traffic) Close() {
-	t.server.Close()
+	if t.server != nil {
+		t.server.Close()
+	}
 }
 
-// trafficCollector exports a Traffic's counts when scraped.
-type trafficCollector struct{ t *Traffic }
-
 // Describe sends the one metric a Traffic exports.
-func (c trafficCollector) Describe(ch chan<- *prometheus.Desc) {
+func (t *Traffic) Describe(ch chan<- *prometheus.Desc) {
 	ch <- istioRequests
 }
 
-// Collect sends the counts of every app and tag as they are now.
-func (c trafficCollector) Collect(ch chan<- prometheus.Metric) {
+// Collect sends the counts of every cluster, app and tag as they are now.
+func (t *Traffic) Collect(ch chan<- prometheus.Metric) {
 	type sample struct {
 		key        flowKey
 		ok, failed float64
 	}
-	c.t.mu.Lock()
-	now := c.t.now()
-	samples := make([]sample, 0, len(c.t.flows))
-	for key, f := range c.t.flows {
+	t.mu.Lock()
+	now := t.now()
+	samples := make([]sample, 0, len(t.flows))
+	for key, f := range t.flows {
 		ok, failed := f.at(now)
 		samples = append(samples, sample{key, ok, failed})
 	}
-	c.t.mu.Unlock()
+	t.mu.Unlock()
 	sort.Slice(samples, func(i, j int) bool {
-		if samples[i].key.app != samples[j].key.app {
-			return samples[i].key.app < samples[j].key.app
+		a, b := samples[i].key, samples[j].key
+		if a.cluster != b.cluster {
+			return a.cluster < b.cluster
 		}
-		return samples[i].key.tag < samples[j].key.tag
+		if a.app != b.app {
+			return a.app < b.app
+		}
+		return a.tag < b.tag
 	})
 	for _, s := range samples {
 		for _, code := range []struct {
@@ -137,10 +154,10 @@ func (c trafficCollector) Collect(ch chan<- prometheus.Metric) {
 			count  float64
 		}{{"200", s.ok}, {"500", s.failed}} {
 			m, err := prometheus.NewConstMetric(istioRequests, prometheus.CounterValue, code.count,
-				"destination", s.key.app, s.key.tag, code.status)
+				"destination", s.key.app, s.key.tag, s.key.cluster, code.status)
 			if err != nil {
 				m = prometheus.NewInvalidMetric(istioRequests,
-					fmt.Errorf("exporting requests of app %q tag %q: %w", s.key.app, s.key.tag, err))
+					fmt.Errorf("exporting requests of cluster %q app %q tag %q: %w", s.key.cluster, s.key.app, s.key.tag, err))
 			}
 			ch <- m
 		}

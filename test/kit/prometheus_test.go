@@ -1,4 +1,4 @@
-package harness_test
+package kit_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/medium/picchu/prometheus"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // errorRatioRules record each destination version's error ratio over 30s,
@@ -45,7 +45,7 @@ func errorRatioRules() []monitoringv1.RuleGroup {
 
 func TestMarshalRules_PrometheusRuleFileFormat(t *testing.T) {
 	forZero := monitoringv1.Duration("0s")
-	out, err := harness.MarshalRules([]monitoringv1.RuleGroup{{
+	out, err := kit.MarshalRules([]monitoringv1.RuleGroup{{
 		Name: "g",
 		Rules: []monitoringv1.Rule{
 			{Alert: "A", Expr: intstr.FromString("vector(1)"), For: &forZero, Labels: map[string]string{"slo": "true"}},
@@ -77,7 +77,7 @@ func TestMarshalRules_PrometheusRuleFileFormat(t *testing.T) {
 // nothing, and started again it answers on the same address.
 func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 	ctx := context.Background()
-	traffic, err := harness.StartTraffic()
+	traffic, err := kit.StartTraffic()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 	traffic.Set("demo", "v1", 10, 0)
 	traffic.Set("demo", "v2", 10, 0.5)
 
-	prom, err := harness.StartPrometheus(ctx, harness.PrometheusConfig{ScrapeTargets: []string{traffic.Addr()}})
+	prom, err := kit.StartPrometheus(ctx, kit.PrometheusConfig{ScrapeTargets: []string{traffic.Addr()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 			return nil
 		}
 	}
-	harness.Eventually(t, time.Minute, "the error ratio alert fires for v2", expectFiring("v2", "DemoErrorRatioHigh"))
+	kit.Eventually(t, time.Minute, "the error ratio alert fires for v2", expectFiring("v2", "DemoErrorRatioHigh"))
 	if err := expectFiring("v1")(); err != nil {
 		t.Errorf("healthy version: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 	if err := prom.Start(ctx); err != nil {
 		t.Fatalf("starting Prometheus again: %v", err)
 	}
-	harness.Eventually(t, time.Minute, "restarted Prometheus answers", func() error {
+	kit.Eventually(t, time.Minute, "restarted Prometheus answers", func() error {
 		got, err := client.FiringAlerts(ctx, "demo", "v2", true)
 		if err != nil {
 			return err
@@ -144,12 +144,12 @@ func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 		}
 		return nil
 	})
-	harness.Eventually(t, time.Minute, "the error ratio alert fires again for v2", expectFiring("v2", "DemoErrorRatioHigh"))
+	kit.Eventually(t, time.Minute, "the error ratio alert fires again for v2", expectFiring("v2", "DemoErrorRatioHigh"))
 }
 
 func TestPrometheus_SetRulesReportsInvalidRules(t *testing.T) {
 	ctx := context.Background()
-	prom, err := harness.StartPrometheus(ctx, harness.PrometheusConfig{})
+	prom, err := kit.StartPrometheus(ctx, kit.PrometheusConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
