@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
 

@@ -24,7 +24,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/integration/harness"
 )
 
 var env *harness.Env

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the local fleet of the demo and the end-to-end tests (test/fleet):
+# Runs the local fleet of the demo and the end-to-end tests (test/e2e/fleet):
 #   hack/fleet.sh up      build what is missing under bin/, start the fleet or what of it stopped
 #   hack/fleet.sh down    stop every process of the fleet and remove .fleet/
 #   hack/fleet.sh status  same as up, then print where everything is

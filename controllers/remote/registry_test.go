@@ -28,7 +28,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/remote"
-	"github.com/medium/picchu/test/harness"
+	"github.com/medium/picchu/test/integration/harness"
 )
 
 // env is a delivery API server and one target, registered with a client

@@ -1,4 +1,4 @@
-// Command demo runs Picchu's story on the local fleet (see test/story):
+// Command demo runs Picchu's story on the local fleet (see test/e2e/story):
 // it brings the fleet up (reusing what runs), builds and starts the
 // operator against the delivery cluster, releases v1, then v2 while v1
 // retires, then watches v3's failing canary be rolled back, with a live
@@ -18,8 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/medium/picchu/test/fleet"
-	"github.com/medium/picchu/test/story"
+	"github.com/medium/picchu/test/e2e/fleet"
+	"github.com/medium/picchu/test/e2e/story"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command fleet runs the local fleet of the demo and the end-to-end tests
-// (see package test/fleet):
+// (see package test/e2e/fleet):
 //
 //	fleet up      start the fleet, or what of it does not run
 //	fleet down    stop every process of the fleet and remove its directory
@@ -15,7 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/medium/picchu/test/fleet"
+	"github.com/medium/picchu/test/e2e/fleet"
 )
 
 func main() {

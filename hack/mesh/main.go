@@ -4,7 +4,7 @@
 // weights send to each build, failing the ratio of requests set with
 // --error-ratio or PUT /error-ratio. With --prometheus-url and --rules-file
 // it also loads the clusters' PrometheusRules into that Prometheus, as
-// prometheus-operator would. See package test/mesh for the HTTP API.
+// prometheus-operator would. See package test/e2e/mesh for the HTTP API.
 //
 // Usage:
 //
@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/test/e2e/mesh"
 	"github.com/medium/picchu/test/kit"
-	"github.com/medium/picchu/test/mesh"
 )
 
 // shutdownTimeout bounds the wait for HTTP requests in flight at exit.

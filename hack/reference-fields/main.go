@@ -1,7 +1,7 @@
 // Command reference-fields writes the field paths of the original Picchu's
-// CRDs, with their types, to test/admission/testdata/reference-fields.txt
+// CRDs, with their types, to test/integration/admission/testdata/reference-fields.txt
 // (see package test/crdfields for the form). The compatibility tests of
-// test/admission check our CRDs against that file, so that they need
+// test/integration/admission check our CRDs against that file, so that they need
 // nothing outside the repository. Run it again only when the reference
 // CRDs change, from the root of the repository:
 //
@@ -28,7 +28,7 @@ import (
 
 func main() {
 	crdDir := flag.String("crds", filepath.Join("..", "shared", "reference", "picchu-crds"), "directory of the original's CRD files")
-	out := flag.String("out", filepath.Join("test", "admission", "testdata", "reference-fields.txt"), "file to write")
+	out := flag.String("out", filepath.Join("test", "integration", "admission", "testdata", "reference-fields.txt"), "file to write")
 	flag.Parse()
 	if err := run(*crdDir, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "reference-fields:", err)

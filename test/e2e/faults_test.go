@@ -13,8 +13,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/test/e2e/story"
 	"github.com/medium/picchu/test/kit"
-	"github.com/medium/picchu/test/story"
 )
 
 const pollInterval = 200 * time.Millisecond

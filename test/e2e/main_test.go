@@ -1,5 +1,5 @@
 // Package e2e runs Picchu end to end on a local fleet of its own (package
-// test/fleet, in a temporary directory): kwok clusters delivery, east and
+// test/e2e/fleet, in a temporary directory): kwok clusters delivery, east and
 // west with the real kube-controller-manager, kube-scheduler and fake
 // nodes, a real Prometheus, the mesh, and the operator built from this
 // repository and run as its own process, as `make demo` runs it.
@@ -19,7 +19,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/medium/picchu/test/fleet"
+	"github.com/medium/picchu/test/e2e/fleet"
 	"github.com/medium/picchu/test/kit"
 )
 

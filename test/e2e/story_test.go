@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/medium/picchu/test/story"
+	"github.com/medium/picchu/test/e2e/story"
 )
 
 // recorder keeps every observation of a story, by phase.

@@ -1,0 +1,197 @@
+package story
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/test/e2e/fleet"
+)
+
+// Target is the Revision target of the samples: builds run in namespace
+// <app>-production on every cluster of its fleet.
+const Target = "production"
+
+// releaseRoute is the name of the weighted release route of the samples'
+// "http" port in Picchu's VirtualServices.
+const releaseRoute = "01_release-http"
+
+// Snapshot is what the fleet shows of an app at one moment.
+type Snapshot struct {
+	At time.Time
+	// Builds are the app's builds as its ReleaseManager records them, oldest first.
+	Builds []Build
+	// Clusters are the targets, in the fleet's order.
+	Clusters []Cluster
+	// Err says why the delivery cluster could not be read, if it could not.
+	Err error
+}
+
+// Build is one build of the app.
+type Build struct {
+	Tag string
+	// State is the ReleaseManager's state of the build in the target.
+	State string
+	// Percent is the traffic Picchu gives it, as recorded.
+	Percent int32
+	// Failed says the Revision is marked failed.
+	Failed bool
+	// FailedReason is the Revision's failed-reason annotation.
+	FailedReason string
+}
+
+// Cluster is what one target cluster shows of the app.
+type Cluster struct {
+	Name string
+	// Weights are the release route's weights by tag (zeros left out).
+	Weights map[string]int32
+	// Pods counts, by tag, the pods wanted by the tag's ReplicaSet and those Running and Ready.
+	Pods map[string]Pods
+	// Err says why the cluster could not be read, if it could not.
+	Err error
+}
+
+// Pods are the pods of one build on one cluster.
+type Pods struct {
+	Desired, Running int32
+}
+
+// Build returns the build with tag, or the zero Build.
+func (s Snapshot) Build(tag string) Build {
+	for _, b := range s.Builds {
+		if b.Tag == tag {
+			return b
+		}
+	}
+	return Build{}
+}
+
+// Cluster returns the cluster named name, or the zero Cluster.
+func (s Snapshot) Cluster(name string) Cluster {
+	for _, c := range s.Clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	return Cluster{}
+}
+
+// Routes formats a cluster's weights as "tag=percent ...", sorted by tag.
+func (c Cluster) Routes() string {
+	var parts []string
+	for _, tag := range slices.Sorted(maps.Keys(c.Weights)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", tag, c.Weights[tag]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Observe reads app's state from the fleet: the ReleaseManager and
+// Revisions on the delivery cluster, the VirtualService, ReplicaSets and
+// pods on every target. A cluster that cannot be read is reported in its Err.
+func Observe(ctx context.Context, f *fleet.Fleet, app string) Snapshot {
+	s := Snapshot{At: time.Now()}
+	s.Builds, s.Err = builds(ctx, f, app)
+	for _, t := range f.Targets {
+		c := Cluster{Name: t.Name}
+		c.Weights, c.Pods, c.Err = observeTarget(ctx, t.Client, app)
+		s.Clusters = append(s.Clusters, c)
+	}
+	return s
+}
+
+func builds(ctx context.Context, f *fleet.Fleet, app string) ([]Build, error) {
+	c := f.Delivery.Client
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := c.List(ctx, revs, client.InNamespace(f.Namespace), client.MatchingFields{picchuv1alpha1.RevisionAppField: app}); err != nil {
+		return nil, fmt.Errorf("listing revisions of %s: %w", app, err)
+	}
+	failed := map[string]Build{}
+	for _, r := range revs.Items {
+		failed[r.Spec.App.Tag] = Build{Failed: r.Spec.Failed, FailedReason: r.Annotations[picchuv1alpha1.AnnotationFailedReason]}
+	}
+	rm := &picchuv1alpha1.ReleaseManager{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: app + "-" + Target}, rm)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the release manager of %s: %w", app, err)
+	}
+	var out []Build
+	for _, st := range rm.Status.Revisions {
+		b := failed[st.Tag]
+		b.Tag, b.State, b.Percent = st.Tag, st.State.Current, int32(st.CurrentPercent)
+		out = append(out, b)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Tag < out[j].Tag })
+	return out, nil
+}
+
+func observeTarget(ctx context.Context, c client.Client, app string) (map[string]int32, map[string]Pods, error) {
+	ns := app + "-" + Target
+	weights := map[string]int32{}
+	vs := &istionetworking.VirtualService{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, vs); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading the VirtualService of %s: %w", app, err)
+	default:
+		for _, route := range vs.Spec.Http {
+			if route.Name != releaseRoute {
+				continue
+			}
+			for _, d := range route.Route {
+				if d.Weight > 0 {
+					weights[d.Destination.Subset] = d.Weight
+				}
+			}
+		}
+	}
+	pods := map[string]Pods{}
+	rss := &appsv1.ReplicaSetList{}
+	if err := c.List(ctx, rss, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("listing the ReplicaSets of %s: %w", app, err)
+	}
+	for _, rs := range rss.Items {
+		tag := rs.Labels[picchuv1alpha1.LabelTag]
+		p := pods[tag]
+		if rs.Spec.Replicas != nil {
+			p.Desired += *rs.Spec.Replicas
+		}
+		pods[tag] = p
+	}
+	list := &corev1.PodList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("listing the pods of %s: %w", app, err)
+	}
+	for _, pod := range list.Items {
+		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil || !podReady(&pod) {
+			continue
+		}
+		tag := pod.Labels[picchuv1alpha1.LabelTag]
+		p := pods[tag]
+		p.Running++
+		pods[tag] = p
+	}
+	return weights, pods, nil
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

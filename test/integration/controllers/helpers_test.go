@@ -1,0 +1,244 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/test/integration/harness"
+	"github.com/medium/picchu/test/kit"
+)
+
+// targetWrites counts the requests that change something on target
+// clusters, made through the operator's clients.
+var targetWrites = &writeCounter{}
+
+type writeCounter struct {
+	mu       sync.Mutex
+	requests []string
+	// rejectHost, when set, is a target whose writes fail with 500.
+	rejectHost string
+}
+
+// rejectWrites makes every write to the target at host fail, until undone.
+func (w *writeCounter) rejectWrites(host string) (undo func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rejectHost = host
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.rejectHost = ""
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			w.mu.Lock()
+			w.requests = append(w.requests, r.Method+" "+r.URL.Path)
+			reject := w.rejectHost != "" && r.URL.Host == w.rejectHost
+			w.mu.Unlock()
+			if reject {
+				body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected: this cluster rejects writes","reason":"InternalError","code":500}`
+				return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+					Header: http.Header{"Content-Type": []string{"application/json"}}, Request: r,
+					Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}, nil
+			}
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// since returns the writes made after the first n.
+func (w *writeCounter) since(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.requests[n:]...)
+}
+
+func (w *writeCounter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.requests)
+}
+
+// reconciles is how many runs the named controller finished, from
+// controller-runtime's metrics.
+func reconciles(t *testing.T, controller string) float64 {
+	return reconcilesWith(t, controller, "")
+}
+
+// reconcilesWith is how many runs the named controller finished with
+// result ("success", "error", "requeue", "requeue_after"; any when empty).
+func reconcilesWith(t *testing.T, controller, result string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			ours, ofResult := false, result == ""
+			for _, l := range m.GetLabel() {
+				ours = ours || (l.GetName() == "controller" && l.GetValue() == controller)
+				ofResult = ofResult || (l.GetName() == "result" && l.GetValue() == result)
+			}
+			if ours && ofResult {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// appRevision is a realistic Revision of app in the harness fleet.
+func appRevision(app, tag string, fleet string) *picchuv1alpha1.Revision {
+	def := int32(2)
+	return &picchuv1alpha1.Revision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: app + "-" + tag, Namespace: env.Namespace,
+			Labels: map[string]string{picchuv1alpha1.LabelApp: app},
+		},
+		Spec: picchuv1alpha1.RevisionSpec{
+			App:              picchuv1alpha1.RevisionApp{Name: app, Tag: tag, Image: "registry.example/" + app + ":" + tag},
+			TagRoutingHeader: "MEDIUM-TAG",
+			Targets: []picchuv1alpha1.RevisionTarget{{
+				Name: "production", Fleet: fleet,
+				Ports: []picchuv1alpha1.PortInfo{
+					{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModePublic, Hosts: []string{app + ".example.com"}},
+					{Name: "status", Port: 4444, ContainerPort: 4444, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModeLocal},
+				},
+				Scale:          picchuv1alpha1.ScaleInfo{Min: &def, Default: def, Max: 4},
+				ConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"config": app + "-" + tag}},
+				Release: picchuv1alpha1.ReleaseInfo{
+					Eligible: true, Max: 100, TTL: 86400, Schedule: picchuv1alpha1.ScheduleAlways,
+					// Short steps, so a release ramps within a test's patience.
+					ScalingStrategy:  picchuv1alpha1.ScalingStrategyGeometric,
+					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: 300 * time.Millisecond}},
+				},
+				Istio: &picchuv1alpha1.IstioConfig{Sidecar: &picchuv1alpha1.SidecarConfig{EgressHosts: []string{"istio-system/*"}}},
+				ServiceLevelObjectives: []picchuv1alpha1.ServiceLevelObjective{{
+					Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
+					ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
+						TagKey:     "destination_version",
+						TotalQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q})`, app),
+						ErrorQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q,response_code=~"5.."})`, app),
+					},
+				}},
+				ServiceMonitors: []picchuv1alpha1.ServiceMonitor{
+					serviceMonitor(app, "status"), serviceMonitor(app, "http"),
+				},
+			}},
+		},
+	}
+}
+
+// serviceMonitor scrapes the app's port.
+func serviceMonitor(app, port string) picchuv1alpha1.ServiceMonitor {
+	return picchuv1alpha1.ServiceMonitor{
+		Name: app + "-" + port, Labels: map[string]string{"prometheus": "main"},
+		Spec: monitoringv1.ServiceMonitorSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{picchuv1alpha1.LabelApp: app}},
+			Endpoints: []monitoringv1.Endpoint{{Port: port}},
+		},
+	}
+}
+
+// config creates, on the delivery cluster, the ConfigMap and Secret a build selects.
+func config(t *testing.T, app, tag string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"config": app + "-" + tag}
+	for _, obj := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: app + "-" + tag + "-env", Namespace: env.Namespace, Labels: labels},
+			Data: map[string]string{"MODE": "production"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: app + "-" + tag + "-secrets", Namespace: env.Namespace, Labels: labels},
+			Data: map[string][]byte{"TOKEN": []byte("s3cret")}},
+	} {
+		if err := env.Delivery.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// replicaSet waits for the build's ReplicaSet on a target.
+func replicaSet(t *testing.T, target *harness.Target, app, tag string) *appsv1.ReplicaSet {
+	t.Helper()
+	rs := &appsv1.ReplicaSet{}
+	kit.Eventually(t, 30*time.Second, fmt.Sprintf("ReplicaSet %s of %s on %s", tag, app, target.Name), func() error {
+		return target.Client.Get(context.Background(), client.ObjectKey{Namespace: app + "-production", Name: tag}, rs)
+	})
+	return rs
+}
+
+// makeReady does what the ReplicaSet controller and kubelets would: it
+// reports every replica of the build's ReplicaSet available. A ReplicaSet
+// Picchu just created may be written once more (its
+// replicas and the rest are applied by two field managers), so, like the
+// real controller, it reads the ReplicaSet again on a conflict.
+func makeReady(t *testing.T, target *harness.Target, app, tag string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rs := replicaSet(t, target, app, tag)
+		n := *rs.Spec.Replicas
+		rs.Status = appsv1.ReplicaSetStatus{
+			Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: n, AvailableReplicas: n, ObservedGeneration: rs.Generation,
+		}
+		return target.Client.Status().Update(context.Background(), rs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// buildState waits until the release manager of app records tag in state.
+func buildState(t *testing.T, timeout time.Duration, app, tag, state string) *picchuv1alpha1.ReleaseManager {
+	t.Helper()
+	rm := &picchuv1alpha1.ReleaseManager{}
+	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, state), func() error {
+		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
+			return err
+		}
+		for _, r := range rm.Status.Revisions {
+			if r.Tag == tag {
+				if r.State.Current != state {
+					return fmt.Errorf("state %s", r.State.Current)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no status for %s: %+v", tag, rm.Status.Revisions)
+	})
+	return rm
+}
+
+// condition returns the ReleaseManager's condition of type t, or nil.
+func condition(rm *picchuv1alpha1.ReleaseManager, t string) *metav1.Condition {
+	return meta.FindStatusCondition(rm.Status.Conditions, t)
+}

@@ -1,0 +1,157 @@
+// Package release_test runs Picchu's release engine end to end on a
+// delivery API server and two target API servers: canaries, ramps,
+// retirement, failure and rollback, garbage collection, and canaries judged
+// by a real Prometheus evaluating the rules Picchu wrote. The operator runs
+// in the test process and can be started again with other options; the
+// targets' ReplicaSets are reported available as a ReplicaSet controller
+// would. (An operator killed mid-ramp is test/e2e's: a real process, killed.)
+package release_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/releasemetrics"
+	"github.com/medium/picchu/datadog"
+	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/prometheus"
+	"github.com/medium/picchu/test/integration/harness"
+	"github.com/medium/picchu/test/integration/inprocess"
+	"github.com/medium/picchu/test/kit"
+)
+
+var (
+	env *harness.Env
+	// traffic plays the users and the mesh: it serves Istio's request
+	// counters per build, at the rates and error ratios a test sets.
+	traffic *kit.Traffic
+	// prom is a real Prometheus scraping traffic and evaluating the rules
+	// Picchu wrote on the first target; alerts is the operator's client.
+	prom   *kit.Prometheus
+	alerts *prometheus.Client
+	// dd is a fake Datadog API (Datadog cannot run here) that checks every
+	// request; monitors is the operator's client of it.
+	dd       *fakeDatadog
+	monitors *datadog.Client
+)
+
+// alertCheckInterval is how often the operator reads the alerts of builds
+// being judged, and how long its client caches an answer.
+const alertCheckInterval = 250 * time.Millisecond
+
+func TestMain(m *testing.M) {
+	harness.Main(m, harness.Options{Targets: 2}, setup)
+}
+
+func setup(s *harness.Suite) error {
+	ctx := s.Ctx
+	env = s.Env
+	for _, target := range env.Targets {
+		go func() {
+			if err := target.ServeReplicaSets(ctx); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: serving ReplicaSets: %v\n", target.Name, err)
+			}
+		}()
+	}
+	var err error
+	if traffic, err = kit.StartTraffic(); err != nil {
+		return fmt.Errorf("serving traffic metrics: %w", err)
+	}
+	s.OnStop(func() error { traffic.Close(); return nil })
+	prom, err = kit.StartPrometheus(ctx, kit.PrometheusConfig{
+		ScrapeTargets: []string{traffic.Addr()}, ScrapeInterval: time.Second, EvalInterval: time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("starting Prometheus: %w", err)
+	}
+	s.OnStop(prom.Close)
+	first := env.Targets[0]
+	rules := kit.RuleSync{
+		Clusters: []kit.NamedClient{{Name: first.Name, Client: first.Client}},
+		Loader:   prom, Interval: 200 * time.Millisecond,
+		Logf: func(format string, args ...any) { ruleSyncLog.Store(fmt.Sprintf(format, args...)) },
+	}
+	go rules.Run(ctx)
+	if alerts, err = prometheus.New(prometheus.Config{
+		Address: prom.URL(), Timeout: 2 * time.Second, TTL: alertCheckInterval,
+	}); err != nil {
+		return fmt.Errorf("creating the alert client: %w", err)
+	}
+	dd = startFakeDatadog()
+	s.OnStop(func() error { dd.Close(); return nil })
+	if err := env.Delivery.Client.Create(ctx, datadogSecret()); err != nil {
+		return fmt.Errorf("creating the Datadog Secret: %w", err)
+	}
+	if monitors, err = datadog.New(datadog.Config{
+		Keys: datadog.SecretKeys(env.Delivery.Client, client.ObjectKeyFromObject(datadogSecret())),
+		URL:  dd.URL, Timeout: 2 * time.Second, TTL: alertCheckInterval,
+	}); err != nil {
+		return fmt.Errorf("creating the Datadog client: %w", err)
+	}
+	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering release metrics: %w", err)
+	}
+	if current, err = startOperator(); err != nil {
+		return fmt.Errorf("starting the operator: %w", err)
+	}
+	s.OnStop(func() error { return current.Stop() })
+	// Checked after the tests, before the fake stops.
+	s.OnStop(func() error {
+		if problems := dd.problems(); len(problems) > 0 {
+			return fmt.Errorf("the fake Datadog received invalid requests: %v", problems)
+		}
+		return nil
+	})
+	return nil
+}
+
+// ruleSyncLog holds the last line the rule sync logged (a cluster that does
+// not answer, a load that fails, the rules loaded); tests report it when an
+// alert does not come.
+var ruleSyncLog atomic.Value
+
+// current is the running operator.
+var current *inprocess.Operator
+
+// startOperator starts the operator against the delivery cluster. Its
+// safety resync is 10 minutes, so only events and its own deadlines can
+// move a release along.
+func startOperator(change ...func(*operator.Options)) (*inprocess.Operator, error) {
+	opts := operator.Options{
+		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
+		Prometheus: alerts, Datadog: monitors, PrometheusQueryTTL: alertCheckInterval,
+	}
+	for _, c := range change {
+		c(&opts)
+	}
+	return inprocess.Start(env, opts)
+}
+
+// restart stops the running operator and starts a new one, with the
+// options changed by change.
+func restart(t testing.TB, change ...func(*operator.Options)) {
+	t.Helper()
+	if err := current.Stop(); err != nil {
+		t.Fatalf("stopping the operator: %v", err)
+	}
+	op, err := startOperator(change...)
+	if err != nil {
+		t.Fatalf("starting the operator again: %v", err)
+	}
+	current = op
+}
+
+// releaseManager reads the ReleaseManager of app.
+func releaseManager(ctx context.Context, app string) (*picchuv1alpha1.ReleaseManager, error) {
+	rm := &picchuv1alpha1.ReleaseManager{}
+	err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
+	return rm, err
+}

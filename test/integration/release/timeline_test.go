@@ -1,0 +1,180 @@
+package release_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/medium/picchu/test/integration/harness"
+)
+
+// timeline watches one app's release as it happens: the weights in its
+// ReleaseManager's status and in each target's VirtualService, and the
+// stamps of one build's states and traffic steps. It only observes.
+type timeline struct {
+	mu sync.Mutex
+	// routes holds, per cluster, each distinct weights of its release
+	// route in the order they were seen.
+	routes map[string][]string
+	// steps are the distinct (percent, stamp) of the watched build, and
+	// states its distinct (state, entered).
+	steps  []stamp
+	states []stamp
+}
+
+type stamp struct {
+	value string
+	at    time.Time
+}
+
+// watch polls app every 20 ms until the test ends, following tag's states
+// and steps.
+func watch(t *testing.T, app, tag string) *timeline {
+	tl := &timeline{routes: map[string][]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			tl.poll(ctx, app, tag)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return tl
+}
+
+func (tl *timeline) poll(ctx context.Context, app, tag string) {
+	for _, target := range env.Targets {
+		if w, err := routeWeights(ctx, target, app); err == nil && w != "" {
+			tl.mu.Lock()
+			if r := tl.routes[target.Name]; len(r) == 0 || r[len(r)-1] != w {
+				tl.routes[target.Name] = append(r, w)
+			}
+			tl.mu.Unlock()
+		}
+	}
+	rm, err := releaseManager(ctx, app)
+	if err != nil {
+		return
+	}
+	for _, st := range rm.Status.Revisions {
+		if st.Tag != tag {
+			continue
+		}
+		tl.mu.Lock()
+		if st.LastUpdated != nil {
+			s := stamp{fmt.Sprint(st.CurrentPercent), st.LastUpdated.Time}
+			if n := len(tl.steps); n == 0 || tl.steps[n-1] != s {
+				tl.steps = append(tl.steps, s)
+			}
+		}
+		if st.State.LastUpdated != nil {
+			s := stamp{st.State.Current, st.State.LastUpdated.Time}
+			if n := len(tl.states); n == 0 || tl.states[n-1] != s {
+				tl.states = append(tl.states, s)
+			}
+		}
+		tl.mu.Unlock()
+	}
+}
+
+// routeWeights reads the weights of app's release route on a target, as
+// "tag=percent" sorted by tag, zeros left out.
+func routeWeights(ctx context.Context, target *harness.Target, app string) (string, error) {
+	vs := &istionetworking.VirtualService{}
+	if err := target.Client.Get(ctx, client.ObjectKey{Namespace: app + "-production", Name: app}, vs); err != nil {
+		return "", err
+	}
+	weights := map[string]int32{}
+	for _, route := range vs.Spec.Http {
+		if route.Name != "01_release-http" {
+			continue
+		}
+		for _, d := range route.Route {
+			if d.Weight > 0 {
+				weights[d.Destination.Subset] = d.Weight
+			}
+		}
+	}
+	return formatWeights(weights), nil
+}
+
+func formatWeights(w map[string]int32) string {
+	var parts []string
+	for _, tag := range slices.Sorted(maps.Keys(w)) {
+		if w[tag] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", tag, w[tag]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// routesOf returns what a cluster's release route went through.
+func (tl *timeline) routesOf(cluster string) []string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.routes[cluster])
+}
+
+// stepsOf returns the watched build's traffic steps.
+func (tl *timeline) stepsOf() []stamp {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.steps)
+}
+
+// entered returns when the watched build entered state, or zero.
+func (tl *timeline) entered(state string) time.Time {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, s := range tl.states {
+		if s.value == state {
+			return s.at
+		}
+	}
+	return time.Time{}
+}
+
+// checkSteps asserts the ramp that started at release went through want
+// (the percents in order) and held each percent at least delay, from the
+// stamps the operator recorded in status.
+func checkSteps(t *testing.T, steps []stamp, release time.Time, want []string, delay time.Duration) {
+	t.Helper()
+	if release.IsZero() {
+		t.Fatalf("the release never started: %v", steps)
+	}
+	i := slices.IndexFunc(steps, func(s stamp) bool { return !s.at.Before(release) && s.value != "0" })
+	if i < 0 {
+		t.Fatalf("the ramp never started: %v", steps)
+	}
+	ramp := steps[i:]
+	var got []string
+	for _, s := range ramp {
+		got = append(got, s.value)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ramp went through %v, want %v", got, want)
+	}
+	for j := 1; j < len(ramp); j++ {
+		if held := ramp[j].at.Sub(ramp[j-1].at); held < delay {
+			t.Errorf("%s%% held %v, less than the step delay %v", ramp[j-1].value, held, delay)
+		} else {
+			t.Logf("%s%% held %v", ramp[j-1].value, held.Round(time.Millisecond))
+		}
+	}
+}
