@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
@@ -42,4 +45,27 @@ func IndexRevisionsByApp(ctx context.Context, c cache.Cache) error {
 // from the API server through the CRD's selectable field.
 func OfApp(app string) client.MatchingFields {
 	return client.MatchingFields{picchuv1alpha1.RevisionAppField: app}
+}
+
+// Requests lists, with opts, the objects of list's kind and returns them as
+// reconcile requests: what a watch's map function returns. A map function
+// cannot return an error, so a failed list is logged, saying what was
+// listed with keysAndValues, and maps to no request.
+func Requests(ctx context.Context, c client.Reader, list client.ObjectList, what string, keysAndValues []any, opts ...client.ListOption) []reconcile.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing "+what, keysAndValues...)
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "reading the list of "+what, keysAndValues...)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, item := range items {
+		if obj, ok := item.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+	}
+	return reqs
 }

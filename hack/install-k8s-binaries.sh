@@ -94,8 +94,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     pending=("${left[@]+"${left[@]}"}")
     [ "$running" = 1 ] || break
     if [ "$SECONDS" -ge "$next" ]; then
-      done_count=$(grep -cv '^#\|^go: ' "$log" || true)
-      progress_log "  $done_count of about $total packages compiled, $(progress_elapsed $((SECONDS - start)))"
+      progress_compiled "$log" "" "$total" "$start"
       next=$((SECONDS + PROGRESS_EVERY))
     fi
     sleep 1

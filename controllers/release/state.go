@@ -375,23 +375,30 @@ func canarying(f Facts, _ Timeouts) Step {
 	return Step{State: Canaried, Action: Sync}
 }
 
-func canaried(f Facts, _ Timeouts) Step {
+// leaving says where a canaried build goes when it fails or is no longer
+// eligible for release, if it goes: failing, or retiring.
+func leaving(f Facts) (Step, bool) {
 	switch {
 	case f.Failed:
-		return Step{State: Failing, Action: Sync}
+		return Step{State: Failing, Action: Sync}, true
 	case !f.Eligible:
-		return Step{State: Retiring, Action: Sync}
+		return Step{State: Retiring, Action: Sync}, true
+	}
+	return Step{}, false
+}
+
+func canaried(f Facts, _ Timeouts) Step {
+	if step, ok := leaving(f); ok {
+		return step
 	}
 	return Step{State: PendingRelease, Action: Sync}
 }
 
 func pendingRelease(f Facts, _ Timeouts) Step {
-	switch {
-	case f.Failed:
-		return Step{State: Failing, Action: Sync}
-	case !f.Eligible:
-		return Step{State: Retiring, Action: Sync}
-	case f.Window.Open:
+	if step, ok := leaving(f); ok {
+		return step
+	}
+	if f.Window.Open {
 		return Step{State: Releasing, Action: Sync}
 	}
 	return Step{State: PendingRelease, Action: Sync, Due: f.Window.Opens}
@@ -400,12 +407,10 @@ func pendingRelease(f Facts, _ Timeouts) Step {
 // releasing handles releasing and released: a build is released once it
 // has reached its release.max.
 func releasing(f Facts, _ Timeouts) Step {
-	switch {
-	case f.Failed:
-		return Step{State: Failing, Action: Sync}
-	case !f.Eligible:
-		return Step{State: Retiring, Action: Sync}
-	case f.PeakPercent >= percentCap(f.MaxPercent):
+	if step, ok := leaving(f); ok {
+		return step
+	}
+	if f.PeakPercent >= percentCap(f.MaxPercent) {
 		return Step{State: Released, Action: Sync}
 	}
 	return Step{State: f.State, Action: Sync}

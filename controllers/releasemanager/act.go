@@ -7,8 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,24 +19,6 @@ import (
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
 )
-
-var (
-	replicaSetKind            = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-	hpaKind                   = autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler")
-	scaledObjectKind          = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
-	triggerAuthenticationKind = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"}
-)
-
-// autoscalerKinds are the kinds of a build's autoscaler objects, removed
-// while it ramps and when it retires.
-var autoscalerKinds = []schema.GroupVersionKind{hpaKind, scaledObjectKind, triggerAuthenticationKind, manifests.WorkerPodAutoscalerKind}
-
-// buildKinds are the kinds of a build's objects on a cluster, deleted with it.
-var buildKinds = append([]schema.GroupVersionKind{
-	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "Secret"},
-}, autoscalerKinds...)
 
 // act applies the decided plans to every usable cluster of the fleet at once.
 func (r *Reconciler) act(ctx context.Context, s *snapshot) applier.Results {

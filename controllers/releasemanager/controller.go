@@ -233,16 +233,8 @@ func (r *Reconciler) releaseManagersOfConfig(ctx context.Context, obj client.Obj
 }
 
 func (r *Reconciler) listReleaseManagers(ctx context.Context, namespace string, sel client.MatchingLabels) []reconcile.Request {
-	rms := &picchuv1alpha1.ReleaseManagerList{}
-	if err := r.Client.List(ctx, rms, client.InNamespace(namespace), sel); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing release managers", "namespace", namespace, "labels", sel)
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(rms.Items))
-	for i := range rms.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rms.Items[i])})
-	}
-	return reqs
+	return controllers.Requests(ctx, r.Client, &picchuv1alpha1.ReleaseManagerList{}, "release managers",
+		[]any{"namespace", namespace, "labels", sel}, client.InNamespace(namespace), sel)
 }
 
 // Reconcile runs one release step for one app in one target.

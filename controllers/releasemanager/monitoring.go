@@ -19,11 +19,6 @@ import (
 	"github.com/medium/picchu/controllers/release"
 )
 
-var (
-	serviceMonitorKind = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)
-	prometheusRuleKind = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)
-)
-
 // monitoring is what the app's monitoring objects are built from: the
 // settings of a build.
 func (s *snapshot) monitoring(inc *incarnation) manifests.Monitoring {

@@ -257,24 +257,34 @@ func Observe(app, target string, phase Phase, now time.Time, b Build) {
 	if m == nil {
 		return
 	}
+	// Each latency: its histogram, its field, and when it started.
+	type latency struct {
+		h     *prometheus.HistogramVec
+		field **int
+		start time.Time
+	}
+	var latencies []latency
 	switch phase {
 	case PhaseDeployed:
-		observeOnce(gitDeployLatency, app, target, &m.GitDeploySecondsInt, b.GitTime, now)
-		observeOnce(revisionDeployLatency, app, target, &m.RevisionDeploySecondsInt, b.RevisionTime, now)
-		observeOnce(deployLatency, app, target, &m.DeploySecondsInt, b.DeployingStart, now)
+		latencies = []latency{{gitDeployLatency, &m.GitDeploySecondsInt, b.GitTime},
+			{revisionDeployLatency, &m.RevisionDeploySecondsInt, b.RevisionTime},
+			{deployLatency, &m.DeploySecondsInt, b.DeployingStart}}
 	case PhaseCanaried:
-		observeOnce(gitCanaryLatency, app, target, &m.GitCanarySecondsInt, b.GitTime, now)
-		observeOnce(revisionCanaryLatency, app, target, &m.RevisionCanarySecondsInt, b.RevisionTime, now)
-		observeOnce(canaryLatency, app, target, &m.CanarySecondsInt, b.CanaryStart, now)
+		latencies = []latency{{gitCanaryLatency, &m.GitCanarySecondsInt, b.GitTime},
+			{revisionCanaryLatency, &m.RevisionCanarySecondsInt, b.RevisionTime},
+			{canaryLatency, &m.CanarySecondsInt, b.CanaryStart}}
 	case PhasePendingRelease:
-		observeOnce(gitPendingReleaseLatency, app, target, &m.GitPendingReleaseSecondsInt, b.GitTime, now)
-		observeOnce(revisionPendingReleaseLatency, app, target, &m.RevisionPendingReleaseSecondsInt, b.RevisionTime, now)
+		latencies = []latency{{gitPendingReleaseLatency, &m.GitPendingReleaseSecondsInt, b.GitTime},
+			{revisionPendingReleaseLatency, &m.RevisionPendingReleaseSecondsInt, b.RevisionTime}}
 	case PhaseReleased:
-		observeOnce(gitReleaseLatency, app, target, &m.GitReleaseSecondsInt, b.GitTime, now)
-		observeOnce(revisionReleaseLatency, app, target, &m.RevisionReleaseSecondsInt, b.RevisionTime, now)
-		observeOnce(releaseLatency, app, target, &m.ReleaseSecondsInt, b.ReleaseStart, now)
+		latencies = []latency{{gitReleaseLatency, &m.GitReleaseSecondsInt, b.GitTime},
+			{revisionReleaseLatency, &m.RevisionReleaseSecondsInt, b.RevisionTime},
+			{releaseLatency, &m.ReleaseSecondsInt, b.ReleaseStart}}
 	case PhaseRolledBack:
-		observeOnce(revisionRollbackLatency, app, target, &m.RevisionRollbackSecondsInt, b.FailingStart, now)
+		latencies = []latency{{revisionRollbackLatency, &m.RevisionRollbackSecondsInt, b.FailingStart}}
+	}
+	for _, l := range latencies {
+		observeOnce(l.h, app, target, l.field, l.start, now)
 	}
 }
 

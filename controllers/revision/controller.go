@@ -64,16 +64,8 @@ func (r *Reconciler) revisionsOfApp(ctx context.Context, obj client.Object) []re
 	if !ok {
 		return nil
 	}
-	revs := &picchuv1alpha1.RevisionList{}
-	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing revisions of a release manager's app", "app", rm.Spec.App)
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(revs.Items))
-	for i := range revs.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&revs.Items[i])})
-	}
-	return reqs
+	return controllers.Requests(ctx, r.Client, &picchuv1alpha1.RevisionList{}, "revisions of a release manager's app",
+		[]any{"app", rm.Spec.App}, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App))
 }
 
 // Reconcile runs the phases for one Revision: deletion once every target

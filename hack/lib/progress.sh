@@ -15,6 +15,15 @@ PROGRESS_PREFIX=${PROGRESS_PREFIX:-build}
 progress_log() { echo "$PROGRESS_PREFIX: $*" >&2; }
 
 # progress_elapsed SECONDS prints 95 as "1m35s".
+# progress_compiled LOG NAME TOTAL START: says how many packages the build
+# logging to LOG (go build -v) has compiled, of about TOTAL, since START.
+progress_compiled() {
+  local done_count of=""
+  done_count=$(grep -cv '^#\|^go: ' "$1" || true)
+  [ "$3" -eq 0 ] || of=" of about $3"
+  progress_log "  $2$done_count$of packages compiled, $(progress_elapsed $((SECONDS - $4)))"
+}
+
 progress_elapsed() {
   local s=$1
   if [ "$s" -ge 60 ]; then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "$s"; fi
@@ -23,19 +32,16 @@ progress_elapsed() {
 progress_build() {
   local name=$1 total=$2
   shift 2
-  local out start pid status=0 next done_count
+  local out start pid status=0 next
   out=$(mktemp)
   start=$SECONDS
-  local of=""
-  [ "$total" -eq 0 ] || of=" of about $total"
   progress_log "building $name"
   "$@" 2>"$out" &
   pid=$!
   next=$((start + PROGRESS_EVERY))
   while kill -0 "$pid" 2>/dev/null; do
     if [ "$SECONDS" -ge "$next" ]; then
-      done_count=$(grep -cv '^#\|^go: ' "$out" || true)
-      progress_log "  $name: $done_count$of packages compiled, $(progress_elapsed $((SECONDS - start)))"
+      progress_compiled "$out" "$name: " "$total" "$start"
       next=$((SECONDS + PROGRESS_EVERY))
     fi
     sleep 1

@@ -1,0 +1,31 @@
+package releasemanager
+
+import (
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/medium/picchu/controllers/manifests"
+)
+
+// The kinds of what Picchu applies and prunes on a target.
+var (
+	replicaSetKind            = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	hpaKind                   = autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler")
+	scaledObjectKind          = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
+	triggerAuthenticationKind = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"}
+	serviceMonitorKind        = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)
+	prometheusRuleKind        = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)
+)
+
+// autoscalerKinds are the kinds of a build's autoscaler objects, removed
+// while it ramps and when it retires.
+var autoscalerKinds = []schema.GroupVersionKind{hpaKind, scaledObjectKind, triggerAuthenticationKind, manifests.WorkerPodAutoscalerKind}
+
+// buildKinds are the kinds of a build's objects on a cluster, deleted with it.
+var buildKinds = append([]schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+}, autoscalerKinds...)
