@@ -260,11 +260,16 @@ func deploying(f Facts, t Timeouts) Step {
 	if f.Deployment == IsDeployed {
 		return Step{State: Deploying, Action: Sync, Then: Deployed}
 	}
-	due := f.Since.Add(t.Deploying)
-	if !f.Since.IsZero() && !f.Now.Before(due) {
+	return deadline(f, Deploying, f.Since, t.Deploying)
+}
+
+// deadline stays in s until timeout has passed since since, then times out.
+func deadline(f Facts, s State, since time.Time, timeout time.Duration) Step {
+	due := since.Add(timeout)
+	if !since.IsZero() && !f.Now.Before(due) {
 		return Step{State: TimingOut}
 	}
-	return Step{State: Deploying, Action: Sync, Due: due}
+	return Step{State: s, Action: Sync, Due: due}
 }
 
 func deployed(f Facts, t Timeouts) Step {
@@ -328,11 +333,7 @@ func testDeadline(f Facts, t Timeouts, s, from State) Step {
 	if timeout <= 0 {
 		timeout = t.Testing
 	}
-	due := since.Add(timeout)
-	if !since.IsZero() && !f.Now.Before(due) {
-		return Step{State: TimingOut}
-	}
-	return Step{State: s, Action: Sync, Due: due}
+	return deadline(f, s, since, timeout)
 }
 
 func underTest(f Facts, t Timeouts) Step {

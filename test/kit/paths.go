@@ -37,16 +37,25 @@ func Assets(ctx context.Context) (string, error) {
 			assetsDir = dir
 			return
 		}
-		cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "install-k8s-binaries.sh"))
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			assetsErr = fmt.Errorf("provisioning Kubernetes binaries: %w: %s", err, stderr.String())
-			return
-		}
-		assetsDir = strings.TrimSpace(stdout.String())
+		assetsDir, assetsErr = provision(ctx, "install-k8s-binaries.sh", "Kubernetes binaries")
 	})
 	return assetsDir, assetsErr
+}
+
+// provision runs the repository's script hack/<script>, which provisions
+// what (once, then cached under bin/), and returns the path it prints.
+func provision(ctx context.Context, script, what string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", script))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("provisioning %s with hack/%s: %w: %s", what, script, err, stderr.String())
+	}
+	path := strings.TrimSpace(stdout.String())
+	if path == "" {
+		return "", fmt.Errorf("provisioning %s with hack/%s: no path printed: %s", what, script, stderr.String())
+	}
+	return path, nil
 }
 
 // KwokBinary returns the path of the kwok controller, which

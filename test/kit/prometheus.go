@@ -1,7 +1,6 @@
 package kit
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,17 +48,7 @@ var (
 // the binary of an earlier run under bin/prometheus).
 func PrometheusBinary(ctx context.Context) (string, error) {
 	prometheusOnce.Do(func() {
-		cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "install-prometheus.sh"))
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			prometheusErr = fmt.Errorf("provisioning Prometheus with hack/install-prometheus.sh: %w: %s", err, stderr.String())
-			return
-		}
-		prometheusBinary = strings.TrimSpace(stdout.String())
-		if prometheusBinary == "" {
-			prometheusErr = fmt.Errorf("provisioning Prometheus with hack/install-prometheus.sh: no path printed: %s", stderr.String())
-		}
+		prometheusBinary, prometheusErr = provision(ctx, "install-prometheus.sh", "Prometheus")
 	})
 	return prometheusBinary, prometheusErr
 }
