@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -199,9 +201,13 @@ func (s *Server) start() error {
 	return nil
 }
 
-// register registers every target on the delivery cluster, through a
-// proxy of its own, as a user registers it.
+// register creates the namespace on the delivery cluster, and registers
+// every target there, through a proxy of its own, as a user registers it.
 func (e *Env) register(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Namespace}}
+	if err := e.Delivery.Client.Create(ctx, ns); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", e.Namespace, err)
+	}
 	for _, t := range e.Targets {
 		user, err := t.credentials()
 		if err != nil {
