@@ -11,7 +11,7 @@
 //     as a child of the test (Prometheus) or as the fleet's daemon
 //     (WritePrometheusConfig, PrometheusArgs);
 //   - rules.go: prometheus-operator played for a test: the PrometheusRules of
-//     clusters loaded into Prometheus (SyncRules, PrometheusFiles);
+//     clusters loaded into Prometheus (RuleSync, PrometheusFiles);
 //   - traffic.go: the one traffic simulator, Istio's request counters of each
 //     cluster, app and tag at the rates a test or the mesh sets;
 //   - clusters.go: reading several clusters at once, and logging each one's
