@@ -121,8 +121,8 @@ func (m *Mesh) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if m.rules != nil {
 		// In a loop of its own, so that a slow Prometheus never holds up traffic.
-		sync := kit.RuleSync{Clusters: m.clusters, Loader: m.rules, Interval: m.interval, Logf: m.logf}
-		wg.Go(func() { sync.Run(ctx) })
+		rules := kit.RuleSync{Clusters: m.clusters, Loader: m.rules, Interval: m.interval, Logf: m.logf}
+		wg.Go(func() { rules.Run(ctx) })
 	}
 	m.serveTraffic(ctx)
 	wg.Wait()
@@ -130,7 +130,8 @@ func (m *Mesh) Run(ctx context.Context) error {
 }
 
 // serveTraffic reads the weights every interval and sends each cluster's
-// requests at them until ctx is done; then no cluster receives any.
+// requests at them until ctx is done; then no cluster receives any, and the
+// weights last read stay.
 func (m *Mesh) serveTraffic(ctx context.Context) {
 	report := kit.NewReporter(m.logf, "listing VirtualServices")
 	m.step(ctx, report)
@@ -170,6 +171,7 @@ func (m *Mesh) step(ctx context.Context, report *kit.Reporter) {
 	m.mu.Lock()
 	previous := m.weights
 	m.setRatesLocked(read)
+	m.weights = read
 	m.mu.Unlock()
 
 	m.logChanges(previous, read)
@@ -178,7 +180,8 @@ func (m *Mesh) step(ctx context.Context, report *kit.Reporter) {
 
 // setRatesLocked makes each cluster, app and tag of weights receive the
 // requests of its weight, split by the error ratios, and those of the
-// weights read before that are not in weights none. Call it with mu held.
+// weights last read (m.weights) that are not in weights none. Call it with
+// mu held.
 func (m *Mesh) setRatesLocked(weights map[string]appWeights) {
 	for cluster, apps := range m.weights {
 		for app, tags := range apps {
@@ -196,7 +199,6 @@ func (m *Mesh) setRatesLocked(weights map[string]appWeights) {
 			}
 		}
 	}
-	m.weights = weights
 }
 
 // logChanges logs the weights of each cluster and app that differ from
