@@ -160,32 +160,39 @@ func (s *snapshot) newestRevision() *incarnation {
 func (s *snapshot) syncBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := picchuv1alpha1.AppNamespace(app, target)
-	var configMaps, secrets []string
-	wantConfigMaps, wantSecrets := map[string]bool{}, map[string]bool{}
-	for i := range inc.configMaps {
-		cm := manifests.ConfigMapCopy(app, target, inc.tag, &inc.configMaps[i])
-		if err := c.Apply(ctx, cm); err != nil {
-			return err
-		}
-		configMaps = append(configMaps, cm.Name)
-		wantConfigMaps[cm.Name] = true
-	}
-	for i := range inc.secrets {
-		secret := manifests.SecretCopy(app, target, inc.tag, &inc.secrets[i])
-		if err := c.Apply(ctx, secret); err != nil {
-			return err
-		}
-		secrets = append(secrets, secret.Name)
-		wantSecrets[secret.Name] = true
-	}
 	selector := manifests.TagSelector(app, target, inc.tag)
-	if err := prune(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("ConfigMap"), wantConfigMaps); err != nil {
+	configMaps, err := syncCopies(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("ConfigMap"), inc.configMaps,
+		func(cm *corev1.ConfigMap) client.Object { return manifests.ConfigMapCopy(app, target, inc.tag, cm) })
+	if err != nil {
 		return err
 	}
-	if err := prune(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("Secret"), wantSecrets); err != nil {
+	secrets, err := syncCopies(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("Secret"), inc.secrets,
+		func(secret *corev1.Secret) client.Object { return manifests.SecretCopy(app, target, inc.tag, secret) })
+	if err != nil {
 		return err
 	}
 	return s.scaleBuild(ctx, c, fc, inc, liveClusters, configMaps, secrets)
+}
+
+// syncCopies applies the copy copyOf makes of each of srcs, prunes the
+// build's other copies of kind (those selector selects in ns), and returns
+// the copies' names.
+func syncCopies[T any](ctx context.Context, c *applier.Cluster, ns string, selector map[string]string,
+	kind schema.GroupVersionKind, srcs []T, copyOf func(*T) client.Object) ([]string, error) {
+	var names []string
+	want := map[string]bool{}
+	for i := range srcs {
+		obj := copyOf(&srcs[i])
+		if err := c.Apply(ctx, obj); err != nil {
+			return nil, err
+		}
+		names = append(names, obj.GetName())
+		want[obj.GetName()] = true
+	}
+	if err := prune(ctx, c, ns, selector, kind, want); err != nil {
+		return nil, err
+	}
+	return names, nil
 }
 
 // scaleBuild applies a build's ReplicaSet and autoscaler as its ScalePlan

@@ -9,13 +9,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -74,15 +72,7 @@ type Prometheus struct {
 	http   *http.Client
 
 	mu   sync.Mutex
-	proc *prometheusProcess // nil while stopped
-}
-
-// prometheusProcess is one run of the server.
-type prometheusProcess struct {
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{} // closed when the process has exited
-	err  error         // cmd.Wait's result, set before done is closed
+	proc *Process // nil while stopped
 }
 
 // StartPrometheus provisions Prometheus if needed, and starts it on a free
@@ -197,22 +187,13 @@ func (p *Prometheus) Start(ctx context.Context) error {
 	if p.proc != nil {
 		return fmt.Errorf("starting Prometheus at %s: already running", p.URL())
 	}
-	log, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	proc, err := StartProcess(ProcessSpec{
+		Name: "Prometheus at " + p.URL(), Argv: PrometheusArgs(p.binary, p.dir, p.port),
+		Dir: p.dir, Log: p.logPath(), AppendLog: true,
+	})
 	if err != nil {
-		return fmt.Errorf("starting Prometheus at %s: opening its log: %w", p.URL(), err)
+		return err
 	}
-	args := PrometheusArgs(p.binary, p.dir, p.port)
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = p.dir
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return errors.Join(fmt.Errorf("starting Prometheus at %s: %w", p.URL(), err), log.Close())
-	}
-	proc := &prometheusProcess{cmd: cmd, log: log, done: make(chan struct{})}
-	go func() {
-		proc.err = cmd.Wait()
-		close(proc.done)
-	}()
 	p.proc = proc
 	if err := p.waitReady(ctx, proc); err != nil {
 		return errors.Join(err, p.stopLocked())
@@ -222,7 +203,7 @@ func (p *Prometheus) Start(ctx context.Context) error {
 
 // waitReady polls /-/ready until it answers 200, the process exits or the
 // wait times out.
-func (p *Prometheus) waitReady(ctx context.Context, proc *prometheusProcess) error {
+func (p *Prometheus) waitReady(ctx context.Context, proc *Process) error {
 	ctx, cancel := context.WithTimeout(ctx, prometheusReadyTimeout)
 	defer cancel()
 	tick := time.NewTicker(prometheusPollInterval)
@@ -234,8 +215,8 @@ func (p *Prometheus) waitReady(ctx context.Context, proc *prometheusProcess) err
 			return nil
 		}
 		select {
-		case <-proc.done:
-			return fmt.Errorf("starting Prometheus at %s: exited before ready (%v): %s", p.URL(), proc.err, p.logTail())
+		case <-proc.Done():
+			return fmt.Errorf("starting Prometheus at %s: not ready: %w", p.URL(), proc.Exited())
 		case <-ctx.Done():
 			return fmt.Errorf("starting Prometheus at %s: not ready: %w (last: %v): %s", p.URL(), context.Cause(ctx), last, p.logTail())
 		case <-tick.C:
@@ -275,37 +256,7 @@ func (p *Prometheus) stopLocked() error {
 		return nil
 	}
 	p.proc = nil
-	var errs []error
-	select {
-	case <-proc.done:
-		// Exited by itself: report why.
-		if proc.err != nil {
-			errs = append(errs, fmt.Errorf("stopping Prometheus at %s: it had exited: %w: %s", p.URL(), proc.err, p.logTail()))
-		}
-	default:
-		if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			errs = append(errs, fmt.Errorf("stopping Prometheus at %s: %w", p.URL(), err))
-		}
-		timer := time.NewTimer(prometheusStopTimeout)
-		select {
-		case <-proc.done:
-			timer.Stop()
-			if proc.err != nil {
-				errs = append(errs, fmt.Errorf("stopping Prometheus at %s: %w: %s", p.URL(), proc.err, p.logTail()))
-			}
-		case <-timer.C:
-			errs = append(errs, fmt.Errorf("stopping Prometheus at %s: still running %s after SIGTERM; killing it: %s",
-				p.URL(), prometheusStopTimeout, p.logTail()))
-			if err := proc.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				errs = append(errs, fmt.Errorf("killing Prometheus at %s: %w", p.URL(), err))
-			}
-			<-proc.done
-		}
-	}
-	if err := proc.log.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("closing the log of Prometheus at %s: %w", p.URL(), err))
-	}
-	return errors.Join(errs...)
+	return proc.Stop(prometheusStopTimeout)
 }
 
 // Close stops Prometheus and removes its temporary directory.

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/medium/picchu/test/kit"
@@ -34,8 +31,6 @@ const (
 	// processStopTimeout is how long a controller process gets to exit
 	// after SIGTERM before it is killed.
 	processStopTimeout = 30 * time.Second
-	// logTailLines is how many of the last lines of a process' log an error quotes.
-	logTailLines = 40
 
 	// KwokNodeCount is the number of fake nodes of a target that runs controllers.
 	KwokNodeCount = 3
@@ -121,7 +116,11 @@ func (s *Server) startControllers(ctx context.Context, dir string) (err error) {
 			return err
 		}
 		args := append([]string{"--kubeconfig=" + kubeconfig}, c.args...)
-		p, err := startProcess(c.name, filepath.Join(dir, c.name+".log"), c.env, c.binary, args...)
+		spec := kit.ProcessSpec{Name: c.name, Argv: append([]string{c.binary}, args...), Env: c.env, Log: filepath.Join(dir, c.name+".log")}
+		if attachOutput {
+			spec.Tee = os.Stderr
+		}
+		p, err := kit.StartProcess(spec)
 		if err != nil {
 			return err
 		}
@@ -290,7 +289,7 @@ func (s *Server) waitControllers(ctx context.Context, what string, check func(co
 			return nil
 		}
 		for _, p := range s.controllers {
-			if err := p.exited(); err != nil {
+			if err := p.Exited(); err != nil {
 				return fmt.Errorf("waiting for %s: %w", what, err)
 			}
 		}
@@ -298,7 +297,7 @@ func (s *Server) waitControllers(ctx context.Context, what string, check func(co
 		case <-ctx.Done():
 			tails := make([]string, 0, len(s.controllers))
 			for _, p := range s.controllers {
-				tails = append(tails, p.name+" "+logTail(p.logPath))
+				tails = append(tails, p.Name()+" "+p.LogTail())
 			}
 			return fmt.Errorf("waiting for %s: %w (last: %v)\n%s", what, context.Cause(ctx), last, strings.Join(tails, "\n"))
 		case <-tick.C:
@@ -313,91 +312,8 @@ func (s *Server) stopControllers() error {
 	errs := make([]error, len(procs))
 	var wg sync.WaitGroup
 	for i, p := range procs {
-		wg.Go(func() { errs[i] = p.stop(processStopTimeout) })
+		wg.Go(func() { errs[i] = p.Stop(processStopTimeout) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// process is a child process with its output in a log file.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	log     *os.File
-	done    chan struct{} // closed once the process has exited
-	err     error         // cmd.Wait's result, set before done is closed
-}
-
-// startProcess starts binary with args and the environment of this process
-// plus env, writing its output to logPath (and to stderr too when
-// PICCHU_TEST_CONTROL_PLANE_OUTPUT is set).
-func startProcess(name, logPath string, env []string, binary string, args ...string) (*process, error) {
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("starting %s: opening its log: %w", name, err)
-	}
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out io.Writer = log
-	if attachOutput {
-		out = io.MultiWriter(log, os.Stderr)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return nil, errors.Join(fmt.Errorf("starting %s: %w", name, err), log.Close())
-	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, log: log, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// exited returns an error with the log tail when the process has exited,
-// nil while it runs.
-func (p *process) exited() error {
-	select {
-	case <-p.done:
-		return fmt.Errorf("%s exited (%v; set PICCHU_TEST_CONTROL_PLANE_OUTPUT to see all its output): %s",
-			p.name, p.err, logTail(p.logPath))
-	default:
-		return nil
-	}
-}
-
-// stop sends SIGTERM, kills the process when it has not exited timeout
-// later, and waits for it to exit. It reports a process that had exited by
-// itself, or had to be killed.
-func (p *process) stop(timeout time.Duration) error {
-	var errs []error
-	if err := p.exited(); err != nil {
-		errs = append(errs, fmt.Errorf("stopping: %w", err))
-	} else {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			errs = append(errs, fmt.Errorf("stopping %s: %w", p.name, err))
-		}
-		timer := time.NewTimer(timeout)
-		select {
-		case <-p.done:
-			timer.Stop()
-		case <-timer.C:
-			errs = append(errs, fmt.Errorf("stopping %s: still running %s after SIGTERM; killing it: %s",
-				p.name, timeout, logTail(p.logPath)))
-			if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				errs = append(errs, fmt.Errorf("killing %s: %w", p.name, err))
-			}
-			<-p.done
-		}
-	}
-	if err := p.log.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("closing the log of %s: %w", p.name, err))
-	}
-	return errors.Join(errs...)
-}
-
-// logTail returns the last lines of the log at path, to explain a failure.
-func logTail(path string) string {
-	return "log tail:\n" + kit.LogTail(path, logTailLines)
 }

@@ -5,7 +5,7 @@ package harness
 func ControllerPIDs(s *Server) map[string]int {
 	pids := make(map[string]int, len(s.controllers))
 	for _, p := range s.controllers {
-		pids[p.name] = p.cmd.Process.Pid
+		pids[p.Name()] = p.Pid()
 	}
 	return pids
 }

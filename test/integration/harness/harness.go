@@ -71,7 +71,7 @@ type Server struct {
 	// Controllers says the server runs real controllers, a scheduler and
 	// kwok nodes (see Options.Controllers).
 	Controllers bool
-	controllers []*process
+	controllers []*kit.Process
 }
 
 // Target is a running target cluster and its registration on the delivery cluster.
