@@ -14,6 +14,8 @@
 //     clusters loaded into Prometheus (RuleSync, PrometheusFiles);
 //   - traffic.go: the one traffic simulator, Istio's request counters of each
 //     cluster, app and tag at the rates a test or the mesh sets;
+//   - process.go: the one way a child process of a test is started, watched
+//     and stopped (SIGTERM, then SIGKILL), its output in a log;
 //   - clusters.go: reading several clusters at once, and logging each one's
 //     failures once;
 //   - register.go: a target registered on the delivery cluster as a user
