@@ -27,6 +27,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/throttle"
 )
 
 // leaderElectionID is the original's, so an old and a new operator never
@@ -55,6 +56,9 @@ type config struct {
 	namespaces              string
 	prometheusEnabled       bool
 	humaneReleasesEnabled   bool
+	kubeAPIQPS              float64
+	kubeAPIBurst            int
+	clusterAPIQPS           float64
 	operator                operator.Options
 	zap                     zap.Options
 }
@@ -71,6 +75,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
 	fs.StringVar(&c.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of the webhook server (default: controller-runtime's)")
 	fs.IntVar(&c.syncPeriodSeconds, "sync-period-seconds", 15, "seconds between safety resyncs of every object")
+	fs.Float64Var(&c.kubeAPIQPS, "kube-api-qps", throttle.DefaultQPS, "requests per second the delivery cluster's client sends at most, on average")
+	fs.IntVar(&c.kubeAPIBurst, "kube-api-burst", throttle.DefaultBurst, "requests the delivery cluster's client sends at once at most, above --kube-api-qps")
+	fs.Float64Var(&c.clusterAPIQPS, "cluster-api-qps", throttle.DefaultQPS, "requests per second each target cluster's client sends at most, on average")
+	fs.IntVar(&c.operator.ClusterBurst, "cluster-api-burst", throttle.DefaultBurst, "requests each target cluster's client sends at once at most, above --cluster-api-qps")
 	fs.StringVar(&c.namespaces, "namespaces", os.Getenv("POD_NAMESPACE"), "comma-separated namespaces of the delivery cluster holding Picchu's Clusters and Revisions: Secrets and ConfigMaps (Cluster credentials, configSelector) are read only there (default: $POD_NAMESPACE; empty: every namespace)")
 	fs.BoolVar(&c.operator.AllowExecCredentials, "allow-exec-credentials", false, "accept exec plugins in Cluster Secrets: whoever may write a Cluster's Secret can then run commands as the operator")
 	fs.IntVar(&c.operator.ConcurrentRevisions, "concurrent-revisions", 20, "Revisions reconciled in parallel")
@@ -99,6 +107,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.syncPeriodSeconds < 1 {
 		return nil, fmt.Errorf("--sync-period-seconds must be at least 1, got %d", c.syncPeriodSeconds)
+	}
+	if c.kubeAPIQPS <= 0 || c.clusterAPIQPS <= 0 || c.kubeAPIBurst < 1 || c.operator.ClusterBurst < 1 {
+		return nil, errors.New("--kube-api-qps and --cluster-api-qps must be positive, --kube-api-burst and --cluster-api-burst at least 1")
 	}
 	if c.operator.KeepDone < 1 {
 		return nil, fmt.Errorf("--keep-done-builds must be at least 1, got %d", c.operator.KeepDone)
@@ -130,6 +141,7 @@ func parseFlags(args []string) (*config, error) {
 		}
 	}
 	c.operator.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
+	c.operator.ClusterQPS = float32(c.clusterAPIQPS)
 	c.operator.Namespaces = splitNamespaces(c.namespaces)
 	c.operator.HumaneReleasesDisabled = !c.humaneReleasesEnabled
 	if !c.prometheusEnabled {
@@ -180,6 +192,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	throttle.Limit(cfg, throttle.Delivery, float32(c.kubeAPIQPS), c.kubeAPIBurst)
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		return err
@@ -207,6 +220,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering release metrics: %w", err)
+	}
+	if err := throttle.Register(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering the throttling metric: %w", err)
 	}
 	if _, err := operator.Setup(mgr, c.operator); err != nil {
 		return err

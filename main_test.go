@@ -135,6 +135,13 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	if !strings.Contains(body, "leader_election_master_status") {
 		t.Errorf("metrics lack controller-runtime's leader election gauge:\n%.500s", body)
 	}
+	// The waits on the rate limits of the delivery cluster's client and of
+	// the target's, which the Cluster controller has used by now.
+	for _, cluster := range []string{"delivery", env.Namespace + "/" + env.Targets[0].Name} {
+		if series := `picchu_client_throttle_wait_seconds_count{cluster="` + cluster + `"}`; !strings.Contains(body, series) {
+			t.Errorf("metrics lack %s", series)
+		}
+	}
 
 	cancel()
 	select {
@@ -156,6 +163,10 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"extra-argument"},
 		{"--datadog-secret", "no-namespace"},
 		{"--keep-done-builds", "0"},
+		{"--kube-api-qps", "0"},
+		{"--kube-api-burst", "0"},
+		{"--cluster-api-qps", "-1"},
+		{"--cluster-api-burst", "0"},
 		{"--namespaces", "picchu", "--datadog-secret", "elsewhere/datadog"},
 	} {
 		if _, err := parseFlags(args); err == nil {
@@ -171,5 +182,9 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		c.operator.PrometheusQueryTTL != 10*time.Second || c.operator.HumaneReleasesDisabled ||
 		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
 		t.Errorf("defaults differ from the original's: %+v", c)
+	}
+	if c.kubeAPIQPS != 50 || c.kubeAPIBurst != 300 || c.operator.ClusterQPS != 50 || c.operator.ClusterBurst != 300 {
+		t.Errorf("rate limits: delivery %v/%d, clusters %v/%d; want 50/300 (Flux's) for both",
+			c.kubeAPIQPS, c.kubeAPIBurst, c.operator.ClusterQPS, c.operator.ClusterBurst)
 	}
 }

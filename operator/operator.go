@@ -40,6 +40,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 	})
 	registry.Policy = remote.Policy{AllowExec: o.AllowExecCredentials}
 	registry.WrapTransport = o.WrapTransport
+	registry.QPS, registry.Burst = o.ClusterQPS, o.ClusterBurst
 
 	healthPeriod, healthTimeout := o.ClusterHealthPeriod, o.ClusterHealthTimeout
 	if healthPeriod <= 0 {

@@ -29,6 +29,10 @@ type Options struct {
 	// check (5 s when 0).
 	ClusterHealthPeriod  time.Duration
 	ClusterHealthTimeout time.Duration
+	// ClusterQPS and ClusterBurst are the client-side rate limit of each
+	// target cluster's client (throttle.DefaultQPS and DefaultBurst when 0).
+	ClusterQPS   float32
+	ClusterBurst int
 	// ClusterTimeout bounds the work of one reconcile on one target cluster
 	// (the ReleaseManager controller's default when 0).
 	ClusterTimeout time.Duration

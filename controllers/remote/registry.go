@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/throttle"
 )
 
 // Registry keeps one client and one informer cache per target cluster, built
@@ -45,6 +46,11 @@ type Registry struct {
 	// Policy, set before the first Ensure, says which credentials are
 	// accepted (the zero value: inline tokens and client certificates).
 	Policy Policy
+	// QPS and Burst, set before the first Ensure, are the rate limit of each
+	// cluster's client (throttle's defaults when 0); the waits on it are
+	// observed as the Cluster's "<namespace>/<name>".
+	QPS   float32
+	Burst int
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*entry
@@ -67,6 +73,7 @@ func (r *Registry) OnForget(f func(key types.NamespacedName)) {
 func (r *Registry) forget(key types.NamespacedName, e *entry) []func(types.NamespacedName) {
 	e.stop()
 	delete(r.clusters, key)
+	throttle.Forget(key.String())
 	return slices.Clone(r.forgotten)
 }
 
@@ -120,6 +127,7 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 	if err != nil {
 		return false, err
 	}
+	throttle.Limit(cfg, key.String(), r.QPS, r.Burst)
 	if r.WrapTransport != nil {
 		cfg.Wrap(r.WrapTransport)
 	}
