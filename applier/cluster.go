@@ -89,10 +89,11 @@ type objectKey struct {
 	manager         string
 }
 
-// appliedObject is what Picchu last applied to an object and the object's
-// resourceVersion right after.
+// appliedObject is what Picchu last applied to an object, and the object's
+// generation and resourceVersion right after.
 type appliedObject struct {
 	hash            [sha256.Size]byte
+	generation      int64
 	resourceVersion string
 }
 
@@ -104,7 +105,9 @@ type appliedObject struct {
 // that does not carry the same ones was not created by Picchu for that app
 // and target: it is never adopted, and Apply returns a *NotOwnedError.
 // Nothing is sent when obj equals what was last applied and the live object
-// has not changed since.
+// has not changed since: its spec (its generation), for kinds that keep a
+// generation, so that a status that moves costs no write; anything, for
+// the others.
 func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
 	desired, err := c.toApply(obj)
 	if err != nil {
@@ -196,7 +199,7 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 		return nil
 	case !owns(desired.GetLabels(), live.GetLabels()):
 		return &NotOwnedError{Object: c.describe(key), Labels: desired.GetLabels(), Live: live.GetLabels()}
-	case c.unchanged(key, hash, live.GetResourceVersion()):
+	case c.unchanged(key, hash, live):
 		return nil
 	}
 
@@ -204,7 +207,7 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 		client.FieldOwner(manager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s: %w", c.describe(key), err)
 	}
-	c.remember(key, appliedObject{hash: hash, resourceVersion: desired.GetResourceVersion()})
+	c.remember(key, appliedObject{hash: hash, generation: desired.GetGeneration(), resourceVersion: desired.GetResourceVersion()})
 	return nil
 }
 
@@ -291,11 +294,24 @@ func (c *Cluster) toApply(obj client.Object) (*unstructured.Unstructured, error)
 	return u, nil
 }
 
-func (c *Cluster) unchanged(key objectKey, hash [sha256.Size]byte, resourceVersion string) bool {
+// unchanged says whether applying the object whose desired state hashes to
+// hash would change nothing: Picchu applied the same last, and nobody has
+// changed the live object's spec since. For kinds whose API server keeps a
+// generation (ReplicaSets, HPAs, custom resources), that is the generation
+// Picchu's apply left: their status moves (replicas ready, metrics read)
+// without a new generation, and re-applying would write for nothing. For
+// the others (ConfigMaps, Services, namespaces), the resourceVersion.
+func (c *Cluster) unchanged(key objectKey, hash [sha256.Size]byte, live *unstructured.Unstructured) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	last, ok := c.applied[key]
-	return ok && last.hash == hash && last.resourceVersion == resourceVersion
+	if !ok || last.hash != hash {
+		return false
+	}
+	if last.generation > 0 {
+		return live.GetGeneration() == last.generation
+	}
+	return live.GetResourceVersion() == last.resourceVersion
 }
 
 func (c *Cluster) remember(key objectKey, a appliedObject) {
