@@ -41,9 +41,11 @@ import (
 // ReleaseManager's status.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads ReleaseManagers from the API server rather than the
-	// cache, so a run always starts from the status the last run wrote.
-	// Client is used when nil.
+	// superseded are the versions this process's writes replaced, which a
+	// run must not decide from.
+	superseded superseded
+	// APIReader asks the API server, not the cache, whether an app has
+	// Revisions left before it is removed. Client is used when nil.
 	APIReader client.Reader
 	Registry  *remote.Registry
 	// RemoteEvents brings changes of remote ReplicaSets.
@@ -240,11 +242,17 @@ func (r *Reconciler) listReleaseManagers(ctx context.Context, namespace string, 
 // Reconcile runs one release step for one app in one target.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rm := &picchuv1alpha1.ReleaseManager{}
-	if err := r.uncached().Get(ctx, req.NamespacedName, rm); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, rm); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.superseded.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("reading release manager %s: %w", req.NamespacedName, err)
+	}
+	if r.superseded.stale(req.NamespacedName, rm.ResourceVersion) {
+		// The cache has not seen this process's last write yet; status-only
+		// changes bring no event, so look again shortly.
+		return ctrl.Result{RequeueAfter: cacheLag}, nil
 	}
 	if rm.Labels[picchuv1alpha1.LabelIgnore] != "" {
 		return ctrl.Result{}, nil
@@ -256,7 +264,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finalize(ctx, rm)
 	}
 	if controllerutil.AddFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
-		if err := r.Client.Update(ctx, rm); err != nil {
+		if err := r.write(rm, func() error { return r.Client.Update(ctx, rm) }); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to release manager %s: %w", req.NamespacedName, err)
 		}
 	}
@@ -298,6 +306,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return res, err
 	}
 	return res, r.collectGarbage(ctx, snap)
+}
+
+// write writes rm with update, an Update of it or of its status, and
+// records the version the write replaced.
+func (r *Reconciler) write(rm *picchuv1alpha1.ReleaseManager, update func() error) error {
+	before := rm.ResourceVersion
+	if err := update(); err != nil {
+		return err
+	}
+	r.superseded.wrote(client.ObjectKeyFromObject(rm), before)
+	return nil
 }
 
 // uncached reads from the API server, or from the cache without an APIReader.

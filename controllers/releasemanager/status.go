@@ -23,6 +23,10 @@ import (
 // the next state's work starts at once.
 const again = 10 * time.Millisecond
 
+// cacheLag is how soon a run that found the cache behind this process's
+// last write looks again.
+const cacheLag = 50 * time.Millisecond
+
 // clusterRetry is how soon a ReleaseManager tries again, at the latest, a
 // cluster it could not update (sooner when a step is due).
 const clusterRetry = 10 * time.Second
@@ -44,7 +48,7 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, results applier.Re
 	if !sameStatus(before, &rm.Status) {
 		now := metav1.NewTime(s.now)
 		rm.Status.LastUpdated = &now
-		err := r.Client.Status().Update(ctx, rm)
+		err := r.write(rm, func() error { return r.Client.Status().Update(ctx, rm) })
 		if apierrors.IsConflict(err) {
 			// Someone else changed the ReleaseManager: decide again from it.
 			ctrl.LoggerFrom(ctx).V(1).Info("status changed meanwhile; running again")

@@ -11,10 +11,13 @@ import (
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -210,6 +213,57 @@ func makeReady(t *testing.T, target *harness.Target, app, tag string) {
 		rs.Status = appsv1.ReplicaSetStatus{
 			Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: n, AvailableReplicas: n, ObservedGeneration: rs.Generation,
 		}
+		return target.Client.Status().Update(context.Background(), rs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deliveryRequests is how many requests of verb on resource the delivery
+// API server has served, by its own count (apiserver_request_total).
+func deliveryRequests(t *testing.T, verb, resource string) float64 {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(env.Delivery.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(strings.TrimSuffix(env.Delivery.Config.Host, "/") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		t.Fatalf("reading the delivery API server's metrics: %s: %s", resp.Status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the delivery API server's metrics: %v", err)
+	}
+	total := 0.0
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["verb"] == verb && labels["resource"] == resource {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// churnStatus changes the status of tag's ReplicaSet on target without
+// changing its readiness: a condition whose reason is the i-th.
+func churnStatus(t *testing.T, target *harness.Target, app, tag string, i int) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rs := replicaSet(t, target, app, tag)
+		rs.Status.Conditions = []appsv1.ReplicaSetCondition{{
+			Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionFalse, Reason: fmt.Sprintf("Churn%d", i),
+		}}
 		return target.Client.Status().Update(context.Background(), rs)
 	})
 	if err != nil {

@@ -196,10 +196,16 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	})
 
 	writes := targetWrites.count()
+	gets := deliveryRequests(t, "GET", "releasemanagers")
 	runs := reconciles(t, "releasemanager")
 	key := client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}
 	for i := range 5 {
-		// An annotation change makes the controller run; it changes nothing.
+		// The ReplicaSets' status moves, as a ReplicaSet controller's does
+		// (new resourceVersions, the same spec), and an annotation change
+		// makes the controller run: neither changes anything to write.
+		for _, target := range env.Targets {
+			churnStatus(t, target, app, "v1", i)
+		}
 		rm := &picchuv1alpha1.ReleaseManager{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		poke := fmt.Sprintf(`{"metadata":{"annotations":{"test/poke":"%d"}}}`, i)
 		if err := env.Delivery.Client.Patch(ctx, rm, client.RawPatch(types.MergePatchType, []byte(poke))); err != nil {
@@ -214,6 +220,10 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	}
 	if w := targetWrites.since(writes); len(w) != 0 {
 		t.Errorf("%d writes to target clusters while nothing changed: %v", len(w), w)
+	}
+	// Runs read their ReleaseManager from the cache.
+	if n := deliveryRequests(t, "GET", "releasemanagers") - gets; n != 0 {
+		t.Errorf("%v GETs of ReleaseManagers from the delivery API server in five runs, want 0", n)
 	}
 }
 
