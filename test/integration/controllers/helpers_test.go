@@ -34,6 +34,8 @@ var targetWrites = &writeCounter{}
 type writeCounter struct {
 	mu       sync.Mutex
 	requests []string
+	// reads are the requests that read something, but watches.
+	reads []string
 	// rejectHost, when set, is a target whose writes fail with 500.
 	rejectHost string
 }
@@ -58,6 +60,11 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			if r.URL.Query().Get("watch") != "true" {
+				w.mu.Lock()
+				w.reads = append(w.reads, r.Method+" "+r.URL.String())
+				w.mu.Unlock()
+			}
 		default:
 			w.mu.Lock()
 			w.requests = append(w.requests, r.Method+" "+r.URL.Path)
@@ -72,6 +79,20 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return rt.RoundTrip(r)
 	})
+}
+
+// readsSince returns the reads made after the first n.
+func (w *writeCounter) readsSince(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.reads[n:]...)
+}
+
+// readCount returns the number of reads made so far.
+func (w *writeCounter) readCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.reads)
 }
 
 // since returns the writes made after the first n.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,7 +196,7 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 		return nil
 	})
 
-	writes := targetWrites.count()
+	writes, reads := targetWrites.count(), targetWrites.readCount()
 	gets := deliveryRequests(t, "GET", "releasemanagers")
 	runs := reconciles(t, "releasemanager")
 	key := client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}
@@ -220,6 +221,14 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	}
 	if w := targetWrites.since(writes); len(w) != 0 {
 		t.Errorf("%d writes to target clusters while nothing changed: %v", len(w), w)
+	}
+	// Runs read the target clusters' caches only; the Cluster controller's
+	// health checks (GET /version, one per cluster and period, not per app)
+	// are the only reads of their API servers.
+	for _, r := range targetWrites.readsSince(reads) {
+		if !strings.HasPrefix(r, "GET ") || !strings.Contains(r, "/version?") {
+			t.Errorf("read of a target cluster while nothing changed: %s", r)
+		}
 	}
 	// Runs read their ReleaseManager from the cache.
 	if n := deliveryRequests(t, "GET", "releasemanagers") - gets; n != 0 {
