@@ -74,7 +74,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.enableWebhooks, "enable-webhooks", os.Getenv("ENABLE_WEBHOOKS") != "false", "serve the admission webhooks (off when $ENABLE_WEBHOOKS is false; run without them locally)")
 	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
 	fs.StringVar(&c.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of the webhook server (default: controller-runtime's)")
-	fs.IntVar(&c.syncPeriodSeconds, "sync-period-seconds", 15, "seconds between safety resyncs of every object")
+	fs.IntVar(&c.syncPeriodSeconds, "sync-period-seconds", int(operator.DefaultSyncPeriod/time.Second), "seconds between safety resyncs of every object: runs come from events and due times, this only catches what both missed")
 	fs.Float64Var(&c.kubeAPIQPS, "kube-api-qps", throttle.DefaultQPS, "requests per second the delivery cluster's client sends at most, on average")
 	fs.IntVar(&c.kubeAPIBurst, "kube-api-burst", throttle.DefaultBurst, "requests the delivery cluster's client sends at once at most, above --kube-api-qps")
 	fs.Float64Var(&c.clusterAPIQPS, "cluster-api-qps", throttle.DefaultQPS, "requests per second each target cluster's client sends at most, on average")

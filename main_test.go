@@ -177,11 +177,11 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.operator.SyncPeriod != 15*time.Second || c.operator.ConcurrentRevisions != 20 ||
+	if c.operator.SyncPeriod != 15*time.Minute || c.operator.ConcurrentRevisions != 20 ||
 		c.operator.ConcurrentReleaseManagers != 50 || c.metricsAddr != ":8383" ||
 		c.operator.PrometheusQueryTTL != 10*time.Second || c.operator.HumaneReleasesDisabled ||
 		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
-		t.Errorf("defaults differ from the original's: %+v", c)
+		t.Errorf("defaults differ from the documented ones: %+v", c)
 	}
 	if c.kubeAPIQPS != 50 || c.kubeAPIBurst != 300 || c.operator.ClusterQPS != 50 || c.operator.ClusterBurst != 300 {
 		t.Errorf("rate limits: delivery %v/%d, clusters %v/%d; want 50/300 (Flux's) for both",

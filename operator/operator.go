@@ -17,6 +17,15 @@ import (
 // defaultClusterHealthTimeout bounds each health check of a target cluster.
 const defaultClusterHealthTimeout = 5 * time.Second
 
+// DefaultClusterHealthPeriod is how often each target cluster's health is
+// checked: one request per cluster, whatever the number of apps.
+const DefaultClusterHealthPeriod = 15 * time.Second
+
+// DefaultSyncPeriod is the safety resync of every object: Argo Rollouts'
+// (15 minutes). Runs come from events and due times; this only catches what
+// both missed.
+const DefaultSyncPeriod = releasemanager.DefaultSyncPeriod
+
 // Setup adds Picchu's controllers to mgr, a manager whose client uses
 // NewScheme and whose cache is DeliveryCache(o.Namespaces): the Cluster
 // controller and the registry of target clusters it fills, the Revision
@@ -44,7 +53,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 
 	healthPeriod, healthTimeout := o.ClusterHealthPeriod, o.ClusterHealthTimeout
 	if healthPeriod <= 0 {
-		healthPeriod = o.SyncPeriod
+		healthPeriod = DefaultClusterHealthPeriod
 	}
 	if healthTimeout <= 0 {
 		healthTimeout = defaultClusterHealthTimeout

@@ -14,7 +14,8 @@ import (
 // flags (named as the original's). Zero values take the defaults the
 // controllers document.
 type Options struct {
-	// SyncPeriod is the slow safety resync of every object.
+	// SyncPeriod is the slow safety resync of every object
+	// (DefaultSyncPeriod when 0).
 	SyncPeriod time.Duration
 	// Namespaces of the delivery cluster hold Picchu's Clusters and
 	// Revisions: Secrets and ConfigMaps are read only there (every
@@ -25,7 +26,7 @@ type Options struct {
 	ConcurrentRevisions       int
 	ConcurrentReleaseManagers int
 	// ClusterHealthPeriod is how often each target cluster's health is
-	// checked (SyncPeriod when 0), and ClusterHealthTimeout bounds each
+	// checked (DefaultClusterHealthPeriod when 0), and ClusterHealthTimeout bounds each
 	// check (5 s when 0).
 	ClusterHealthPeriod  time.Duration
 	ClusterHealthTimeout time.Duration

@@ -108,7 +108,7 @@ type clusterHandle struct {
 // config of their apps, and remote ReplicaSets.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.SyncPeriod <= 0 {
-		r.SyncPeriod = 15 * time.Second
+		r.SyncPeriod = DefaultSyncPeriod
 	}
 	if r.ClusterTimeout <= 0 {
 		r.ClusterTimeout = 30 * time.Second
@@ -326,6 +326,9 @@ func (r *Reconciler) uncached() client.Reader {
 	}
 	return r.Client
 }
+
+// DefaultSyncPeriod is the default SyncPeriod.
+const DefaultSyncPeriod = 15 * time.Minute
 
 // DefaultRemovalGrace is the default RemovalGrace: longer than any GitOps
 // tool takes between deleting a Revision and creating it again.
