@@ -113,6 +113,10 @@ type RampStep struct {
 	Due time.Time
 	// Waiting says why a due step up is not taken: "capacity" or "hold".
 	Waiting string
+	// WasDue is when the step up to Next was due, when it is one that
+	// waited out a delay: how late it is taken is WasDue to when every
+	// live cluster has it (picchu_release_step_lateness_seconds).
+	WasDue time.Time
 }
 
 // Ramp decides the step of a ramping build. A step down to release.max
@@ -126,9 +130,11 @@ func Ramp(in RampInput) RampStep {
 	if target <= current {
 		return RampStep{Next: target}
 	}
+	var wasDue time.Time
 	if current > 0 && !in.Changed.IsZero() {
-		if due := in.Changed.Add(StepDelay(in.Release)); in.Now.Before(due) {
-			return RampStep{Next: current, Due: due}
+		wasDue = in.Changed.Add(StepDelay(in.Release))
+		if in.Now.Before(wasDue) {
+			return RampStep{Next: current, Due: wasDue}
 		}
 	}
 	if in.Hold {
@@ -137,5 +143,5 @@ func Ramp(in RampInput) RampStep {
 	if !CanRampTo(in.Capacity, target) {
 		return RampStep{Next: current, Waiting: "capacity"}
 	}
-	return RampStep{Next: target}
+	return RampStep{Next: target, WasDue: wasDue}
 }

@@ -75,6 +75,7 @@ func TestReport(t *testing.T) {
 		events   []string
 		next     time.Duration
 		unsynced []string
+		stepsDue []time.Time // when each ramp step taken everywhere was due
 	}
 	for _, tc := range []struct {
 		name    string
@@ -108,6 +109,35 @@ func TestReport(t *testing.T) {
 				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
 				events:   []string{"Normal StateChanged v1 releasing → retiring"},
 				next:     again,
+				unsynced: []string{"west"},
+			},
+		},
+		{
+			name: "a due ramp step on every live cluster says when it was due",
+			snap: func() *snapshot {
+				v2 := build("v2", release.Releasing, 25, release.Step{State: release.Releasing, Action: release.Sync}, 50)
+				v2.ramping, v2.ramp = true, release.RampStep{Next: 50, WasDue: reportNow.Add(-2 * time.Second)}
+				return reportSnapshot(v2, build("v1", release.Released, 75, release.Step{State: release.Released, Action: release.Sync}, 50))
+			},
+			want: want{
+				states:  map[string]string{"v2": "releasing", "v1": "released"},
+				weights: map[string]int32{"v2": 50, "v1": 50},
+				ready:   metav1.ConditionFalse, reason: ReasonProgressing, next: again,
+				stepsDue: []time.Time{reportNow.Add(-2 * time.Second)},
+			},
+		},
+		{
+			name: "a due ramp step a live cluster lacks is not taken, nor timed",
+			snap: func() *snapshot {
+				v2 := build("v2", release.Releasing, 25, release.Step{State: release.Releasing, Action: release.Sync}, 50)
+				v2.ramping, v2.ramp = true, release.RampStep{Next: 50, WasDue: reportNow.Add(-2 * time.Second)}
+				return reportSnapshot(v2, build("v1", release.Released, 75, release.Step{State: release.Released, Action: release.Sync}, 50))
+			},
+			results: applier.Results{{Cluster: "east"}, {Cluster: "west", Err: errors.New("connection refused")}},
+			want: want{
+				states:  map[string]string{"v2": "releasing", "v1": "released"},
+				weights: map[string]int32{"v2": 25, "v1": 75},
+				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable, next: clusterRetry,
 				unsynced: []string{"west"},
 			},
 		},
@@ -257,6 +287,9 @@ func TestReport(t *testing.T) {
 			}
 			if !slices.Equal(unsynced, tc.want.unsynced) {
 				t.Errorf("clusters not synced %v, want %v", unsynced, tc.want.unsynced)
+			}
+			if !slices.EqualFunc(out.stepsDue, tc.want.stepsDue, time.Time.Equal) {
+				t.Errorf("steps due at %v, want %v", out.stepsDue, tc.want.stepsDue)
 			}
 			checkKstatus(t, s.rm.Generation, &out.status)
 		})

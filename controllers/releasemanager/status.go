@@ -17,6 +17,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemetrics"
 )
 
 // again is how soon a ReleaseManager runs again after a state change, so
@@ -64,6 +65,10 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, results applier.Re
 		}
 	}
 	recordMetrics(rm, rm.Status.Revisions, s.now)
+	applied := r.Now()
+	for _, due := range rep.stepsDue {
+		releasemetrics.ObserveStepLateness(rm.Spec.Target, due, applied)
+	}
 	return ctrl.Result{RequeueAfter: rep.next}, nil
 }
 
@@ -78,6 +83,9 @@ type outcome struct {
 	events []statusEvent
 	// next is when to run again.
 	next time.Duration
+	// stepsDue are when the ramp steps this run took on every live cluster
+	// were due, for their lateness.
+	stepsDue []time.Time
 }
 
 // transition is a build whose state changed, at index in status.revisions.
@@ -119,6 +127,9 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 			out.transitions = append(out.transitions, transition{inc: inc, index: len(rm.Status.Revisions), state: b.state})
 		}
 		moved = moved || st.CurrentPercent != inc.status.CurrentPercent
+		if inc.ramping && !inc.ramp.WasDue.IsZero() && st.CurrentPercent == inc.ramp.Next && st.CurrentPercent > inc.status.CurrentPercent {
+			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
+		}
 		c.add(inc, b.state, st.CurrentPercent)
 		for _, d := range []time.Time{inc.step.Due, inc.ramp.Due} {
 			due = earliest(due, d)

@@ -77,6 +77,14 @@ var (
 	reconcileInterval = newLatency("picchu_release_manager_reconcile_interval",
 		"Seconds between two reconciles of a ReleaseManager.", reconcileBuckets)
 
+	// stepLateness is labelled by target only: it is a fleet's figure, and
+	// a thousand apps would make it a thousand histograms.
+	stepLateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "picchu_release_step_lateness_seconds",
+		Help:    "Seconds from when a ramp step was due to when every live cluster of the target had its weights.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
+	}, []string{labelTarget})
+
 	releaseWeight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "picchu_revision_release_weight",
 		Help: "Percent of an app's traffic in a target that a build receives.",
@@ -119,6 +127,7 @@ var collectors = []prometheus.Collector{
 	canaryLatency,
 	releaseLatency,
 	reconcileInterval,
+	stepLateness,
 	releaseWeight,
 	incarnationCount,
 	oldestAge,
@@ -385,4 +394,10 @@ func Forget(app, target string) {
 	delete(weightTags, k)
 	delete(countStates, k)
 	delete(ageStates, k)
+}
+
+// ObserveStepLateness observes that a ramp step in target, due at due, was
+// on every live cluster at applied.
+func ObserveStepLateness(target string, due, applied time.Time) {
+	stepLateness.WithLabelValues(target).Observe(max(applied.Sub(due), 0).Seconds())
 }

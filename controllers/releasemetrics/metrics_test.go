@@ -156,6 +156,7 @@ func TestEveryMetricHasNameAndHelp(t *testing.T) {
 		"picchu_canary_latency":                     true,
 		"picchu_release_latency":                    true,
 		"picchu_release_manager_reconcile_interval": true,
+		"picchu_release_step_lateness_seconds":      true,
 		"picchu_revision_release_weight":            true,
 		"picchu_incarnation_count":                  true,
 		"picchu_revision_oldest_age_seconds":        true,

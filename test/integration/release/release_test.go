@@ -253,8 +253,14 @@ func TestRelease_CanaryRampRetireFailAndRecommission(t *testing.T) {
 
 	// v2: a canary at 10 % for 2 s, then 10, 20, 40, 80, 100 % a second apart.
 	tl := watch(t, app, "v2")
+	lateSteps := stepsTimed(t)
 	v2 := create(t, build{app: app, tag: "v2", commit: 2, delay: delay, canary: canary})
 	state(t, 30*time.Second, app, "v2", "released")
+	// The four steps that waited out a delay (20, 40, 80, 100 %) had their
+	// lateness observed.
+	if n := stepsTimed(t) - lateSteps; n < 4 {
+		t.Errorf("%d ramp steps' lateness observed, want at least 4", n)
+	}
 	state(t, 10*time.Second, app, "v1", "retired")
 	routes(t, app, map[string]int32{"v2": 100})
 	replicas(t, app, "v1", 0)
@@ -315,6 +321,29 @@ func TestRelease_CanaryRampRetireFailAndRecommission(t *testing.T) {
 			t.Errorf("recommissioned v1: %+v", st)
 		}
 	}
+}
+
+// stepsTimed is how many ramp steps in target production have had their
+// lateness observed (picchu_release_step_lateness_seconds).
+func stepsTimed(t *testing.T) uint64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "picchu_release_step_lateness_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "target" && l.GetValue() == "production" {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // revisionDeleted waits until rev is gone from the delivery cluster.
