@@ -82,30 +82,22 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 }
 
 // readsSince returns the reads made after the first n.
-func (w *writeCounter) readsSince(n int) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.reads[n:]...)
-}
+func (w *writeCounter) readsSince(n int) []string { return w.after(&w.reads, n) }
 
 // readCount returns the number of reads made so far.
-func (w *writeCounter) readCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.reads)
-}
+func (w *writeCounter) readCount() int { return len(w.after(&w.reads, 0)) }
 
 // since returns the writes made after the first n.
-func (w *writeCounter) since(n int) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.requests[n:]...)
-}
+func (w *writeCounter) since(n int) []string { return w.after(&w.requests, n) }
 
-func (w *writeCounter) count() int {
+// count returns the number of writes made so far.
+func (w *writeCounter) count() int { return len(w.after(&w.requests, 0)) }
+
+// after returns a copy of the requests of list after its first n.
+func (w *writeCounter) after(list *[]string, n int) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.requests)
+	return append([]string(nil), (*list)[n:]...)
 }
 
 // reconciles is how many runs the named controller finished, from
