@@ -66,6 +66,14 @@ test: verify k8s-binaries prometheus-binary ## Run every test, with the race det
 bench: k8s-binaries ## Run the benchmarks.
 	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test -run '^$$' -bench . -benchmem $(PKGS)
 
+APPS ?= 100
+CLUSTERS ?= 3
+
+.PHONY: bench-fleet
+bench-fleet: k8s-binaries prometheus-binary ## Release APPS apps twice on a kwok fleet of CLUSTERS clusters (delivery included) and print the fleet figures.
+	@hack/go-build.sh "the fleet benchmark" "./hack/bench-fleet" go build -v -o bin/picchu-bench-fleet ./hack/bench-fleet
+	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS)
+
 ##@ Local fleet and demo
 
 .PHONY: demo

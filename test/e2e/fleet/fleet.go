@@ -73,6 +73,10 @@ type Options struct {
 	Namespace string
 	// Log receives a line per step (nothing when nil).
 	Log io.Writer
+	// ClustersOnly starts the clusters and registers the targets, without
+	// Prometheus and the mesh (a benchmark's fleet: the mesh's reads would
+	// load the API servers it measures).
+	ClustersOnly bool
 }
 
 func (o *Options) defaults() {
@@ -184,6 +188,9 @@ func Up(ctx context.Context, opts Options) (*Fleet, error) {
 		if err := f.Register(ctx, t, t.Name, f.Fleet); err != nil {
 			return nil, err
 		}
+	}
+	if opts.ClustersOnly {
+		return f, nil
 	}
 	if err := f.ensurePrometheus(ctx); err != nil {
 		return nil, err

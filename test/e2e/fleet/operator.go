@@ -63,3 +63,6 @@ func (f *Fleet) KillOperator() error {
 	}
 	return d.stop()
 }
+
+// OperatorPID is the running operator's process ID.
+func (f *Fleet) OperatorPID() (int, bool) { return daemon{f.Dir, operatorDaemon}.running() }

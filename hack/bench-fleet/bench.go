@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/test/e2e/fleet"
+	"github.com/medium/picchu/test/e2e/story"
+	"github.com/medium/picchu/test/kit"
+)
+
+const (
+	// stepDelay and the ramp 25 → 50 → 100 % make 4 s of delays.
+	stepDelay = 2 * time.Second
+	delays    = 2 * stepDelay
+	// workers apply the Revisions at once.
+	workers = 16
+	// probeWrites is how many objects the write-rate probe creates.
+	probeWrites = 400
+	pollEvery   = time.Second
+)
+
+type bench struct {
+	config
+	fleet *fleet.Fleet
+}
+
+// phase is one release of every app.
+type phase struct {
+	took     time.Duration
+	requests requests
+	lateness histogram // ramp steps' lateness
+	throttle histogram // waits on the clients' rate limits
+}
+
+// result is what the benchmark measured.
+type result struct {
+	apps, clusters      int
+	writeRate           float64 // objects a target API server creates per second, 16 at a time
+	first, second       phase
+	quiet               time.Duration
+	quietReq            requests
+	reconciles          float64
+	reconcilesBy        map[string]float64
+	rssBefore, rssAfter int64             // operator's resident memory, bytes
+	hosts               map[string]string // host → cluster name
+}
+
+func (b *bench) run(ctx context.Context) (*result, error) {
+	res := &result{apps: b.apps, clusters: b.clusters, hosts: map[string]string{}}
+	for _, c := range append([]*fleet.Cluster{b.fleet.Delivery}, b.fleet.Targets...) {
+		if u, err := url.Parse(c.Config.Host); err == nil {
+			res.hosts[u.Host] = c.Name
+		}
+	}
+	var err error
+	if res.writeRate, err = b.writeRate(ctx); err != nil {
+		return nil, err
+	}
+	logf("a target API server creates %.0f objects/s (%d workers)", res.writeRate, workers)
+	if res.first, err = b.release(ctx, "v1"); err != nil {
+		return nil, err
+	}
+	if res.second, err = b.release(ctx, "v2"); err != nil {
+		return nil, err
+	}
+	return res, b.measureQuiet(ctx, res)
+}
+
+// manifest is build tag of app as the benchmark releases it.
+func manifest(app, tag string, commit time.Time) (*picchuv1alpha1.Revision, error) {
+	rev, err := story.Manifest(story.SamplesDir(), app, tag)
+	if err != nil {
+		return nil, err
+	}
+	rev.Annotations[picchuv1alpha1.AnnotationGitCommitterTimestamp] = commit.UTC().Format(time.RFC3339)
+	t := &rev.Spec.Targets[0]
+	t.Canary = picchuv1alpha1.Canary{}
+	t.ServiceLevelObjectives = nil
+	t.Scale = picchuv1alpha1.ScaleInfo{Min: ptr.To(int32(2)), Max: 2}
+	t.Release.GeometricScaling = picchuv1alpha1.GeometricScaling{Start: 25, Factor: 2, Delay: &metav1.Duration{Duration: stepDelay}}
+	return rev, nil
+}
+
+func appName(i int) string { return fmt.Sprintf("bench-%04d", i) }
+
+// release applies build tag of every app, 16 at a time, and waits until
+// every app has it released.
+func (b *bench) release(ctx context.Context, tag string) (phase, error) {
+	var p phase
+	before, err := scrape(ctx, b.fleet.OperatorMetricsURL())
+	if err != nil {
+		return p, err
+	}
+	commit := time.Now()
+	start := time.Now()
+	jobs := make(chan int)
+	errs := make(chan error, b.apps)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				rev, err := manifest(appName(i), tag, commit)
+				if err == nil {
+					err = kit.Apply(ctx, b.fleet.Delivery.Client, rev)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("applying %s %s: %w", appName(i), tag, err)
+				}
+			}
+		})
+	}
+	for i := range b.apps {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return p, err
+	}
+	logf("%s of %d apps applied in %s; waiting until every app has it released", tag, b.apps, time.Since(start).Round(time.Millisecond))
+	if err := kit.Poll(ctx, pollEvery, b.timeout, tag+" released in every app", func(ctx context.Context) error {
+		n, err := b.released(ctx, tag)
+		if err == nil && n < b.apps {
+			err = fmt.Errorf("%d of %d apps have %s released", n, b.apps, tag)
+		}
+		return err
+	}); err != nil {
+		return p, err
+	}
+	p.took = time.Since(start)
+	after, err := scrape(ctx, b.fleet.OperatorMetricsURL())
+	if err != nil {
+		return p, err
+	}
+	p.requests = after.requests().minus(before.requests())
+	p.lateness = after.histogram("picchu_release_step_lateness_seconds", nil).minus(before.histogram("picchu_release_step_lateness_seconds", nil))
+	p.throttle = after.histogram("picchu_client_throttle_wait_seconds", nil).minus(before.histogram("picchu_client_throttle_wait_seconds", nil))
+	logf("%s released in every app in %s", tag, p.took.Round(time.Millisecond))
+	return p, nil
+}
+
+// released counts the apps whose ReleaseManager records tag released.
+func (b *bench) released(ctx context.Context, tag string) (int, error) {
+	rms := &picchuv1alpha1.ReleaseManagerList{}
+	if err := b.fleet.Delivery.Client.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rm := range rms.Items {
+		for _, st := range rm.Status.Revisions {
+			if st.Tag == tag && st.State.Current == "released" {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// settled fails until every app's ReleaseManager is Ready: every build in a
+// settled state on every cluster (the second build released, the first
+// retired).
+func (b *bench) settled(ctx context.Context) error {
+	rms := &picchuv1alpha1.ReleaseManagerList{}
+	if err := b.fleet.Delivery.Client.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
+		return err
+	}
+	ready := 0
+	for _, rm := range rms.Items {
+		if meta.IsStatusConditionTrue(rm.Status.Conditions, picchuv1alpha1.ConditionReady) {
+			ready++
+		}
+	}
+	if ready < b.apps {
+		return fmt.Errorf("%d of %d apps Ready", ready, b.apps)
+	}
+	return nil
+}
+
+// measureQuiet measures the operator while nothing changes.
+func (b *bench) measureQuiet(ctx context.Context, res *result) error {
+	pid, ok := b.fleet.OperatorPID()
+	if !ok {
+		return fmt.Errorf("the operator is not running")
+	}
+	logf("waiting until every app has settled (Ready), then %s, then measuring a quiet %s", b.settle, b.quiet)
+	if err := kit.Poll(ctx, pollEvery, b.timeout, "every app settled", b.settled); err != nil {
+		return err
+	}
+	// The events of the last state changes are still being written.
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.settle):
+	}
+	before, err := scrape(ctx, b.fleet.OperatorMetricsURL())
+	if err != nil {
+		return err
+	}
+	if res.rssBefore, err = rss(pid); err != nil {
+		return err
+	}
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.quiet):
+	}
+	res.quiet = time.Since(start)
+	after, err := scrape(ctx, b.fleet.OperatorMetricsURL())
+	if err != nil {
+		return err
+	}
+	if res.rssAfter, err = rss(pid); err != nil {
+		return err
+	}
+	res.quietReq = after.requests().minus(before.requests())
+	res.reconcilesBy = map[string]float64{}
+	for _, controller := range []string{"releasemanager", "revision", "cluster"} {
+		keep := func(l map[string]string) bool { return l["controller"] == controller }
+		n := after.sum("controller_runtime_reconcile_total", keep) - before.sum("controller_runtime_reconcile_total", keep)
+		res.reconcilesBy[controller] = n
+		res.reconciles += n
+	}
+	return nil
+}
+
+// rss is the resident memory of process pid, from /proc.
+func rss(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the operator's memory: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("reading the operator's memory: %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("reading the operator's memory: no VmRSS in /proc/%d/status", pid)
+}
+
+// writeRate measures how many objects per second the first target's API
+// server creates, 16 at a time: the bound on what any writer of it does.
+func (b *bench) writeRate(ctx context.Context) (float64, error) {
+	c := b.fleet.Targets[0].Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-write-rate"}}
+	if err := c.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+		return 0, err
+	}
+	jobs := make(chan int)
+	var failed error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				cm := &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, GenerateName: "probe-"},
+					Data:       map[string]string{"i": strconv.Itoa(i)},
+				}
+				if err := c.Create(ctx, cm); err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range probeWrites {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	took := time.Since(start)
+	if failed != nil {
+		return 0, fmt.Errorf("measuring the write rate: %w", failed)
+	}
+	if err := c.Delete(ctx, ns); err != nil {
+		return 0, fmt.Errorf("measuring the write rate: %w", err)
+	}
+	return probeWrites / took.Seconds(), nil
+}
+
+// table prints the figures of issue 17's table.
+func (r *result) table() string {
+	var sb strings.Builder
+	perAppMinute := func(n float64) float64 { return n / float64(r.apps) / r.quiet.Minutes() }
+	// The write bound: the busiest cluster's writes at the measured rate.
+	bound := func(p phase) time.Duration {
+		most := 0.0
+		for _, n := range p.requests.writes {
+			most = math.Max(most, n)
+		}
+		return time.Duration(most / r.writeRate * float64(time.Second))
+	}
+	fmt.Fprintf(&sb, "bench-fleet: %d apps, %d clusters (delivery and %d targets); ramp 25 → 50 → 100 %%, %s steps (%s of delays)\n",
+		r.apps, r.clusters, r.clusters-1, stepDelay, delays)
+	fmt.Fprintf(&sb, "| figure | measured |\n|---|---|\n")
+	fmt.Fprintf(&sb, "| API server write rate (creates/s, %d at a time) | %.0f |\n", workers, r.writeRate)
+	for _, p := range []struct {
+		name string
+		p    phase
+	}{{"first build of every app released", r.first}, {"second build of every app released", r.second}} {
+		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it) |\n", p.name, p.p.took.Round(100*time.Millisecond),
+			byCluster(p.p.requests.writes, r.hosts), bound(p.p).Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(bound(p.p).Seconds(), 1e-9))
+	}
+	fmt.Fprintf(&sb, "| step lateness p50 / p95 (second build, %.0f steps) | %.3fs / %.3fs |\n",
+		r.second.lateness.count, r.second.lateness.quantile(0.5), r.second.lateness.quantile(0.95))
+	fmt.Fprintf(&sb, "| throttling wait p95 (first / second build) | %.3fs / %.3fs |\n", r.first.throttle.quantile(0.95), r.second.throttle.quantile(0.95))
+	fmt.Fprintf(&sb, "| requests per app per minute, quiet | %.3f (reads %s; writes %s) |\n",
+		perAppMinute(total(r.quietReq.reads)+total(r.quietReq.writes)), byCluster(r.quietReq.reads, r.hosts), byCluster(r.quietReq.writes, r.hosts))
+	fmt.Fprintf(&sb, "| writes per app per minute, quiet | %.3f (by method: %s) |\n", perAppMinute(total(r.quietReq.writes)), byCluster(r.quietReq.writeMethods, nil))
+	fmt.Fprintf(&sb, "| reconciles per app per minute, quiet | %.3f (ReleaseManager %.0f, Revision %.0f, Cluster %.0f in %s) |\n",
+		perAppMinute(r.reconciles), r.reconcilesBy["releasemanager"], r.reconcilesBy["revision"], r.reconcilesBy["cluster"], r.quiet.Round(time.Second))
+	fmt.Fprintf(&sb, "| operator memory (resident), start → end of the quiet spell | %.0f MiB → %.0f MiB |\n",
+		float64(r.rssBefore)/(1<<20), float64(r.rssAfter)/(1<<20))
+	return sb.String()
+}
+
+// byCluster says n per cluster name.
+func byCluster(n map[string]float64, hosts map[string]string) string {
+	var parts []string
+	for host, v := range n {
+		name := hosts[host]
+		if name == "" {
+			name = host
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f", name, v))
+	}
+	slices.Sort(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

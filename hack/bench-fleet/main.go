@@ -1,0 +1,109 @@
+// Command bench-fleet measures Picchu on a local kwok fleet with many apps,
+// through its public interface only: a first build of every app released,
+// then a second build of every app released at once, then a quiet spell.
+// It prints the figures of issue 17's table (docs/benchmarks.md):
+//
+//	make bench-fleet APPS=100 CLUSTERS=3
+//
+// CLUSTERS counts every cluster of the fleet, the delivery cluster among
+// them: CLUSTERS=3 is delivery, target-1 and target-2. The fleet has no
+// Prometheus and no mesh, whose reads would load the API servers measured;
+// the builds have no canary and no SLO, and ramp 25 → 50 → 100 % with 2 s
+// steps (4 s of delays). The operator's requests are its client-go counters
+// (rest_client_requests_total, by cluster host); its reconciles,
+// controller-runtime's; its memory, the kernel's resident set.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/medium/picchu/test/e2e/fleet"
+	"github.com/medium/picchu/test/kit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-fleet:", err)
+		os.Exit(1)
+	}
+}
+
+// config is what the command line sets.
+type config struct {
+	apps, clusters int
+	dir            string
+	keep           bool
+	quiet, settle  time.Duration
+	timeout        time.Duration
+}
+
+func parse(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench-fleet", flag.ContinueOnError)
+	fs.IntVar(&c.apps, "apps", 100, "apps released")
+	fs.IntVar(&c.clusters, "clusters", 3, "clusters of the fleet, the delivery cluster among them (at least 2)")
+	fs.StringVar(&c.dir, "dir", filepath.Join(kit.RepoRoot(), ".fleet-bench"), "the fleet's directory")
+	fs.BoolVar(&c.keep, "keep", false, "leave the fleet running at the end (take it down with: go run ./hack/fleet --dir DIR down)")
+	fs.DurationVar(&c.quiet, "quiet", time.Minute, "how long the quiet spell is measured")
+	fs.DurationVar(&c.settle, "settle", 15*time.Second, "how long after every app is Ready the quiet spell starts (the last events are written meanwhile)")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.apps < 1 || c.clusters < 2 || c.quiet <= 0 || c.timeout <= 0 || c.settle < 0 {
+		return c, errors.New("-apps must be at least 1, -clusters at least 2, -quiet and -timeout positive, -settle not negative")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string) (err error) {
+	c, err := parse(args)
+	if err != nil {
+		return err
+	}
+	var targets []string
+	for i := 1; i < c.clusters; i++ {
+		targets = append(targets, fmt.Sprintf("target-%d", i))
+	}
+	logf("starting a fleet of %d clusters (delivery, %v) in %s", c.clusters, targets, c.dir)
+	f, err := fleet.Up(ctx, fleet.Options{Dir: c.dir, Targets: targets, ClustersOnly: true, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	if !c.keep {
+		defer func() {
+			if downErr := fleet.Down(context.WithoutCancel(ctx), c.dir); downErr != nil {
+				err = errors.Join(err, downErr)
+			}
+		}()
+	}
+	binary, err := fleet.OperatorBinary(ctx)
+	if err != nil {
+		return err
+	}
+	// No Prometheus runs: the builds have no SLO, and nothing is queried.
+	if err := f.StartOperator(ctx, binary, "--prometheus-enabled=false"); err != nil {
+		return err
+	}
+	b := &bench{config: c, fleet: f}
+	res, err := b.run(ctx)
+	if err != nil {
+		return fmt.Errorf("%w (the operator's log: %s)", err, f.OperatorLog())
+	}
+	fmt.Print(res.table())
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench-fleet: "+format+"\n", args...)
+}
