@@ -68,11 +68,12 @@ bench: k8s-binaries ## Run the benchmarks.
 
 APPS ?= 100
 CLUSTERS ?= 3
+OPERATOR_ARGS ?=
 
 .PHONY: bench-fleet
 bench-fleet: k8s-binaries prometheus-binary ## Release APPS apps twice on a kwok fleet of CLUSTERS clusters (delivery included) and print the fleet figures.
 	@hack/go-build.sh "the fleet benchmark" "./hack/bench-fleet" go build -v -o bin/picchu-bench-fleet ./hack/bench-fleet
-	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS)
+	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS) -operator-args "$(OPERATOR_ARGS)"
 
 ##@ Local fleet and demo
 

@@ -43,9 +43,11 @@ type bench struct {
 // phase is one release of every app.
 type phase struct {
 	took     time.Duration
+	cpu      time.Duration // the operator's CPU time (user and system)
 	requests requests
 	lateness histogram // ramp steps' lateness
 	throttle histogram // waits on the clients' rate limits
+	runs     histogram // the ReleaseManager controller's runs' durations
 }
 
 // result is what the benchmark measured.
@@ -107,6 +109,10 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	if err != nil {
 		return p, err
 	}
+	cpuBefore, err := b.operatorCPU()
+	if err != nil {
+		return p, err
+	}
 	commit := time.Now()
 	start := time.Now()
 	jobs := make(chan int)
@@ -145,6 +151,11 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 		return p, err
 	}
 	p.took = time.Since(start)
+	cpuAfter, err := b.operatorCPU()
+	if err != nil {
+		return p, err
+	}
+	p.cpu = cpuAfter - cpuBefore
 	after, err := scrape(ctx, b.fleet.OperatorMetricsURL())
 	if err != nil {
 		return p, err
@@ -152,6 +163,8 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	p.requests = after.requests().minus(before.requests())
 	p.lateness = after.histogram("picchu_release_step_lateness_seconds", nil).minus(before.histogram("picchu_release_step_lateness_seconds", nil))
 	p.throttle = after.histogram("picchu_client_throttle_wait_seconds", nil).minus(before.histogram("picchu_client_throttle_wait_seconds", nil))
+	rm := func(l map[string]string) bool { return l["controller"] == "releasemanager" }
+	p.runs = after.histogram("controller_runtime_reconcile_time_seconds", rm).minus(before.histogram("controller_runtime_reconcile_time_seconds", rm))
 	logf("%s released in every app in %s", tag, p.took.Round(time.Millisecond))
 	return p, nil
 }
@@ -241,6 +254,36 @@ func (b *bench) measureQuiet(ctx context.Context, res *result) error {
 	return nil
 }
 
+// clockTicks is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const clockTicks = 100
+
+// operatorCPU is the CPU time the operator has used, from /proc.
+func (b *bench) operatorCPU() (time.Duration, error) {
+	pid, ok := b.fleet.OperatorPID()
+	if !ok {
+		return 0, fmt.Errorf("the operator is not running")
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the operator's CPU time: %w", err)
+	}
+	// The fields after the command's name, which ends with the last ")":
+	// utime and stime are the 14th and 15th fields of the line.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("reading the operator's CPU time: short /proc/%d/stat", pid)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("reading the operator's CPU time: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
 // rss is the resident memory of process pid, from /proc.
 func rss(pid int) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -322,12 +365,15 @@ func (r *result) table() string {
 		name string
 		p    phase
 	}{{"first build of every app released", r.first}, {"second build of every app released", r.second}} {
-		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it) |\n", p.name, p.p.took.Round(100*time.Millisecond),
-			byCluster(p.p.requests.writes, r.hosts), bound(p.p).Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(bound(p.p).Seconds(), 1e-9))
+		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it; operator CPU %s) |\n", p.name, p.p.took.Round(100*time.Millisecond),
+			byCluster(p.p.requests.writes, r.hosts), bound(p.p).Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(bound(p.p).Seconds(), 1e-9),
+			p.p.cpu.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&sb, "| step lateness p50 / p95 (second build, %.0f steps) | %.3fs / %.3fs |\n",
 		r.second.lateness.count, r.second.lateness.quantile(0.5), r.second.lateness.quantile(0.95))
 	fmt.Fprintf(&sb, "| throttling wait p95 (first / second build) | %.3fs / %.3fs |\n", r.first.throttle.quantile(0.95), r.second.throttle.quantile(0.95))
+	fmt.Fprintf(&sb, "| ReleaseManager runs, p50 / p95 duration (second build, %.0f runs) | %.3fs / %.3fs |\n",
+		r.second.runs.count, r.second.runs.quantile(0.5), r.second.runs.quantile(0.95))
 	fmt.Fprintf(&sb, "| requests per app per minute, quiet | %.3f (reads %s; writes %s) |\n",
 		perAppMinute(total(r.quietReq.reads)+total(r.quietReq.writes)), byCluster(r.quietReq.reads, r.hosts), byCluster(r.quietReq.writes, r.hosts))
 	fmt.Fprintf(&sb, "| writes per app per minute, quiet | %.3f (by method: %s) |\n", perAppMinute(total(r.quietReq.writes)), byCluster(r.quietReq.writeMethods, nil))

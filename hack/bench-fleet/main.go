@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,6 +46,7 @@ type config struct {
 	keep           bool
 	quiet, settle  time.Duration
 	timeout        time.Duration
+	operatorArgs   string
 }
 
 func parse(args []string) (config, error) {
@@ -57,6 +59,7 @@ func parse(args []string) (config, error) {
 	fs.DurationVar(&c.quiet, "quiet", time.Minute, "how long the quiet spell is measured")
 	fs.DurationVar(&c.settle, "settle", 15*time.Second, "how long after every app is Ready the quiet spell starts (the last events are written meanwhile)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take")
+	fs.StringVar(&c.operatorArgs, "operator-args", "", "more flags for the operator, space-separated (say \"--kube-api-qps=200 --kube-api-burst=400\")")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -92,7 +95,7 @@ func run(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	// No Prometheus runs: the builds have no SLO, and nothing is queried.
-	if err := f.StartOperator(ctx, binary, "--prometheus-enabled=false"); err != nil {
+	if err := f.StartOperator(ctx, binary, append([]string{"--prometheus-enabled=false"}, strings.Fields(c.operatorArgs)...)...); err != nil {
 		return err
 	}
 	b := &bench{config: c, fleet: f}
