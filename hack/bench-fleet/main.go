@@ -20,10 +20,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/medium/picchu/test/e2e/fleet"
@@ -31,12 +29,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-fleet:", err)
-		os.Exit(1)
-	}
+	kit.RunCommand("bench-fleet", run)
 }
 
 // config is what the command line sets.

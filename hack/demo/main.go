@@ -12,23 +12,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/medium/picchu/test/e2e/fleet"
 	"github.com/medium/picchu/test/e2e/story"
+	"github.com/medium/picchu/test/kit"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
+	kit.RunCommand("demo", func(ctx context.Context, _ []string) error { return run(ctx, os.Stdout) })
 }
 
 func run(ctx context.Context, out *os.File) error {

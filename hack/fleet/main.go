@@ -12,19 +12,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/medium/picchu/test/e2e/fleet"
+	"github.com/medium/picchu/test/kit"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "fleet:", err)
-		os.Exit(1)
-	}
+	kit.RunCommand("fleet", run)
 }
 
 func run(ctx context.Context, args []string) error {
