@@ -105,40 +105,8 @@ func parseFlags(args []string) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if c.syncPeriodSeconds < 1 {
-		return nil, fmt.Errorf("--sync-period-seconds must be at least 1, got %d", c.syncPeriodSeconds)
-	}
-	if c.kubeAPIQPS <= 0 || c.clusterAPIQPS <= 0 || c.kubeAPIBurst < 1 || c.operator.ClusterBurst < 1 {
-		return nil, errors.New("--kube-api-qps and --cluster-api-qps must be positive, --kube-api-burst and --cluster-api-burst at least 1")
-	}
-	if c.operator.KeepDone < 1 {
-		return nil, fmt.Errorf("--keep-done-builds must be at least 1, got %d", c.operator.KeepDone)
-	}
-	if c.operator.ConcurrentRevisions < 1 || c.operator.ConcurrentReleaseManagers < 1 {
-		return nil, errors.New("--concurrent-revisions and --concurrent-release-managers must be at least 1")
-	}
-	if c.operator.Timeouts.Created <= 0 || c.operator.Timeouts.Deploying <= 0 || c.operator.Timeouts.Testing <= 0 {
-		return nil, errors.New("--created-timeout, --deploying-timeout and --external-test-timeout must be positive")
-	}
-	if c.operator.ProvenPercent < 1 || c.operator.ProvenPercent > 100 {
-		return nil, fmt.Errorf("--slo-proven-percent must be from 1 to 100, got %d", c.operator.ProvenPercent)
-	}
-	if c.operator.PrometheusQueryTTL <= 0 || c.operator.PrometheusQueryTimeout <= 0 || c.operator.DatadogQueryTTL <= 0 {
-		return nil, errors.New("--prometheus-query-ttl, --prometheus-query-timeout and --datadog-query-ttl must be positive")
-	}
-	for _, ns := range splitNamespaces(c.namespaces) {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
-		}
-	}
-	if c.operator.DatadogSecret != "" {
-		key, err := operator.DatadogSecretKey(c.operator.DatadogSecret)
-		if err != nil {
-			return nil, err
-		}
-		if watched := splitNamespaces(c.namespaces); len(watched) > 0 && !slices.Contains(watched, key.Namespace) {
-			return nil, fmt.Errorf("--datadog-secret %q: Secrets are read only from --namespaces %q", c.operator.DatadogSecret, c.namespaces)
-		}
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	c.operator.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
 	c.operator.ClusterQPS = float32(c.clusterAPIQPS)
@@ -148,6 +116,46 @@ func parseFlags(args []string) (*config, error) {
 		c.operator.PrometheusQueryAddress = ""
 	}
 	return c, nil
+}
+
+// check says what is wrong with the flags parsed, naming the flag.
+func (c *config) check() error {
+	if c.syncPeriodSeconds < 1 {
+		return fmt.Errorf("--sync-period-seconds must be at least 1, got %d", c.syncPeriodSeconds)
+	}
+	if c.kubeAPIQPS <= 0 || c.clusterAPIQPS <= 0 || c.kubeAPIBurst < 1 || c.operator.ClusterBurst < 1 {
+		return errors.New("--kube-api-qps and --cluster-api-qps must be positive, --kube-api-burst and --cluster-api-burst at least 1")
+	}
+	if c.operator.KeepDone < 1 {
+		return fmt.Errorf("--keep-done-builds must be at least 1, got %d", c.operator.KeepDone)
+	}
+	if c.operator.ConcurrentRevisions < 1 || c.operator.ConcurrentReleaseManagers < 1 {
+		return errors.New("--concurrent-revisions and --concurrent-release-managers must be at least 1")
+	}
+	if c.operator.Timeouts.Created <= 0 || c.operator.Timeouts.Deploying <= 0 || c.operator.Timeouts.Testing <= 0 {
+		return errors.New("--created-timeout, --deploying-timeout and --external-test-timeout must be positive")
+	}
+	if c.operator.ProvenPercent < 1 || c.operator.ProvenPercent > 100 {
+		return fmt.Errorf("--slo-proven-percent must be from 1 to 100, got %d", c.operator.ProvenPercent)
+	}
+	if c.operator.PrometheusQueryTTL <= 0 || c.operator.PrometheusQueryTimeout <= 0 || c.operator.DatadogQueryTTL <= 0 {
+		return errors.New("--prometheus-query-ttl, --prometheus-query-timeout and --datadog-query-ttl must be positive")
+	}
+	for _, ns := range splitNamespaces(c.namespaces) {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	if c.operator.DatadogSecret != "" {
+		key, err := operator.DatadogSecretKey(c.operator.DatadogSecret)
+		if err != nil {
+			return err
+		}
+		if watched := splitNamespaces(c.namespaces); len(watched) > 0 && !slices.Contains(watched, key.Namespace) {
+			return fmt.Errorf("--datadog-secret %q: Secrets are read only from --namespaces %q", c.operator.DatadogSecret, c.namespaces)
+		}
+	}
+	return nil
 }
 
 // splitNamespaces splits --namespaces; none means every namespace.
