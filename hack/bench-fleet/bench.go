@@ -137,7 +137,7 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	close(jobs)
 	wg.Wait()
 	close(errs)
-	for err := range errs {
+	if err, failed := <-errs; failed {
 		return p, err
 	}
 	logf("%s of %d apps applied in %s; waiting until every app has it released", tag, b.apps, time.Since(start).Round(time.Millisecond))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -87,12 +88,15 @@ type RuleSync struct {
 	Interval time.Duration
 	// Logf receives what the sync has to say: a cluster that fails to
 	// answer and answers again, a load that fails (each once, when it starts
-	// or changes), the rules loaded.
+	// or changes), the rules loaded (log.Printf when nil).
 	Logf func(format string, args ...any)
 }
 
 // Run syncs until ctx is done.
 func (s RuleSync) Run(ctx context.Context) {
+	if s.Logf == nil {
+		s.Logf = log.Printf
+	}
 	report := NewReporter(s.Logf, "listing PrometheusRules")
 	var loaded []byte
 	lastErr := ""
