@@ -27,6 +27,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/shard"
 	"github.com/medium/picchu/throttle"
 )
 
@@ -59,6 +60,7 @@ type config struct {
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
 	clusterAPIQPS           float64
+	shards                  shardFlags
 	operator                operator.Options
 	zap                     zap.Options
 }
@@ -98,6 +100,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.operator.KeepDone, "keep-done-builds", release.DefaultKeepDone, "builds of a target that are done with (retired, failed) kept at most, whatever their ttl: older ones are garbage collected")
 	fs.DurationVar(&c.operator.RemovalGrace, "app-removal-grace", releasemanager.DefaultRemovalGrace, "how long an app no Revision targets any longer stays on its clusters before it is removed (an app with traffic stays until its ReleaseManager is deleted)")
 	fs.DurationVar(&c.operator.Timeouts.Testing, "external-test-timeout", release.DefaultTimeouts.Testing, "how long an external test may go without a report when the Revision's externalTest.timeout is not set")
+	c.shards.bind(fs)
 	c.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -125,6 +128,9 @@ func (c *config) check() error {
 	}
 	if c.kubeAPIQPS <= 0 || c.clusterAPIQPS <= 0 || c.kubeAPIBurst < 1 || c.operator.ClusterBurst < 1 {
 		return errors.New("--kube-api-qps and --cluster-api-qps must be positive, --kube-api-burst and --cluster-api-burst at least 1")
+	}
+	if err := c.shards.check(c.enableLeaderElection); err != nil {
+		return err
 	}
 	if c.operator.KeepDone < 1 {
 		return fmt.Errorf("--keep-done-builds must be at least 1, got %d", c.operator.KeepDone)
@@ -205,6 +211,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.operator.Shards, err = c.shards.coordinator(cfg, scheme, c.leaderElectionNamespace); err != nil {
+		return err
+	}
 	syncPeriod := c.operator.SyncPeriod
 	opts := ctrl.Options{
 		Scheme:                  scheme,
@@ -213,7 +222,10 @@ func run(ctx context.Context, args []string) error {
 		LeaderElection:          c.enableLeaderElection,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: c.leaderElectionNamespace,
-		Cache:                   operator.DeliveryCache(c.operator.Namespaces),
+		// A replica that stops hands leadership over at once, not after
+		// the lease runs out.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         operator.DeliveryCache(c.operator.Namespaces),
 	}
 	opts.Cache.SyncPeriod = &syncPeriod
 	if c.enableWebhooks {
@@ -232,6 +244,9 @@ func run(ctx context.Context, args []string) error {
 	if err := throttle.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the throttling metric: %w", err)
 	}
+	if err := shard.Register(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering the shard metrics: %w", err)
+	}
 	if _, err := operator.Setup(mgr, c.operator); err != nil {
 		return err
 	}
@@ -246,7 +261,7 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
 	log.Info("starting manager", "webhooks", c.enableWebhooks, "leaderElection", c.enableLeaderElection,
-		"syncPeriod", c.operator.SyncPeriod.String(), "namespaces", c.namespaces, "allowExecCredentials", c.operator.AllowExecCredentials)
+		"syncPeriod", c.operator.SyncPeriod.String(), "shards", c.shards.n, "namespaces", c.namespaces, "allowExecCredentials", c.operator.AllowExecCredentials)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -152,6 +152,15 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after its context ended")
 	}
+	// Stopped, it hands leadership over at once rather than leave the
+	// next replica waiting for the lease to run out.
+	lease := &coordinationv1.Lease{}
+	if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("the leader lease still names %q after the operator stopped", *h)
+	}
 }
 
 func TestParseFlags_RejectsBadValues(t *testing.T) {
@@ -168,6 +177,10 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--cluster-api-qps", "-1"},
 		{"--cluster-api-burst", "0"},
 		{"--namespaces", "picchu", "--datadog-secret", "elsewhere/datadog"},
+		{"--shards", "-1"},
+		{"--shards", "2", "--enable-leader-election"},
+		{"--shards", "2", "--shard-renew-deadline", "20s"},
+		{"--shards", "2", "--shard-retry-period", "0s"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -182,6 +195,9 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		c.operator.PrometheusQueryTTL != 10*time.Second || c.operator.HumaneReleasesDisabled ||
 		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
 		t.Errorf("defaults differ from the documented ones: %+v", c)
+	}
+	if c.shards.n != 0 || c.shards.leaseDuration != 15*time.Second || c.shards.renewDeadline != 10*time.Second || c.shards.retryPeriod != 2*time.Second {
+		t.Errorf("shards: %+v, want none, with controller-runtime's lease timings", c.shards)
 	}
 	if c.kubeAPIQPS != 50 || c.kubeAPIBurst != 300 || c.operator.ClusterQPS != 50 || c.operator.ClusterBurst != 300 {
 		t.Errorf("rate limits: delivery %v/%d, clusters %v/%d; want 50/300 (Flux's) for both",

@@ -31,5 +31,5 @@ package controllers
 // Revisions there (see DeliveryCache and --namespaces), the leader-election
 // Lease and the events leader election records.
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets;configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch

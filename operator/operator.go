@@ -63,6 +63,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		Registry:      registry,
 		HealthPeriod:  healthPeriod,
 		HealthTimeout: healthTimeout,
+		Shards:        o.Shards,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the cluster controller: %w", err)
 	}
@@ -72,6 +73,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 			Recorder:                mgr.GetEventRecorder("picchu"),
 			ProvenPercent:           int32(o.ProvenPercent),
 			MaxConcurrentReconciles: o.ConcurrentRevisions,
+			Shards:                  o.Shards,
 		}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the revision controller: %w", err)
 		}
@@ -94,8 +96,14 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		AlertCheckInterval:      o.PrometheusQueryTTL,
 		RemovalGrace:            o.RemovalGrace,
 		KeepDone:                o.KeepDone,
+		Shards:                  o.Shards,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
+	}
+	if o.Shards != nil {
+		if err := mgr.Add(o.Shards); err != nil {
+			return nil, fmt.Errorf("adding the shard coordinator: %w", err)
+		}
 	}
 	return registry, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemanager"
+	"github.com/medium/picchu/shard"
 )
 
 // Options are the operator-wide settings, set from main's command-line
@@ -73,6 +74,11 @@ type Options struct {
 	RemovalGrace time.Duration
 	// KeepDone is how many done builds of a target are kept at most.
 	KeepDone int
+
+	// Shards, when set, split the apps between replicas: this one drives
+	// the apps of the shards it holds (see package shard). Nil drives
+	// every app.
+	Shards *shard.Coordinator
 
 	// OnReplicaSet, when set, also hears every ReplicaSet event of a target
 	// cluster (tests wait on it).

@@ -20,6 +20,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/shard"
 )
 
 // Reasons of a Cluster's Ready and Stalled conditions.
@@ -40,11 +41,15 @@ type Reconciler struct {
 	HealthPeriod time.Duration
 	// HealthTimeout bounds that request.
 	HealthTimeout time.Duration
+	// Shards, when set, say which replica writes a Cluster's finalizer and
+	// status: the one holding its shard. Every replica connects to every
+	// Cluster, as each drives apps in all of them.
+	Shards *shard.Coordinator
 }
 
 // SetupWithManager watches Clusters and the Secrets that hold their credentials.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&picchuv1alpha1.Cluster{}).
 		// A Cluster's credentials are in the Secret of the same name.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, s client.Object) []reconcile.Request {
@@ -53,9 +58,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("cluster").
 		// Every run has a deadline: the health check's, and a minute for
 		// the delivery cluster's reads and writes.
-		WithOptions(controller.Options{ReconciliationTimeout: r.HealthTimeout + time.Minute}).
-		Complete(r)
+		WithOptions(controller.Options{ReconciliationTimeout: r.HealthTimeout + time.Minute})
+	if r.Shards != nil {
+		b = b.WatchesRawSource(r.Shards.SourceOf("clusters", mgr.GetClient(),
+			func() client.ObjectList { return &picchuv1alpha1.ClusterList{} }, shardKey))
+	}
+	return b.Complete(r)
 }
+
+// shardKey is the shard key of a Cluster.
+func shardKey(obj client.Object) string { return shard.ClusterKey(obj.GetNamespace(), obj.GetName()) }
 
 // Reconcile registers, re-registers or removes one Cluster and checks its health.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -67,11 +79,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading cluster %s: %w", req.NamespacedName, err)
 	}
+	done, writes := r.Shards.Set().Begin(shardKey(cl))
+	if writes {
+		defer done()
+	}
 	if !cl.DeletionTimestamp.IsZero() {
 		r.Registry.Remove(req.NamespacedName)
+		if !writes {
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, r.setFinalizer(ctx, cl, false)
 	}
-	if !controllerutil.ContainsFinalizer(cl, picchuv1alpha1.FinalizerCluster) {
+	if writes && !controllerutil.ContainsFinalizer(cl, picchuv1alpha1.FinalizerCluster) {
 		// The update's watch event brings the next run.
 		return ctrl.Result{}, r.setFinalizer(ctx, cl, true)
 	}
@@ -79,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := cl.DeepCopy()
 	result := r.connect(ctx, cl)
 	cl.Status.ObservedGeneration = cl.Generation
-	if equality.Semantic.DeepEqual(before.Status, cl.Status) {
+	if !writes || equality.Semantic.DeepEqual(before.Status, cl.Status) {
 		return result, nil
 	}
 	if err := r.Client.Status().Patch(ctx, cl, client.MergeFrom(before)); err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/schedule"
+	"github.com/medium/picchu/shard"
 )
 
 // Reconciler releases one app in one target to every cluster
@@ -90,6 +91,9 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Shards, when set, are the apps this replica drives: ReleaseManagers
+	// of other apps are left to the replicas holding their shards.
+	Shards *shard.Coordinator
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterHandle
@@ -159,7 +163,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.RemoteEvents != nil {
 		b = b.WatchesRawSource(r.RemoteEvents)
 	}
+	if r.Shards != nil {
+		b = b.WatchesRawSource(r.Shards.SourceOf("release managers", mgr.GetClient(),
+			func() client.ObjectList { return &picchuv1alpha1.ReleaseManagerList{} }, shardKey))
+	}
 	return b.Complete(r)
+}
+
+// shardKey is the shard key of a ReleaseManager: its app's.
+func shardKey(obj client.Object) string {
+	rm, _ := obj.(*picchuv1alpha1.ReleaseManager)
+	if rm == nil {
+		return ""
+	}
+	return shard.AppKey(rm.Namespace, rm.Spec.App)
 }
 
 // metadataOrSpecChanged lets through creations, deletions and updates that
@@ -249,6 +266,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading release manager %s: %w", req.NamespacedName, err)
 	}
+	done, ok := r.Shards.Set().Begin(shardKey(rm))
+	if !ok {
+		return ctrl.Result{}, nil // another replica drives this app
+	}
+	defer done()
 	if r.superseded.stale(req.NamespacedName, rm.ResourceVersion) {
 		// The cache has not seen this process's last write yet; status-only
 		// changes bring no event, so look again shortly.

@@ -24,6 +24,7 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
+	"github.com/medium/picchu/shard"
 )
 
 // Reconciler makes sure every (app, target) of a Revision has its
@@ -40,6 +41,9 @@ type Reconciler struct {
 	// no longer fail a build (release.DefaultProvenPercent when 0).
 	ProvenPercent           int32
 	MaxConcurrentReconciles int
+	// Shards, when set, are the apps this replica drives: Revisions of
+	// other apps are left to the replicas holding their shards.
+	Shards *shard.Coordinator
 }
 
 // SetupWithManager watches Revisions and the ReleaseManagers of their apps.
@@ -47,15 +51,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := controllers.IndexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&picchuv1alpha1.Revision{}).
 		Watches(&picchuv1alpha1.ReleaseManager{}, handler.EnqueueRequestsFromMapFunc(r.revisionsOfApp)).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles),
 			ReconciliationTimeout:   time.Minute,
 		}).
-		Named("revision").
-		Complete(r)
+		Named("revision")
+	if r.Shards != nil {
+		b = b.WatchesRawSource(r.Shards.SourceOf("revisions", mgr.GetClient(),
+			func() client.ObjectList { return &picchuv1alpha1.RevisionList{} }, shardKey))
+	}
+	return b.Complete(r)
+}
+
+// shardKey is the shard key of a Revision: its app's.
+func shardKey(obj client.Object) string {
+	rev, _ := obj.(*picchuv1alpha1.Revision)
+	if rev == nil {
+		return ""
+	}
+	return shard.AppKey(rev.Namespace, rev.Spec.App.Name)
 }
 
 // revisionsOfApp maps a ReleaseManager to the Revisions of its app.
@@ -76,6 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	done, ok := r.Shards.Set().Begin(shardKey(rev))
+	if !ok {
+		return ctrl.Result{}, nil // another replica drives this app
+	}
+	defer done()
 	if !rev.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
