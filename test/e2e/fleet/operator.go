@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"strconv"
+
+	"github.com/medium/picchu/test/kit"
 )
 
 // OperatorBinary builds the operator (the repository's main package) into
@@ -17,11 +19,15 @@ func OperatorBinary(ctx context.Context) (string, error) {
 // no cert-manager; the CRD schemas still validate), loopback ports, and the
 // fleet's Prometheus, asked again every second.
 func (f *Fleet) OperatorArgs() []string {
+	return f.operatorArgs(f.state.OperatorPort, f.state.ProbePort)
+}
+
+func (f *Fleet) operatorArgs(metricsPort, probePort int) []string {
 	return []string{
 		"--kubeconfig=" + f.Delivery.Kubeconfig,
 		"--enable-webhooks=false",
-		"--metrics-addr=127.0.0.1:" + strconv.Itoa(f.state.OperatorPort),
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(f.state.ProbePort),
+		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
 		"--prometheus-query-address=" + f.PrometheusURL,
 		"--prometheus-query-ttl=1s",
 	}
@@ -66,3 +72,49 @@ func (f *Fleet) KillOperator() error {
 
 // OperatorPID is the running operator's process ID.
 func (f *Fleet) OperatorPID() (int, bool) { return daemon{f.Dir, operatorDaemon}.running() }
+
+// Replica is one more operator process, started beside or instead of the
+// fleet's operator (replicas of a sharded operator), with ports of its own.
+type Replica struct {
+	f *Fleet
+	d daemon
+}
+
+// StartReplica starts binary as the operator replica name, with the
+// fleet's operator flags (on free ports) and extra ones, and waits until it
+// is ready. Down stops it with the fleet.
+func (f *Fleet) StartReplica(ctx context.Context, name, binary string, extra ...string) (*Replica, error) {
+	ports := make([]int, 2)
+	for i := range ports {
+		p, err := kit.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	r := &Replica{f: f, d: daemon{f.Dir, operatorDaemon + "-" + name}}
+	if err := r.d.stop(); err != nil {
+		return nil, err
+	}
+	f.logf("starting operator replica %s (log %s)", name, r.d.LogFile())
+	if err := r.d.start(append(append([]string{binary}, f.operatorArgs(ports[0], ports[1])...), extra...)); err != nil {
+		return nil, err
+	}
+	return r, f.waitHTTP(ctx, r.d, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))+"/readyz")
+}
+
+// Log is the replica's log file.
+func (r *Replica) Log() string { return r.d.LogFile() }
+
+// Stop stops the replica (SIGTERM, then SIGKILL) and returns once it is gone.
+func (r *Replica) Stop() error { return r.d.stop() }
+
+// Kill kills the replica at once, as a crash or a lost node would.
+func (r *Replica) Kill() error {
+	if pid, ok := r.d.running(); ok {
+		if err := killPid(pid); err != nil {
+			return err
+		}
+	}
+	return r.d.stop()
+}
