@@ -67,8 +67,9 @@ type Coordinator struct {
 	// mine are the shards this process holds or is taking.
 	mine map[int]bool
 
-	mu   sync.Mutex
-	subs []*subscriber
+	mu     sync.Mutex
+	subs   []*subscriber
+	onDrop []func(shard int)
 }
 
 // observed is when this replica last saw a Lease change, by its own clock:
@@ -288,6 +289,7 @@ func (c *Coordinator) lose(i int, why string) {
 	cancel()
 	c.set.drop(ctx, i)
 	changed(i, "lost", false)
+	c.dropped(i)
 	c.cfg.Log.Info("lost a shard", "shard", i, "why", why)
 }
 
@@ -328,6 +330,7 @@ func (c *Coordinator) release(ctx context.Context, i int, l *coordinationv1.Leas
 	defer cancel()
 	idle := c.set.drop(wait, i)
 	changed(i, "released", false)
+	c.dropped(i)
 	if !idle || l == nil || holder(l) != c.cfg.Identity {
 		c.cfg.Log.Info("gave up a shard without releasing its lease", "shard", i, "workDone", idle)
 		return

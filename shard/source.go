@@ -49,6 +49,24 @@ func (a *acquired) Start(ctx context.Context, q workqueue.TypedRateLimitingInter
 
 func (a *acquired) String() string { return "shards acquired (" + a.name + ")" }
 
+// OnDrop has fn called, in a goroutine of its own, whenever this replica
+// stops acting on a shard (given back, lost, or on the way out): what it
+// exports about the shard's apps is another replica's to export now.
+func (c *Coordinator) OnDrop(fn func(shard int)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onDrop = append(c.onDrop, fn)
+}
+
+// dropped calls the OnDrop functions for shard i.
+func (c *Coordinator) dropped(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, fn := range c.onDrop {
+		go fn(i)
+	}
+}
+
 // notify queues the objects of shard i in every subscribed controller.
 func (c *Coordinator) notify(i int) {
 	c.mu.Lock()

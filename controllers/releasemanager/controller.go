@@ -166,8 +166,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Shards != nil {
 		b = b.WatchesRawSource(r.Shards.SourceOf("release managers", mgr.GetClient(),
 			func() client.ObjectList { return &picchuv1alpha1.ReleaseManagerList{} }, shardKey))
+		r.Shards.OnDrop(func(s int) { r.forgetShard(context.Background(), s) })
 	}
 	return b.Complete(r)
+}
+
+// forgetShard drops the release metrics of the apps of a shard this
+// replica no longer drives: the replica that does exports them now.
+func (r *Reconciler) forgetShard(ctx context.Context, s int) {
+	rms := &picchuv1alpha1.ReleaseManagerList{}
+	if err := r.Client.List(ctx, rms); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the release managers of a shard given up", "shard", s)
+		return
+	}
+	for i := range rms.Items {
+		if shard.Of(shardKey(&rms.Items[i]), r.Shards.Set().Shards()) == s {
+			releasemetrics.Forget(rms.Items[i].Spec.App, rms.Items[i].Spec.Target)
+			r.lastRun.Delete(client.ObjectKeyFromObject(&rms.Items[i]))
+		}
+	}
 }
 
 // shardKey is the shard key of a ReleaseManager: its app's.

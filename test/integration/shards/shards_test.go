@@ -210,6 +210,15 @@ func TestCoordinators_SplitAndHandOverOnStop(t *testing.T) {
 		}
 	}
 
+	var mu sync.Mutex
+	var dropped []int
+	a.c.OnDrop(func(s int) {
+		mu.Lock()
+		defer mu.Unlock()
+		dropped = append(dropped, s)
+	})
+	held := a.holds()
+
 	// Work under way on one of a's shards holds its release back.
 	busy := a.holds()[0]
 	done, ok := a.c.Set().Begin(keyOf(busy))
@@ -239,6 +248,14 @@ func TestCoordinators_SplitAndHandOverOnStop(t *testing.T) {
 	if took := time.Since(releasing); took >= leaseDuration {
 		t.Errorf("b took a's shards %s after a stopped, not before a lease duration (%s)", took, leaseDuration)
 	}
+	kit.Eventually(t, time.Second, "a's shards dropped, for what it exports of them to go", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(slices.Sorted(slices.Values(dropped)), held) {
+			return fmt.Errorf("dropped %v, held %v", dropped, held)
+		}
+		return nil
+	})
 	if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "split-replica-a"}, &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a's replica lease after it stopped: %v, want NotFound", err)
 	}
