@@ -288,11 +288,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // another replica drives this app
 	}
 	defer done()
-	if r.superseded.stale(req.NamespacedName, rm.ResourceVersion) {
-		// The cache has not seen this process's last write yet; status-only
-		// changes bring no event, so look again shortly.
-		return ctrl.Result{RequeueAfter: cacheLag}, nil
-	}
+	// Until the cache has this process's last write, decide from what the
+	// write returned.
+	rm = r.superseded.current(req.NamespacedName, rm)
 	if rm.Labels[picchuv1alpha1.LabelIgnore] != "" {
 		return ctrl.Result{}, nil
 	}
@@ -354,7 +352,7 @@ func (r *Reconciler) write(rm *picchuv1alpha1.ReleaseManager, update func() erro
 	if err := update(); err != nil {
 		return err
 	}
-	r.superseded.wrote(client.ObjectKeyFromObject(rm), before)
+	r.superseded.wrote(client.ObjectKeyFromObject(rm), before, rm)
 	return nil
 }
 

@@ -24,10 +24,6 @@ import (
 // the next state's work starts at once.
 const again = 10 * time.Millisecond
 
-// cacheLag is how soon a run that found the cache behind this process's
-// last write looks again.
-const cacheLag = 50 * time.Millisecond
-
 // clusterRetry is how soon a ReleaseManager tries again, at the latest, a
 // cluster it could not update (sooner when a step is due).
 const clusterRetry = 10 * time.Second
