@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,24 @@ type Reconciler struct {
 	// Shards, when set, are the apps this replica drives: Revisions of
 	// other apps are left to the replicas holding their shards.
 	Shards *shard.Coordinator
+	// MirrorInterval is the least time between two writes of one
+	// Revision's mirrored status (DefaultMirrorInterval when 0): the
+	// changes of its ReleaseManagers within it are written together.
+	MirrorInterval time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	// mirrored is when each Revision's status was last written.
+	mirrored sync.Map
 }
+
+// DefaultMirrorInterval is the default MirrorInterval. A release step
+// changes the state, traffic or scale of two builds in every target, and
+// each change used to cost a write of each Revision's status: the largest
+// share of the writes to the delivery cluster. The ReleaseManager's status
+// is where the engine records each change as it happens; the Revisions
+// show it within this interval.
+const DefaultMirrorInterval = 2 * time.Second
 
 // SetupWithManager watches Revisions and the ReleaseManagers of their apps.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -91,6 +109,9 @@ func (r *Reconciler) revisionsOfApp(ctx context.Context, obj client.Object) []re
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &picchuv1alpha1.Revision{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mirrored.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	done, ok := r.Shards.Set().Begin(shardKey(rev))
@@ -133,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.failIfBad(ctx, rev, rms); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.mirrorStatus(ctx, rev, rms)
+	return r.mirrorStatus(ctx, rev, rms)
 }
 
 // deleteIfDeletable deletes the Revision when Deletable says so, and reports
@@ -356,19 +377,41 @@ func (e *collisionError) Error() string {
 }
 
 // mirrorStatus copies each target's state, traffic and scale for this tag
-// from its ReleaseManager, and writes the status only when it changed.
-func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) error {
+// from its ReleaseManager, and writes the status only when it changed, at
+// most once per MirrorInterval: a change within it is written when it ends.
+func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
 	before := rev.DeepCopy()
 	rev.Status.ObservedGeneration = rev.Generation
 	rev.Status.Targets = TargetStatuses(rev.Spec.App.Tag, rms)
 	rev.Status.Summary = Summary(rev.Status.Targets)
 	if equality.Semantic.DeepEqual(before.Status, rev.Status) {
-		return nil
+		return ctrl.Result{}, nil
+	}
+	key, now := client.ObjectKeyFromObject(rev), r.now()
+	if last, ok := r.mirrored.Load(key); ok {
+		if wait := r.mirrorInterval() - now.Sub(last.(time.Time)); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	if err := r.Client.Status().Patch(ctx, rev, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("writing status of revision %s/%s: %w", rev.Namespace, rev.Name, err)
+		return ctrl.Result{}, fmt.Errorf("writing status of revision %s/%s: %w", rev.Namespace, rev.Name, err)
 	}
-	return nil
+	r.mirrored.Store(key, now)
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) mirrorInterval() time.Duration {
+	if r.MirrorInterval > 0 {
+		return r.MirrorInterval
+	}
+	return DefaultMirrorInterval
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // TargetStatuses returns, per ReleaseManager, what it records for tag.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	revisionctl "github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -123,4 +124,38 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A burst of changes to the release record is mirrored together: at
+	// most one write of v1's status per mirror interval, the last change
+	// included.
+	patches := deliveryRequests(t, "PATCH", "revisions")
+	start := time.Now()
+	for percent := int32(41); percent <= 50; percent++ {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			rm := &picchuv1alpha1.ReleaseManager{}
+			if err := c.Get(ctx, key, rm); err != nil {
+				return err
+			}
+			rm.Status.Revisions[0].CurrentPercent, rm.Status.Revisions[0].PeakPercent = percent, percent
+			return c.Status().Update(ctx, rm)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kit.Eventually(t, 20*time.Second, "v1's status mirrors the last change", func() error {
+		rev := &picchuv1alpha1.Revision{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(v1), rev); err != nil {
+			return err
+		}
+		if rev.Status.Summary != "production=releasing 50% staging=deploying 0%" {
+			return fmt.Errorf("summary %q", rev.Status.Summary)
+		}
+		return nil
+	})
+	// One write when the interval since the 40 % one has passed, one more
+	// for each interval the burst and the wait for the last took.
+	if wrote, most := deliveryRequests(t, "PATCH", "revisions")-patches, 1+time.Since(start)/revisionctl.DefaultMirrorInterval; wrote > float64(most) {
+		t.Errorf("%v writes of revisions for 10 changes of one release record in %s, want at most %d (one per %s)",
+			wrote, time.Since(start).Round(time.Millisecond), most, revisionctl.DefaultMirrorInterval)
+	}
 }
