@@ -38,6 +38,8 @@ const (
 type bench struct {
 	config
 	fleet *fleet.Fleet
+	// rms reads the ReleaseManagers from a watch.
+	rms client.Reader
 }
 
 // phase is one release of every app.
@@ -172,7 +174,7 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 // released counts the apps whose ReleaseManager records tag released.
 func (b *bench) released(ctx context.Context, tag string) (int, error) {
 	rms := &picchuv1alpha1.ReleaseManagerList{}
-	if err := b.fleet.Delivery.Client.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
+	if err := b.rms.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -191,7 +193,7 @@ func (b *bench) released(ctx context.Context, tag string) (int, error) {
 // retired).
 func (b *bench) settled(ctx context.Context) error {
 	rms := &picchuv1alpha1.ReleaseManagerList{}
-	if err := b.fleet.Delivery.Client.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
+	if err := b.rms.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
 		return err
 	}
 	ready := 0

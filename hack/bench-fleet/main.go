@@ -24,9 +24,19 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/e2e/fleet"
 	"github.com/medium/picchu/test/kit"
 )
+
+// controllerManagerArgs let every cluster's ReplicaSet controller keep up
+// with a thousand apps, as large clusters are run: at its defaults (20
+// requests/s, 5 ReplicaSets at once) creating the pods of a thousand
+// builds takes minutes whatever the operator does.
+var controllerManagerArgs = []string{"kube-api-qps=200", "kube-api-burst=400", "concurrent-replicaset-syncs=20"}
 
 func main() {
 	kit.RunCommand("bench-fleet", run)
@@ -72,7 +82,8 @@ func run(ctx context.Context, args []string) (err error) {
 		targets = append(targets, fmt.Sprintf("target-%d", i))
 	}
 	logf("starting a fleet of %d clusters (delivery, %v) in %s", c.clusters, targets, c.dir)
-	f, err := fleet.Up(ctx, fleet.Options{Dir: c.dir, Targets: targets, ClustersOnly: true, Log: os.Stderr})
+	f, err := fleet.Up(ctx, fleet.Options{Dir: c.dir, Targets: targets, ClustersOnly: true, Log: os.Stderr,
+		ControllerManagerArgs: controllerManagerArgs})
 	if err != nil {
 		return err
 	}
@@ -91,7 +102,15 @@ func run(ctx context.Context, args []string) (err error) {
 	if err := f.StartOperator(ctx, binary, append([]string{"--prometheus-enabled=false"}, strings.Fields(c.operatorArgs)...)...); err != nil {
 		return err
 	}
-	b := &bench{config: c, fleet: f}
+	// The benchmark watches the ReleaseManagers rather than list a
+	// thousand of them every second, which would load the API server it
+	// measures.
+	watched, stop, err := watchReleaseManagers(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	b := &bench{config: c, fleet: f, rms: watched}
 	res, err := b.run(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (the operator's log: %s)", err, f.OperatorLog())
@@ -102,4 +121,32 @@ func run(ctx context.Context, args []string) (err error) {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench-fleet: "+format+"\n", args...)
+}
+
+// watchReleaseManagers returns a cache of the fleet's ReleaseManagers, kept
+// by a watch until stop is called.
+func watchReleaseManagers(ctx context.Context, f *fleet.Fleet) (client.Reader, func(), error) {
+	ctx, stop := context.WithCancel(ctx)
+	c, err := cache.New(f.Delivery.Config, cache.Options{
+		Scheme:            f.Delivery.Client.Scheme(),
+		DefaultNamespaces: map[string]cache.Config{f.Namespace: {}},
+	})
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("watching release managers: %w", err)
+	}
+	if _, err := c.GetInformer(ctx, &picchuv1alpha1.ReleaseManager{}); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("watching release managers: %w", err)
+	}
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			logf("watching release managers: %v", err)
+		}
+	}()
+	if !c.WaitForCacheSync(ctx) {
+		stop()
+		return nil, nil, errors.New("watching release managers: the cache did not sync")
+	}
+	return c, stop, nil
 }

@@ -66,7 +66,7 @@ func (f *Fleet) ensureCluster(ctx context.Context, name string) (*Cluster, error
 	created := errors.Is(err, os.ErrNotExist)
 	if created {
 		f.logf("creating cluster %s", name)
-		if _, err := f.tools.kwokctl(ctx, f.Dir, "create", "cluster", "--name", name, "--runtime", "binary",
+		args := []string{"create", "cluster", "--name", name, "--runtime", "binary",
 			"--kubeconfig", kubeconfigPath(f.Dir),
 			"--etcd-binary", filepath.Join(f.tools.k8s, "etcd"),
 			"--kube-apiserver-binary", filepath.Join(f.tools.k8s, "kube-apiserver"),
@@ -80,7 +80,11 @@ func (f *Fleet) ensureCluster(ctx context.Context, name string) (*Cluster, error
 			// cluster, fails to take over the leases it created and stops
 			// running pods on its nodes.
 			"--node-lease-duration-seconds", "0",
-		); err != nil {
+		}
+		for _, a := range f.controllerManagerArgs {
+			args = append(args, "--extra-args", "kube-controller-manager="+a)
+		}
+		if _, err := f.tools.kwokctl(ctx, f.Dir, args...); err != nil {
 			return nil, fmt.Errorf("creating cluster %s: %w", name, err)
 		}
 	}

@@ -77,6 +77,9 @@ type Options struct {
 	// Prometheus and the mesh (a benchmark's fleet: the mesh's reads would
 	// load the API servers it measures).
 	ClustersOnly bool
+	// ControllerManagerArgs are more flags ("name=value") of every
+	// cluster's kube-controller-manager, when the cluster is created.
+	ControllerManagerArgs []string
 }
 
 func (o *Options) defaults() {
@@ -123,6 +126,8 @@ type Fleet struct {
 	state  state
 	tools  tools
 	logOut io.Writer
+	// controllerManagerArgs are Options.ControllerManagerArgs.
+	controllerManagerArgs []string
 }
 
 // Target returns the target cluster named name, or nil.
@@ -163,7 +168,7 @@ func Up(ctx context.Context, opts Options) (*Fleet, error) {
 	if err := logToFile(dir); err != nil {
 		return nil, err
 	}
-	f := &Fleet{Dir: dir, Fleet: opts.Fleet, Namespace: opts.Namespace, logOut: opts.Log}
+	f := &Fleet{Dir: dir, Fleet: opts.Fleet, Namespace: opts.Namespace, logOut: opts.Log, controllerManagerArgs: opts.ControllerManagerArgs}
 	if f.tools, err = findTools(ctx); err != nil {
 		return nil, err
 	}
