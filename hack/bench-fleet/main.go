@@ -38,6 +38,13 @@ import (
 // builds takes minutes whatever the operator does.
 var controllerManagerArgs = []string{"kube-api-qps=200", "kube-api-burst=400", "concurrent-replicaset-syncs=20"}
 
+// nodesFor is the number of fake nodes each cluster needs for apps: every
+// build runs one pod of 250m CPU per cluster, and both builds of an app run
+// at once during the second phase. A node takes 110 pods and 32 CPUs.
+func nodesFor(apps int) int {
+	return max(fleet.NodeCount, (2*apps+99)/100+1)
+}
+
 func main() {
 	kit.RunCommand("bench-fleet", run)
 }
@@ -83,7 +90,7 @@ func run(ctx context.Context, args []string) (err error) {
 	}
 	logf("starting a fleet of %d clusters (delivery, %v) in %s", c.clusters, targets, c.dir)
 	f, err := fleet.Up(ctx, fleet.Options{Dir: c.dir, Targets: targets, ClustersOnly: true, Log: os.Stderr,
-		ControllerManagerArgs: controllerManagerArgs})
+		ControllerManagerArgs: controllerManagerArgs, Nodes: nodesFor(c.apps)})
 	if err != nil {
 		return err
 	}

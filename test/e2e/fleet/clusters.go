@@ -106,10 +106,12 @@ func (f *Fleet) ensureCluster(ctx context.Context, name string) (*Cluster, error
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := f.tools.kwokctl(ctx, f.Dir, "scale", "node", "--name", name, "--replicas", fmt.Sprint(NodeCount)); err != nil {
+	if _, err := f.tools.kwokctl(ctx, f.Dir, "scale", "node", "--name", name, "--replicas", fmt.Sprint(f.nodeCount())); err != nil {
 		return nil, fmt.Errorf("cluster %s: creating nodes: %w", name, err)
 	}
-	if err := kit.Poll(ctx, pollInterval, readyTimeout, fmt.Sprintf("%d Ready nodes on %s", NodeCount, name), c.nodesReady); err != nil {
+	if err := kit.Poll(ctx, pollInterval, readyTimeout, fmt.Sprintf("%d Ready nodes on %s", f.nodeCount(), name), func(ctx context.Context) error {
+		return c.nodesReady(ctx, f.nodeCount())
+	}); err != nil {
 		return nil, err
 	}
 	f.logf("cluster %s ready (kubeconfig %s)", name, kubeconfig)
@@ -127,7 +129,7 @@ func (c *Cluster) ready(ctx context.Context) bool {
 	return httpOK(ctx, hc, c.Config.Host+"/readyz") == nil
 }
 
-func (c *Cluster) nodesReady(ctx context.Context) error {
+func (c *Cluster) nodesReady(ctx context.Context, want int) error {
 	nodes := &corev1.NodeList{}
 	if err := c.Client.List(ctx, nodes); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
@@ -140,8 +142,8 @@ func (c *Cluster) nodesReady(ctx context.Context) error {
 			}
 		}
 	}
-	if ready < NodeCount {
-		return fmt.Errorf("%d of %d nodes Ready", ready, NodeCount)
+	if ready < want {
+		return fmt.Errorf("%d of %d nodes Ready", ready, want)
 	}
 	return nil
 }
@@ -171,7 +173,7 @@ func (f *Fleet) StartCluster(ctx context.Context, name string) error {
 		if !c.ready(ctx) {
 			return errors.New("API server not ready")
 		}
-		return c.nodesReady(ctx)
+		return c.nodesReady(ctx, f.nodeCount())
 	})
 }
 
@@ -234,4 +236,12 @@ func (f *Fleet) Register(ctx context.Context, t *Cluster, as, fleetName string) 
 	}
 	f.logf("cluster %s registered as Cluster %s/%s of fleet %s", t.Name, f.Namespace, as, fleetName)
 	return nil
+}
+
+// nodeCount is the number of fake nodes of each cluster.
+func (f *Fleet) nodeCount() int {
+	if f.nodes > 0 {
+		return f.nodes
+	}
+	return NodeCount
 }

@@ -44,7 +44,8 @@ const (
 	// DefaultNamespace holds the Revisions, Clusters and Secrets on the
 	// delivery cluster.
 	DefaultNamespace = "picchu"
-	// NodeCount is the number of fake nodes of every cluster.
+	// NodeCount is the number of fake nodes of every cluster unless
+	// Options.Nodes says otherwise.
 	NodeCount = 3
 
 	// readyTimeout bounds the wait for a cluster, Prometheus or the mesh to
@@ -80,6 +81,9 @@ type Options struct {
 	// ControllerManagerArgs are more flags ("name=value") of every
 	// cluster's kube-controller-manager, when the cluster is created.
 	ControllerManagerArgs []string
+	// Nodes is the number of fake nodes of every cluster (NodeCount when
+	// 0), each with room for 110 pods and 32 CPUs of requests.
+	Nodes int
 }
 
 func (o *Options) defaults() {
@@ -97,6 +101,9 @@ func (o *Options) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = NodeCount
 	}
 }
 
@@ -126,8 +133,10 @@ type Fleet struct {
 	state  state
 	tools  tools
 	logOut io.Writer
-	// controllerManagerArgs are Options.ControllerManagerArgs.
+	// controllerManagerArgs and nodes are Options.ControllerManagerArgs
+	// and Options.Nodes.
 	controllerManagerArgs []string
+	nodes                 int
 }
 
 // Target returns the target cluster named name, or nil.
@@ -168,7 +177,8 @@ func Up(ctx context.Context, opts Options) (*Fleet, error) {
 	if err := logToFile(dir); err != nil {
 		return nil, err
 	}
-	f := &Fleet{Dir: dir, Fleet: opts.Fleet, Namespace: opts.Namespace, logOut: opts.Log, controllerManagerArgs: opts.ControllerManagerArgs}
+	f := &Fleet{Dir: dir, Fleet: opts.Fleet, Namespace: opts.Namespace, logOut: opts.Log,
+		controllerManagerArgs: opts.ControllerManagerArgs, nodes: opts.Nodes}
 	if f.tools, err = findTools(ctx); err != nil {
 		return nil, err
 	}
