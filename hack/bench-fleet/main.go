@@ -38,6 +38,10 @@ import (
 // builds takes minutes whatever the operator does.
 var controllerManagerArgs = []string{"kube-api-qps=200", "kube-api-burst=400", "concurrent-replicaset-syncs=20"}
 
+// apiServerArgs give every cluster room for a Service per app: the default
+// range (10.0.0.0/24) holds 254.
+var apiServerArgs = []string{"service-cluster-ip-range=10.0.0.0/16"}
+
 // nodesFor is the number of fake nodes each cluster needs for apps: every
 // build runs one pod of 250m CPU per cluster, and both builds of an app run
 // at once during the second phase. A node takes 110 pods and 32 CPUs.
@@ -90,7 +94,7 @@ func run(ctx context.Context, args []string) (err error) {
 	}
 	logf("starting a fleet of %d clusters (delivery, %v) in %s", c.clusters, targets, c.dir)
 	f, err := fleet.Up(ctx, fleet.Options{Dir: c.dir, Targets: targets, ClustersOnly: true, Log: os.Stderr,
-		ControllerManagerArgs: controllerManagerArgs, Nodes: nodesFor(c.apps)})
+		ControllerManagerArgs: controllerManagerArgs, APIServerArgs: apiServerArgs, Nodes: nodesFor(c.apps)})
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,9 @@ func (f *Fleet) ensureCluster(ctx context.Context, name string) (*Cluster, error
 		for _, a := range f.controllerManagerArgs {
 			args = append(args, "--extra-args", "kube-controller-manager="+a)
 		}
+		for _, a := range f.apiServerArgs {
+			args = append(args, "--extra-args", "kube-apiserver="+a)
+		}
 		if _, err := f.tools.kwokctl(ctx, f.Dir, args...); err != nil {
 			return nil, fmt.Errorf("creating cluster %s: %w", name, err)
 		}

@@ -78,9 +78,10 @@ type Options struct {
 	// Prometheus and the mesh (a benchmark's fleet: the mesh's reads would
 	// load the API servers it measures).
 	ClustersOnly bool
-	// ControllerManagerArgs are more flags ("name=value") of every
-	// cluster's kube-controller-manager, when the cluster is created.
-	ControllerManagerArgs []string
+	// ControllerManagerArgs and APIServerArgs are more flags
+	// ("name=value") of every cluster's kube-controller-manager and
+	// kube-apiserver, when the cluster is created.
+	ControllerManagerArgs, APIServerArgs []string
 	// Nodes is the number of fake nodes of every cluster (NodeCount when
 	// 0), each with room for 110 pods and 32 CPUs of requests.
 	Nodes int
@@ -133,10 +134,9 @@ type Fleet struct {
 	state  state
 	tools  tools
 	logOut io.Writer
-	// controllerManagerArgs and nodes are Options.ControllerManagerArgs
-	// and Options.Nodes.
-	controllerManagerArgs []string
-	nodes                 int
+	// controllerManagerArgs, apiServerArgs and nodes are Options'.
+	controllerManagerArgs, apiServerArgs []string
+	nodes                                int
 }
 
 // Target returns the target cluster named name, or nil.
@@ -178,7 +178,7 @@ func Up(ctx context.Context, opts Options) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{Dir: dir, Fleet: opts.Fleet, Namespace: opts.Namespace, logOut: opts.Log,
-		controllerManagerArgs: opts.ControllerManagerArgs, nodes: opts.Nodes}
+		controllerManagerArgs: opts.ControllerManagerArgs, apiServerArgs: opts.APIServerArgs, nodes: opts.Nodes}
 	if f.tools, err = findTools(ctx); err != nil {
 		return nil, err
 	}
