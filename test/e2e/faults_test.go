@@ -115,6 +115,30 @@ func watch(app string) *watcher {
 	return w
 }
 
+// noStepShorter fails the test when a step up of what (a build) was held
+// shorter than delay: from one recorded percent to a higher one.
+func noStepShorter(t *testing.T, what string, steps []step, delay time.Duration) {
+	t.Helper()
+	for i := 1; i < len(steps); i++ {
+		if steps[i-1].percent == 0 || steps[i].percent < steps[i-1].percent {
+			continue
+		}
+		if held := steps[i].at.Sub(steps[i-1].at); held < delay {
+			t.Errorf("%s held %d %% for %s, shorter than the step delay %s", what, steps[i-1].percent, held, delay)
+		}
+	}
+}
+
+// rampingAt checks that tag is releasing with at least percent of the traffic.
+func rampingAt(tag string, percent int32) func(story.Snapshot) error {
+	return func(s story.Snapshot) error {
+		if b := s.Build(tag); b.State != "releasing" || b.Percent < percent {
+			return fmt.Errorf("%s %s at %d %%", tag, b.State, b.Percent)
+		}
+		return nil
+	}
+}
+
 func (w *watcher) finish() map[string][]step {
 	w.stop()
 	<-w.done
@@ -139,12 +163,7 @@ func TestOperatorRestartMidRamp(t *testing.T) {
 	w := watch(app)
 	rev := apply(t, app, "v2", nil)
 	delay := release.StepDelay(rev.Spec.Targets[0].Release)
-	until(t, 2*time.Minute, app, "v2 releasing at 20 %", func(s story.Snapshot) error {
-		if b := s.Build("v2"); b.State != "releasing" || b.Percent < 20 {
-			return fmt.Errorf("v2 %s at %d %%", b.State, b.Percent)
-		}
-		return nil
-	})
+	until(t, 2*time.Minute, app, "v2 releasing at 20 %", rampingAt("v2", 20))
 	if err := lab.KillOperator(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,16 +174,10 @@ func TestOperatorRestartMidRamp(t *testing.T) {
 	t.Logf("operator killed and back in %s", time.Since(killed).Round(time.Millisecond))
 	until(t, 2*time.Minute, app, "v2 released", releasedEverywhere("v2"))
 	steps := w.finish()["v2"]
-
+	noStepShorter(t, "v2", steps, delay)
 	var ramp []int32
-	for i, s := range steps {
+	for _, s := range steps {
 		ramp = append(ramp, s.percent)
-		if i == 0 || steps[i-1].percent == 0 || s.percent < steps[i-1].percent {
-			continue
-		}
-		if held := s.at.Sub(steps[i-1].at); held < delay {
-			t.Errorf("v2 held %d %% for %s, shorter than the step delay %s", steps[i-1].percent, held, delay)
-		}
 	}
 	t.Logf("v2's recorded percents: %v", ramp)
 	if ramp[len(ramp)-1] != 100 {
@@ -196,12 +209,7 @@ func TestTargetDownMidRelease(t *testing.T) {
 	until(t, 2*time.Minute, solo, "v1 released", releasedEverywhere("v1", "west"))
 
 	apply(t, app, "v2", nil)
-	until(t, 2*time.Minute, app, "v2 releasing at 20 %", func(s story.Snapshot) error {
-		if b := s.Build("v2"); b.State != "releasing" || b.Percent < 20 {
-			return fmt.Errorf("v2 %s at %d %%", b.State, b.Percent)
-		}
-		return nil
-	})
+	until(t, 2*time.Minute, app, "v2 releasing at 20 %", rampingAt("v2", 20))
 	if err := lab.StopCluster(ctx, "east"); err != nil {
 		t.Fatal(err)
 	}

@@ -84,43 +84,8 @@ func TestShardFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
-	// The fleet's operator steps aside for two replicas.
-	if err := lab.StopOperator(); err != nil {
-		t.Fatal(err)
-	}
-	replicas := map[string]*fleet.Replica{}
-	t.Cleanup(func() {
-		for _, r := range replicas {
-			if err := r.Stop(); err != nil {
-				t.Error(err)
-			}
-		}
-		if err := lab.StartOperator(context.Background(), operatorBinary); err != nil {
-			t.Error(err)
-		}
-	})
-	for _, id := range []string{"a", "b"} {
-		r, err := lab.StartReplica(ctx, id, operatorBinary, "--shards=2", "--shard-identity="+id,
-			"--leader-election-namespace="+lab.Namespace,
-			"--shard-lease-duration=6s", "--shard-renew-deadline=4s", "--shard-retry-period=1s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		replicas[id] = r
-	}
-
-	// The first replica up takes both shards, and gives one to the second.
-	var holders map[int]string
-	kit.Eventually(t, 30*time.Second, "one shard for each replica", func() (err error) {
-		if holders, err = shardHolders(ctx, shards); err != nil {
-			return err
-		}
-		if holders[0] == holders[1] || holders[0] == "" || holders[1] == "" {
-			return fmt.Errorf("shard leases name %v", holders)
-		}
-		return nil
-	})
+	replicas := startReplicas(t, shards, "a", "b")
+	holders := splitShards(t, shards)
 	t.Logf("shard holders: %v; apps: %v", holders, apps)
 	for _, app := range all {
 		apply(t, app, "v1", nil)
@@ -136,21 +101,12 @@ func TestShardFailover(t *testing.T) {
 		delay = release.StepDelay(apply(t, app, "v2", nil).Spec.Targets[0].Release)
 	}
 	for _, app := range all {
-		until(t, 2*time.Minute, app, "v2 releasing at 20 %", func(s story.Snapshot) error {
-			if b := s.Build("v2"); b.State != "releasing" || b.Percent < 20 {
-				return fmt.Errorf("v2 %s at %d %%", b.State, b.Percent)
-			}
-			return nil
-		})
+		until(t, 2*time.Minute, app, "v2 releasing at 20 %", rampingAt("v2", 20))
 	}
 	for s, list := range apps {
 		for _, app := range list {
-			w, err := writers(ctx, app)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(w, []string{holders[s]}) {
-				t.Errorf("%s (shard %d, held by %s) was written by %v, want by its shard's holder alone", app, s, holders[s], w)
+			if w, err := writers(ctx, app); err != nil || !slices.Equal(w, []string{holders[s]}) {
+				t.Errorf("%s (shard %d, held by %s) was written by %v (%v), want by its shard's holder alone", app, s, holders[s], w, err)
 			}
 		}
 	}
@@ -165,15 +121,7 @@ func TestShardFailover(t *testing.T) {
 		until(t, 3*time.Minute, app, "v2 released", releasedEverywhere("v2"))
 	}
 	for _, app := range all {
-		steps := watchers[app].finish()["v2"]
-		for i := 1; i < len(steps); i++ {
-			if steps[i-1].percent == 0 || steps[i].percent < steps[i-1].percent {
-				continue
-			}
-			if held := steps[i].at.Sub(steps[i-1].at); held < delay {
-				t.Errorf("%s: v2 held %d %% for %s, shorter than the step delay %s", app, steps[i-1].percent, held, delay)
-			}
-		}
+		noStepShorter(t, app+": v2", watchers[app].finish()["v2"], delay)
 	}
 	for _, app := range apps[1] {
 		if w, err := writers(ctx, app); err != nil || !slices.Equal(w, []string{survivor}) {
@@ -195,4 +143,53 @@ func TestShardFailover(t *testing.T) {
 	} else if holders[0] != "" || holders[1] != "" {
 		t.Errorf("shard leases after the last replica stopped: %v, want released", holders)
 	}
+}
+
+// startReplicas stops the fleet's operator and starts a replica with
+// --shards=shards for each id, on short lease timings. When the test ends
+// the replicas left are stopped and the fleet's operator started again.
+func startReplicas(t *testing.T, shards int, ids ...string) map[string]*fleet.Replica {
+	t.Helper()
+	if err := lab.StopOperator(); err != nil {
+		t.Fatal(err)
+	}
+	replicas := map[string]*fleet.Replica{}
+	t.Cleanup(func() {
+		for _, r := range replicas {
+			if err := r.Stop(); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := lab.StartOperator(context.Background(), operatorBinary); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, id := range ids {
+		r, err := lab.StartReplica(context.Background(), id, operatorBinary, fmt.Sprintf("--shards=%d", shards), "--shard-identity="+id,
+			"--leader-election-namespace="+lab.Namespace,
+			"--shard-lease-duration=6s", "--shard-renew-deadline=4s", "--shard-retry-period=1s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas[id] = r
+	}
+	return replicas
+}
+
+// splitShards waits until each of two shards is held by another replica
+// (the first replica up takes both, and gives one to the second), and
+// returns their holders.
+func splitShards(t *testing.T, shards int) map[int]string {
+	t.Helper()
+	var holders map[int]string
+	kit.Eventually(t, 30*time.Second, "one shard for each replica", func() (err error) {
+		if holders, err = shardHolders(context.Background(), shards); err != nil {
+			return err
+		}
+		if holders[0] == holders[1] || holders[0] == "" || holders[1] == "" {
+			return fmt.Errorf("shard leases name %v", holders)
+		}
+		return nil
+	})
+	return holders
 }
