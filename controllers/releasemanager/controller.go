@@ -172,7 +172,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // forgetShard drops the release metrics of the apps of a shard this
-// replica no longer drives: the replica that does exports them now.
+// replica no longer drives (the replica that does exports them now), and
+// what this replica last wrote of their ReleaseManagers: should it drive
+// them again, it decides from what the cache shows, the other replica's
+// writes included.
 func (r *Reconciler) forgetShard(ctx context.Context, s int) {
 	rms := &picchuv1alpha1.ReleaseManagerList{}
 	if err := r.Client.List(ctx, rms); err != nil {
@@ -183,6 +186,7 @@ func (r *Reconciler) forgetShard(ctx context.Context, s int) {
 		if shard.Of(shardKey(&rms.Items[i]), r.Shards.Set().Shards()) == s {
 			releasemetrics.Forget(rms.Items[i].Spec.App, rms.Items[i].Spec.Target)
 			r.lastRun.Delete(client.ObjectKeyFromObject(&rms.Items[i]))
+			r.superseded.forget(client.ObjectKeyFromObject(&rms.Items[i]))
 		}
 	}
 }
