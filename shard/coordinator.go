@@ -285,9 +285,7 @@ func (c *Coordinator) renew(ctx context.Context, i int, l *coordinationv1.Lease)
 // lose stops work on a shard another replica may already hold.
 func (c *Coordinator) lose(i int, why string) {
 	delete(c.mine, i)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	c.set.drop(ctx, i)
+	c.set.stop(i)
 	changed(i, "lost", false)
 	c.dropped(i)
 	c.cfg.Log.Info("lost a shard", "shard", i, "why", why)

@@ -65,17 +65,6 @@ func (s *Set) Begin(key string) (done func(), ok bool) {
 	}, true
 }
 
-// Holds says whether this replica may act on key now.
-func (s *Set) Holds(key string) bool {
-	if s == nil {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	until, held := s.until[Of(key, s.n)]
-	return held && s.now().Before(until)
-}
-
 // hold lets work begin on shard until the deadline.
 func (s *Set) hold(shard int, until time.Time) {
 	s.mu.Lock()
@@ -96,18 +85,23 @@ func (s *Set) held() []int {
 	return out
 }
 
+// stop stops new work on shard at once.
+func (s *Set) stop(shard int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.until, shard)
+}
+
 // drop stops new work on shard at once and waits, until ctx ends, for the
 // work under way on it; it says whether that work is done.
 func (s *Set) drop(ctx context.Context, shard int) bool {
-	s.mu.Lock()
-	delete(s.until, shard)
-	s.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() {
+	s.stop(shard)
+	awake := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.idle.Broadcast()
 	})
-	defer stop()
+	defer awake()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.inflight[shard] > 0 && ctx.Err() == nil {

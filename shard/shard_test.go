@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/medium/picchu/test/kit"
 )
 
 func TestOf_IsStableAndSpreads(t *testing.T) {
@@ -135,7 +137,7 @@ func TestSet_BeginOnlyOnHeldShardsUntilTheirDeadline(t *testing.T) {
 	}
 	s.hold(Of(key, 2), now.Add(10*time.Second))
 	done, ok := s.Begin(key)
-	if !ok || !s.Holds(key) {
+	if !ok || !holds(s, key) {
 		t.Fatal("refused work on a held shard")
 	}
 	done()
@@ -148,7 +150,7 @@ func TestSet_BeginOnlyOnHeldShardsUntilTheirDeadline(t *testing.T) {
 		t.Error("began work on a shard whose hold ran out")
 	}
 	var nilSet *Set
-	if done, ok := nilSet.Begin(key); !ok || done == nil || !nilSet.Holds(key) || nilSet.Shards() != 1 {
+	if done, ok := nilSet.Begin(key); !ok || done == nil || !holds(nilSet, key) || nilSet.Shards() != 1 {
 		t.Error("a nil Set must hold every app")
 	}
 }
@@ -164,9 +166,12 @@ func TestSet_DropWaitsForWorkUnderWay(t *testing.T) {
 	dropped := make(chan bool)
 	go func() { dropped <- s.drop(context.Background(), Of(key, 2)) }()
 	// New work is refused as soon as the drop starts, while the old runs.
-	if err := waitFor(func() bool { return !s.Holds(key) }); err != nil {
-		t.Fatal(err)
-	}
+	kit.Eventually(t, time.Second, "new work refused", func() error {
+		if holds(s, key) {
+			return fmt.Errorf("%s still taken", key)
+		}
+		return nil
+	})
 	if _, ok := s.Begin(key); ok {
 		t.Error("began work on a shard being dropped")
 	}
@@ -192,14 +197,13 @@ func TestSet_DropWaitsForWorkUnderWay(t *testing.T) {
 	}
 }
 
-func waitFor(cond func() bool) error {
-	for range 1000 {
-		if cond() {
-			return nil
-		}
-		time.Sleep(time.Millisecond)
+// holds says whether s lets work on key begin now.
+func holds(s *Set, key string) bool {
+	done, ok := s.Begin(key)
+	if ok {
+		done()
 	}
-	return fmt.Errorf("condition not met within a second")
+	return ok
 }
 
 func TestLabelSafe(t *testing.T) {

@@ -49,8 +49,6 @@ type Reconciler struct {
 	// Revision's mirrored status (DefaultMirrorInterval when 0): the
 	// changes of its ReleaseManagers within it are written together.
 	MirrorInterval time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
 
 	// mirrored is when each Revision's status was last written.
 	mirrored sync.Map
@@ -387,7 +385,7 @@ func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revis
 	if equality.Semantic.DeepEqual(before.Status, rev.Status) {
 		return ctrl.Result{}, nil
 	}
-	key, now := client.ObjectKeyFromObject(rev), r.now()
+	key, now := client.ObjectKeyFromObject(rev), time.Now()
 	if last, ok := r.mirrored.Load(key); ok {
 		if wait := r.mirrorInterval() - now.Sub(last.(time.Time)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
@@ -405,13 +403,6 @@ func (r *Reconciler) mirrorInterval() time.Duration {
 		return r.MirrorInterval
 	}
 	return DefaultMirrorInterval
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // TargetStatuses returns, per ReleaseManager, what it records for tag.

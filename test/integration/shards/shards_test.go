@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -120,7 +121,8 @@ func (r *replica) stop(t *testing.T) {
 func (r *replica) holds() []int {
 	var out []int
 	for i := range shards {
-		if r.c.Set().Holds(keyOf(i)) {
+		if done, ok := r.c.Set().Begin(keyOf(i)); ok {
+			done()
 			out = append(out, i)
 		}
 	}
@@ -165,19 +167,20 @@ func exclusive(t *testing.T, replicas ...*replica) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
+		// Sampled every 5 ms until the test ends or two replicas overlap.
+		_ = wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
 			seen := map[int]string{}
 			for _, r := range replicas {
 				for _, i := range r.holds() {
 					if other, ok := seen[i]; ok {
 						t.Errorf("shard %d held by %s and %s at once", i, other, r.name)
-						return
+						return true, nil
 					}
 					seen[i] = r.name
 				}
 			}
-			time.Sleep(5 * time.Millisecond) // sampling, not synchronization
-		}
+			return false, nil
+		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
