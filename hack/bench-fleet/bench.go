@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -50,6 +51,10 @@ type phase struct {
 	lateness histogram // ramp steps' lateness
 	throttle histogram // waits on the clients' rate limits
 	runs     histogram // the ReleaseManager controller's runs' durations
+	// allWrites are the writes of every client (the operator, the
+	// controller managers, the schedulers, the benchmark) to every API
+	// server of the fleet, from the API servers' own counters.
+	allWrites float64
 }
 
 // result is what the benchmark measured.
@@ -115,6 +120,10 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	if err != nil {
 		return p, err
 	}
+	serversBefore, err := b.apiServerWrites(ctx)
+	if err != nil {
+		return p, err
+	}
 	commit := time.Now()
 	start := time.Now()
 	jobs := make(chan int)
@@ -168,7 +177,51 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	rm := func(l map[string]string) bool { return l["controller"] == "releasemanager" }
 	p.runs = after.histogram("controller_runtime_reconcile_time_seconds", rm).minus(before.histogram("controller_runtime_reconcile_time_seconds", rm))
 	logf("%s released in every app in %s", tag, p.took.Round(time.Millisecond))
+	serversAfter, err := b.apiServerWrites(ctx)
+	if err != nil {
+		return p, err
+	}
+	for name, after := range serversAfter {
+		for k, n := range after {
+			p.allWrites += n - serversBefore[name][k]
+		}
+		logf("%s: writes to %s by every client, by verb and resource: %s", tag, name, topWrites(after, serversBefore[name]))
+	}
 	return p, nil
+}
+
+// apiServerWrites are the writes each API server of the fleet counted, by
+// cluster name and then verb and resource.
+func (b *bench) apiServerWrites(ctx context.Context) (map[string]map[string]float64, error) {
+	out := map[string]map[string]float64{}
+	for _, c := range append([]*fleet.Cluster{b.fleet.Delivery}, b.fleet.Targets...) {
+		ms, err := scrapeAPIServer(ctx, c.Config)
+		if err != nil {
+			return nil, err
+		}
+		out[c.Name] = ms.writesByResource()
+	}
+	return out, nil
+}
+
+// topWrites says the counts of after minus before, most first.
+func topWrites(after, before map[string]float64) string {
+	type count struct {
+		key string
+		n   float64
+	}
+	var counts []count
+	for k, v := range after {
+		if n := v - before[k]; n > 0 {
+			counts = append(counts, count{k, n})
+		}
+	}
+	slices.SortFunc(counts, func(a, b count) int { return cmp.Compare(b.n, a.n) })
+	var parts []string
+	for _, c := range counts {
+		parts = append(parts, fmt.Sprintf("%s %.0f", c.key, c.n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // released counts the apps whose ReleaseManager records tag released.
@@ -205,8 +258,23 @@ func (b *bench) settled(ctx context.Context) error {
 	if ready < b.apps {
 		return fmt.Errorf("%d of %d apps Ready", ready, b.apps)
 	}
+	// Ready says the last build serves everywhere; the operator may still
+	// be working off what led there (the Revisions' status mirrors, the
+	// old builds' retirement). Its queues say when it is done.
+	ms, err := scrape(ctx, b.fleet.OperatorMetricsURL())
+	if err != nil {
+		return err
+	}
+	ours := func(l map[string]string) bool { return slices.Contains(operatorControllers, l["controller"]) }
+	if queued, running := ms.sum("workqueue_depth", ours), ms.sum("controller_runtime_active_workers", ours); queued+running > 0 {
+		return fmt.Errorf("the operator has %.0f runs queued and %.0f under way", queued, running)
+	}
 	return nil
 }
+
+// operatorControllers are the operator's controllers, by their names in
+// controller-runtime's metrics.
+var operatorControllers = []string{"releasemanager", "revision", "cluster"}
 
 // measureQuiet measures the operator while nothing changes.
 func (b *bench) measureQuiet(ctx context.Context, res *result) error {
@@ -247,7 +315,7 @@ func (b *bench) measureQuiet(ctx context.Context, res *result) error {
 	}
 	res.quietReq = after.requests().minus(before.requests())
 	res.reconcilesBy = map[string]float64{}
-	for _, controller := range []string{"releasemanager", "revision", "cluster"} {
+	for _, controller := range operatorControllers {
 		keep := func(l map[string]string) bool { return l["controller"] == controller }
 		n := after.sum("controller_runtime_reconcile_total", keep) - before.sum("controller_runtime_reconcile_total", keep)
 		res.reconcilesBy[controller] = n
@@ -370,6 +438,16 @@ func (r *result) table() string {
 		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it; operator CPU %s) |\n", p.name, p.p.took.Round(100*time.Millisecond),
 			byCluster(p.p.requests.writes, r.hosts), bound(p.p).Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(bound(p.p).Seconds(), 1e-9),
 			p.p.cpu.Round(100*time.Millisecond))
+	}
+	// The API servers share the machine's cores: at the measured rate,
+	// every write to any of them takes its share of the same time.
+	for _, p := range []struct {
+		name string
+		p    phase
+	}{{"first", r.first}, {"second", r.second}} {
+		shared := time.Duration(p.p.allWrites / r.writeRate * float64(time.Second))
+		fmt.Fprintf(&sb, "| writes by every client to every API server (%s build) | %.0f: %s at the write rate = %.1f × it |\n",
+			p.name, p.p.allWrites, shared.Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(shared.Seconds(), 1e-9))
 	}
 	fmt.Fprintf(&sb, "| step lateness p50 / p95 (second build, %.0f steps) | %.3fs / %.3fs |\n",
 		r.second.lateness.count, r.second.lateness.quantile(0.5), r.second.lateness.quantile(0.95))

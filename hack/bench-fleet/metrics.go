@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
 )
 
 // metrics are the operator's metrics at one moment, by family name.
@@ -18,11 +19,44 @@ type metrics map[string]*dto.MetricFamily
 
 // scrape reads the metrics endpoint at url.
 func scrape(ctx context.Context, url string) (metrics, error) {
+	return scrapeWith(ctx, http.DefaultClient, url)
+}
+
+// scrapeAPIServer reads the metrics of the API server cfg names.
+func scrapeAPIServer(ctx context.Context, cfg *rest.Config) (metrics, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", cfg.Host, err)
+	}
+	return scrapeWith(ctx, hc, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
+}
+
+// writesByResource are an API server's writes by verb and resource, from
+// its own counters (every client's, the operator's and the benchmark's).
+func (ms metrics) writesByResource() map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range ms["apiserver_request_total"].GetMetric() {
+		l := labels(m)
+		switch l["verb"] {
+		case "GET", "LIST", "WATCH", "CONNECT":
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// scrapeWith reads the metrics endpoint at url with hc.
+func scrapeWith(ctx context.Context, hc *http.Client, url string) (metrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scraping %s: %w", url, err)
 	}
