@@ -133,6 +133,15 @@ type ReleaseManagerRevisionStatus struct {
 	// lastUpdated is when the build's traffic percent last changed.
 	// +optional
 	LastUpdated *Timestamp `json:"lastUpdated,omitempty"`
+	// clusters are the percent of traffic each cluster of the fleet last
+	// took for the build, and when: currentPercent is the fleet's, which a
+	// step up reaches only once every live cluster has it, while a rollback
+	// proceeds in every cluster that answers. Kept while the build is
+	// routable or some cluster still routes traffic to it.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ReleaseManagerRevisionClusterStatus `json:"clusters,omitempty"`
 	// gitTimestamp is the commit time of the build.
 	// +optional
 	// +kubebuilder:validation:Type=string
@@ -169,6 +178,19 @@ type ReleaseManagerRevisionStatus struct {
 	// metrics remembers which latencies were already observed for the build.
 	// +optional
 	Metrics ReleaseManagerRevisionMetricsStatus `json:"metrics,omitempty"`
+}
+
+// ReleaseManagerRevisionClusterStatus is the traffic one cluster routes to a build.
+type ReleaseManagerRevisionClusterStatus struct {
+	// name of the Cluster.
+	Name string `json:"name"`
+	// percent of the cluster's traffic the build takes, as last applied there.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Percent int32 `json:"percent"`
+	// lastUpdated is when the cluster took that percent.
+	// +optional
+	LastUpdated *Timestamp `json:"lastUpdated,omitempty"`
 }
 
 // ReleaseManagerRevisionStateStatus is a build's state.

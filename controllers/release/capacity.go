@@ -19,6 +19,11 @@ type CapacityInput struct {
 	Factors      []float64
 	// Available is the build's available replicas, fleet total.
 	Available int32
+	// Observed says, for each live cluster (in the order of Factors),
+	// whether its pods were seen; nil means every one was. Available then
+	// counts the observed clusters alone, and the gate asks them for their
+	// own share only: a rollback goes on in the clusters that answer.
+	Observed []bool
 }
 
 // Serving is another build of the target as the capacity gate sees it.
@@ -45,10 +50,40 @@ func CanRampTo(in CapacityInput, next int32) bool {
 	if len(factors) == 0 {
 		return false
 	}
-	fleet := int64(FleetReplicas(in.baseCapacity(), factors))
+	seen := in.observedFactors(factors)
+	if len(seen) == 0 {
+		return false
+	}
+	fleet := int64(observedReplicas(in.baseCapacity(), factors, seen))
 	required := ceilDiv(9*fleet*int64(clampPercent(next)), 1000)
-	required = min(required, int64(FleetReplicas(in.ScaleMax, factors)))
+	required = min(required, int64(observedReplicas(in.ScaleMax, factors, seen)))
 	return int64(max(in.Available, 0)) >= required
+}
+
+// observedFactors are the factors of the observed live clusters.
+func (in CapacityInput) observedFactors(factors []float64) []float64 {
+	if in.Observed == nil {
+		return factors
+	}
+	var out []float64
+	for i, f := range factors {
+		if i < len(in.Observed) && in.Observed[i] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// observedReplicas is what FleetReplicas runs of count on the clusters of
+// seen, when count is divided over all the live clusters of factors.
+func observedReplicas(count int32, factors, seen []float64) int32 {
+	var total int64
+	for _, f := range seen {
+		if f > 0 {
+			total += int64(ReplicasPerCluster(count, 100, len(factors), f))
+		}
+	}
+	return int32(min(total, math.MaxInt32))
 }
 
 // baseCapacity is the fleet-wide replica count the target needs at 100%.

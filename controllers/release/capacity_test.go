@@ -16,6 +16,19 @@ func TestCanRampTo(t *testing.T) {
 		next int32
 		want bool
 	}{
+		// Min 6 over 3 clusters → 2 each; two observed need 90% × 4 = 3.6 → 4.
+		{"only the observed clusters' share is asked for",
+			CapacityInput{ScaleMin: ptr(6), ScaleMax: 6, LiveClusters: 3, Factors: []float64{1, 1, 1}, Available: 4,
+				Observed: []bool{true, false, true}}, 100, true},
+		{"the observed clusters short of their share",
+			CapacityInput{ScaleMin: ptr(6), ScaleMax: 6, LiveClusters: 3, Factors: []float64{1, 1, 1}, Available: 3,
+				Observed: []bool{true, false, true}}, 100, false},
+		{"no observed cluster never ramps",
+			CapacityInput{ScaleMin: ptr(6), ScaleMax: 6, LiveClusters: 3, Factors: []float64{1, 1, 1}, Available: 6,
+				Observed: []bool{false, false, false}}, 100, false},
+		{"every cluster observed is the whole fleet",
+			CapacityInput{ScaleMin: ptr(6), ScaleMax: 6, LiveClusters: 3, Factors: []float64{1, 1, 1}, Available: 5,
+				Observed: []bool{true, true, true}}, 100, false},
 		{"no scale.min never ramps",
 			CapacityInput{ScaleMax: 10, LiveClusters: 2, Factors: two, Available: 100}, 10, false},
 		// Alone: base = min 4 → 4 replicas; 90% × 4 × 50% = 1.8 → 2.

@@ -11,6 +11,10 @@ type Applied struct {
 	// All: the app's and the build's objects are on every cluster of the
 	// fleet, live or not, as a deletion needs.
 	All bool
+	// SomeLive: at least one live cluster took the run's changes to the app.
+	SomeLive bool
+	// Rollback: the run takes traffic from a failing build (RollingBack).
+	Rollback bool
 }
 
 // Settle is the state and the traffic weight to record for a build once
@@ -19,7 +23,11 @@ type Applied struct {
 // for a deletion. A weight counts only once every live cluster has it:
 // until then the record keeps the weight recorded before (recorded), so no
 // ramp step is counted as taken, and none is shortened, while a live
-// cluster lags.
+// cluster lags. A rollback is the exception: traffic leaving a failing
+// build counts once some live cluster has it, so the rollback goes on, at
+// its pace, in every cluster that answers, and a cluster that did not
+// answer takes the fleet's weights, lower for the failing build, as soon
+// as it does.
 func Settle(step Step, a Applied, weight, recorded int32) (State, int32) {
 	state := step.State
 	done := a.Live
@@ -29,7 +37,7 @@ func Settle(step Step, a Applied, weight, recorded int32) (State, int32) {
 	if step.Then != "" && done {
 		state = step.Then
 	}
-	if !a.FleetLive {
+	if !a.FleetLive && !(a.Rollback && a.SomeLive) {
 		weight = recorded
 	}
 	return state, weight

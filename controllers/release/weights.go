@@ -41,10 +41,11 @@ type Allocation struct {
 //   - none gets more than its Max or than what is left.
 //
 // What is left at the end goes to the ramping build, or, when there is none,
-// to the first releasable one. That is the one case where a build may exceed
-// its canary percent or its Max: traffic must go somewhere, so a first-ever
-// canary serves 100%, and a build whose Max is lowered keeps its traffic
-// until an older one can take it back. The result sums to exactly 100 when
+// to the first releasable one, but never to a failing build while another
+// may take it (leftoverReceiver). That is the one case where a build may
+// exceed its canary percent or its Max: traffic must go somewhere, so a
+// first-ever canary serves 100%, and a build whose Max is lowered keeps its
+// traffic until an older one can take it back. The result sums to exactly 100 when
 // any build is releasable. When none is, the newest build that has traffic
 // and waits between its canary and its release (an app's first build) keeps
 // 100%; otherwise all get 0. Allocate never panics:
@@ -92,12 +93,32 @@ func Allocate(incs []Incarnation) Allocation {
 		}
 		after = after || i == a.Ramping
 	}
-	receiver := a.Ramping
+	a.Percent[leftoverReceiver(incs, order, a.Ramping)] += left
+	return a
+}
+
+// leftoverReceiver is the build that takes what the walk left: the ramping
+// build, else the first releasable one; but never a failing build while
+// another may take it: the first releasable build that is not failing,
+// else the newest build waiting with traffic between its canary and its
+// release (holding).
+func leftoverReceiver(incs []Incarnation, order []int, ramping int) int {
+	receiver := ramping
 	if receiver < 0 {
 		receiver = order[0]
 	}
-	a.Percent[receiver] += left
-	return a
+	if incs[receiver].State != Failing {
+		return receiver
+	}
+	for _, i := range order {
+		if incs[i].State != Failing {
+			return i
+		}
+	}
+	if i := holding(incs); i >= 0 {
+		return i
+	}
+	return receiver
 }
 
 // holding returns the index of the newest build that has traffic and waits
@@ -145,3 +166,16 @@ func percentCap(m int32) int32 {
 }
 
 func clampPercent(p int32) int32 { return min(max(p, 0), 100) }
+
+// RollingBack says traffic is leaving a failing build: some build is
+// failing (after this tick) and still takes traffic. Such a move is not
+// held by a live cluster that cannot be reached, only paced by the ramp
+// of the build taking the traffic back.
+func RollingBack(incs []Incarnation) bool {
+	for _, inc := range incs {
+		if inc.State == Failing && inc.Percent > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -211,7 +211,31 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 	waiting := slices.IndexFunc(incs, func(i Incarnation) bool {
 		return i.Percent > 0 && (i.State == Canaried || i.State == PendingRelease)
 	})
-	var sum, canaries int32
+	if receiver >= 0 && incs[receiver].State == Failing {
+		// A failing build takes what is left only when no other build may:
+		// first a canary, then a healthy build leaving, then one waiting.
+		for _, other := range []int{
+			slices.IndexFunc(incs, func(i Incarnation) bool { return i.State == Canarying }),
+			slices.IndexFunc(incs, func(i Incarnation) bool { return isReleasable(i) && i.State != Failing }),
+			waiting,
+		} {
+			if other >= 0 {
+				receiver = other
+				break
+			}
+		}
+	}
+	if err := failingNeverGains(incs, a); err != nil {
+		return err
+	}
+	// The room the canaries take, first in the walk.
+	var canaries int32
+	for _, inc := range incs {
+		if inc.State == Canarying {
+			canaries += min(clampPercent(inc.Canary), percentCap(inc.Max), 100-canaries)
+		}
+	}
+	var sum int32
 	full := true // every build but the ramping one got all it asked for
 	for i, inc := range incs {
 		p := a.Percent[i]
@@ -219,7 +243,7 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 		if p < 0 || p > 100 {
 			return fmt.Errorf("%s gets %d%%", inc.Tag, p)
 		}
-		holds := receiver < 0 && i == waiting
+		holds := (receiver < 0 || receiver == waiting) && i == waiting
 		if !isReleasable(inc) && !holds && p != 0 {
 			return fmt.Errorf("%s is %s and gets %d%%", inc.Tag, inc.State, p)
 		}
@@ -233,7 +257,6 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 		limit := percentCap(inc.Max)
 		if inc.State == Canarying {
 			limit = min(limit, clampPercent(inc.Canary))
-			canaries += p
 		} else if i != ramping {
 			// Older builds only keep or lose traffic.
 			limit = min(limit, clampPercent(inc.Percent))
@@ -276,4 +299,80 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 		}
 	}
 	return nil
+}
+
+// failingNeverGains: when the builds' traffic adds up to 100 %, as Picchu
+// records it, a failing build never gets more than it has, whichever build
+// takes its traffic back.
+func failingNeverGains(incs []Incarnation, a Allocation) error {
+	var recorded int32
+	for _, inc := range incs {
+		if inc.Percent < 0 || inc.Percent > 100 {
+			return nil
+		}
+		recorded += inc.Percent
+	}
+	if recorded != 100 {
+		return nil
+	}
+	// Traffic must go somewhere: when no other build may take it, a
+	// failing build keeps what it has and takes what others give up.
+	other := slices.ContainsFunc(incs, func(inc Incarnation) bool {
+		switch inc.State {
+		case Canarying, Releasing, Released:
+			return true
+		case Retiring, Deleting, Canaried, PendingRelease:
+			return inc.Percent > 0
+		}
+		return false
+	})
+	if !other {
+		return nil
+	}
+	for i, inc := range incs {
+		if inc.State == Failing && a.Percent[i] > inc.Percent {
+			return fmt.Errorf("failing %s gains: %d%% → %d%%", inc.Tag, inc.Percent, a.Percent[i])
+		}
+	}
+	return nil
+}
+
+// TestAllocate_FailingNeverGains: builds in any states sharing exactly
+// 100 % of the traffic; a failing build never gains any, and the traffic
+// still adds up to 100 % whenever a build may take it.
+func TestAllocate_FailingNeverGains(t *testing.T) {
+	prop := func(data []byte, split []uint8) bool {
+		incs := decodeIncarnations(data)
+		if len(incs) == 0 {
+			return true
+		}
+		// Only the states that may hold traffic hold it, as Picchu records.
+		var holders []int
+		for i := range incs {
+			incs[i].Percent = 0
+			switch incs[i].State {
+			case Canarying, Canaried, PendingRelease, Releasing, Released, Retiring, Deleting, Failing:
+				holders = append(holders, i)
+			}
+		}
+		if len(holders) == 0 {
+			return true
+		}
+		left := int32(100)
+		for n, i := range holders {
+			if n < len(split) {
+				incs[i].Percent = min(int32(split[n])%101, left)
+			}
+			left -= incs[i].Percent
+		}
+		incs[holders[len(holders)-1]].Percent += left
+		if err := failingNeverGains(incs, Allocate(incs)); err != nil {
+			t.Logf("%v\nbuilds: %+v", err, incs)
+			return false
+		}
+		return true
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 20000}); err != nil {
+		t.Error(err)
+	}
 }

@@ -35,6 +35,8 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 		FleetLive: clusters.syncedLive,
 		Live:      clusters.syncedLive && applied.live,
 		All:       clusters.syncedAll && applied.all,
+		SomeLive:  clusters.someLive,
+		Rollback:  s.rollback,
 	}, inc.weight, inc.status.CurrentPercent)
 	out := buildOutcome{state: state, changed: string(state) != inc.status.State.Current}
 	note := func(kind, reason, format string, args ...any) {
@@ -46,6 +48,7 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 		return out
 	}
 	st := incarnationStatus(inc, state, weight, s.now, s.observation)
+	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, inc.weight, s.now, state.IsRoutable())
 	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
 		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
 	}
@@ -129,6 +132,46 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 	st.Scale.Desired = live.Desired
 	st.Scale.Peak = max(st.Scale.Peak, live.Available)
 	return st
+}
+
+// clusterWeights is a build's per-cluster record after a run that applied
+// weight to the routed clusters of the fleet (names): a routed cluster has
+// weight, stamped now when it changed; any other keeps what it had (or has
+// no entry, never having been routed). Clusters gone from the fleet are
+// dropped, and so is the whole record once the build is not routable and
+// no cluster routes it traffic.
+func clusterWeights(before []picchuv1alpha1.ReleaseManagerRevisionClusterStatus, names []string, routed map[string]bool,
+	weight int32, now time.Time, routable bool) []picchuv1alpha1.ReleaseManagerRevisionClusterStatus {
+	var out []picchuv1alpha1.ReleaseManagerRevisionClusterStatus
+	traffic := false
+	for _, name := range names {
+		i := slices.IndexFunc(before, func(c picchuv1alpha1.ReleaseManagerRevisionClusterStatus) bool { return c.Name == name })
+		var entry picchuv1alpha1.ReleaseManagerRevisionClusterStatus
+		switch {
+		case routed[name] && (i < 0 || before[i].Percent != weight):
+			stamp := picchuv1alpha1.NewTimestamp(now)
+			entry = picchuv1alpha1.ReleaseManagerRevisionClusterStatus{Name: name, Percent: weight, LastUpdated: &stamp}
+		case i >= 0:
+			entry = *before[i].DeepCopy()
+		default:
+			continue
+		}
+		traffic = traffic || entry.Percent > 0
+		out = append(out, entry)
+	}
+	if !routable && !traffic {
+		return nil
+	}
+	return out
+}
+
+// clusterNames are the names of the fleet's enabled clusters, sorted.
+func (s *snapshot) clusterNames() []string {
+	out := make([]string, 0, len(s.fleet))
+	for _, fc := range s.fleet {
+		out = append(out, fc.obj.Name)
+	}
+	return out
 }
 
 // union is the sorted union of two sets of names.

@@ -37,23 +37,27 @@ type decision struct {
 // decide runs the pure decisions: each build's next state, then the
 // traffic, then whether an older build must be brought back.
 func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
-	hold := s.holds()
 	incs := make([]release.Incarnation, len(s.incarnations))
-	ramps := make([]release.RampStep, len(s.incarnations))
 	for i, inc := range s.incarnations {
 		f := s.facts(inc, cal)
 		inc.step = release.Next(f, t)
 		inc.eligible, inc.peak = f.Eligible, inc.status.PeakPercent
-		in := release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent}
-		if inc.target != nil {
-			in.Canary, in.Max = inc.target.Canary.Percent, inc.target.Release.Max
-			ramps[i] = release.Ramp(release.RampInput{
-				Now: s.now, Release: inc.target.Release, Percent: inc.status.CurrentPercent,
-				Changed: stampOf(inc.status.LastUpdated), Hold: hold || inc.verdict.Holds(), Capacity: s.capacity(inc),
-			})
-			in.Next = ramps[i].Next
+		incs[i] = release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent}
+	}
+	// A cluster that cannot be reached holds steps up, never a rollback.
+	s.rollback = release.RollingBack(incs)
+	hold := s.holds() && !s.rollback
+	ramps := make([]release.RampStep, len(s.incarnations))
+	for i, inc := range s.incarnations {
+		if inc.target == nil {
+			continue
 		}
-		incs[i] = in
+		incs[i].Canary, incs[i].Max = inc.target.Canary.Percent, inc.target.Release.Max
+		ramps[i] = release.Ramp(release.RampInput{
+			Now: s.now, Release: inc.target.Release, Percent: inc.status.CurrentPercent,
+			Changed: stampOf(inc.status.LastUpdated), Hold: hold || inc.verdict.Holds(), Capacity: s.capacity(inc),
+		})
+		incs[i].Next = ramps[i].Next
 	}
 	alloc := release.Allocate(incs)
 	for i, inc := range s.incarnations {
@@ -86,6 +90,18 @@ func (s *snapshot) liveFactors() []float64 {
 	for _, fc := range s.fleet {
 		if fc.live {
 			out = append(out, fc.factor)
+		}
+	}
+	return out
+}
+
+// liveObserved says, for each live cluster in the order of liveFactors,
+// whether this run could read its pods.
+func (s *snapshot) liveObserved() []bool {
+	var out []bool
+	for _, c := range s.observation {
+		if c.Live {
+			out = append(out, c.Observed)
 		}
 	}
 	return out
@@ -174,7 +190,7 @@ func (s *snapshot) capacity(inc *incarnation) release.CapacityInput {
 	factors := s.liveFactors()
 	in := release.CapacityInput{
 		LiveClusters: len(factors), Factors: factors,
-		Available: s.observation.Live(inc.tag).Available,
+		Available: s.observation.Live(inc.tag).Available, Observed: s.liveObserved(),
 	}
 	if release.AutoscalerKind(inc.target.Scale) == "" {
 		count := release.DefaultReplicas(inc.target.Scale)

@@ -3,8 +3,12 @@ package releasemanager
 import (
 	"context"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/release"
 )
 
@@ -107,5 +111,60 @@ func TestScale_StaleStatus_SizesFromThisRunsObservation(t *testing.T) {
 	}, Percent: 20, Others: others, Factors: s.liveFactors()})
 	if plan.Replicas != 20 {
 		t.Errorf("ramp replicas %d, want 20", plan.Replicas)
+	}
+}
+
+// decideFleet is app shop's v2 recorded at 40 % and v1 at 60 %, both for
+// long, on three live clusters of which north cannot be reached; failed
+// says v2's Revision is failed.
+func decideFleet(failed bool) (*snapshot, *incarnation, *incarnation) {
+	min := int32(3)
+	target := func() *picchuv1alpha1.RevisionTarget {
+		return &picchuv1alpha1.RevisionTarget{
+			Scale: picchuv1alpha1.ScaleInfo{Min: &min, Max: 3},
+			Release: picchuv1alpha1.ReleaseInfo{Max: 100, GeometricScaling: picchuv1alpha1.GeometricScaling{
+				Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: 10 * time.Second}}},
+		}
+	}
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	long := picchuv1alpha1.NewTimestamp(now.Add(-time.Minute))
+	inc := func(tag string, state release.State, percent int32) *incarnation {
+		i := &incarnation{tag: tag, target: target(), revision: &picchuv1alpha1.Revision{}}
+		i.status.State.Current, i.status.CurrentPercent, i.status.LastUpdated = string(state), percent, &long
+		i.status.PeakPercent, i.status.ReleaseEligible = 100, true
+		return i
+	}
+	v2, v1 := inc("v2", release.Releasing, 40), inc("v1", release.Released, 60)
+	v2.revision.Spec.Failed = failed
+	s := &snapshot{now: now, incarnations: []*incarnation{v2, v1}}
+	for _, name := range []string{"east", "west", "north"} {
+		fc := &fleetCluster{obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1}
+		obs := release.ClusterObservation{Name: name, Live: true}
+		if name != "north" {
+			fc.plans = &applier.Cluster{}
+			obs.Observed, obs.Tags = true, map[string]release.Replicas{"v1": {Desired: 1, Available: 1}, "v2": {Desired: 1, Available: 1}}
+		} else {
+			fc.problem = "not ready: Unreachable"
+		}
+		s.fleet, s.observation = append(s.fleet, fc), append(s.observation, obs)
+	}
+	return s, v2, v1
+}
+
+// TestDecide_ARollbackIsNotHeldByAClusterThatCannotBeReached: a live
+// cluster that cannot be reached holds every step up, but traffic leaving
+// a failing build goes on in the clusters that answer, gated by their pods
+// alone.
+func TestDecide_ARollbackIsNotHeldByAClusterThatCannotBeReached(t *testing.T) {
+	s, v2, v1 := decideFleet(true)
+	s.decide(release.DefaultTimeouts, nil)
+	if !s.rollback || v2.step.State != release.Failing || v2.weight != 0 || v1.weight != 100 {
+		t.Errorf("rollback %t: v2 %s at %d %%, v1 at %d %%; want v2 failing at 0 %%, v1 at 100 %%", s.rollback, v2.step.State, v2.weight, v1.weight)
+	}
+
+	s, v2, v1 = decideFleet(false)
+	s.decide(release.DefaultTimeouts, nil)
+	if s.rollback || v2.weight != 40 || v1.weight != 60 || v2.ramp.Waiting != "hold" {
+		t.Errorf("rollback %t: v2 at %d %% (waiting %q), v1 at %d %%; want the step up held at 40 %%", s.rollback, v2.weight, v2.ramp.Waiting, v1.weight)
 	}
 }

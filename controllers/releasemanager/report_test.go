@@ -2,10 +2,13 @@ package releasemanager
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"math/rand"
 	"slices"
 	"strings"
 	"testing"
+	"testing/quick"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,6 +113,42 @@ func TestReport(t *testing.T) {
 				events:   []string{"Normal StateChanged v1 releasing → retiring"},
 				next:     again,
 				unsynced: []string{"west"},
+			},
+		},
+		{
+			name: "a rollback goes on in the clusters that answer, and the failing build waits for the others to be failed",
+			snap: func() *snapshot {
+				s := reportSnapshot(
+					build("v2", release.Failing, 40, release.Step{State: release.Failing, Action: release.Sync}, 0),
+					build("v1", release.Released, 60, release.Step{State: release.Released, Action: release.Sync}, 100))
+				s.rollback = true
+				return s
+			},
+			results: applier.Results{{Cluster: "east"}, {Cluster: "west", Err: errors.New("connection refused")}},
+			want: want{
+				states:  map[string]string{"v2": "failing", "v1": "released"},
+				weights: map[string]int32{"v2": 0, "v1": 100},
+				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				next:     again,
+				unsynced: []string{"west"},
+			},
+		},
+		{
+			name: "a rollback no live cluster took is not recorded",
+			snap: func() *snapshot {
+				s := reportSnapshot(
+					build("v2", release.Failing, 40, release.Step{State: release.Failing, Action: release.Sync}, 0),
+					build("v1", release.Released, 60, release.Step{State: release.Released, Action: release.Sync}, 100))
+				s.rollback = true
+				return s
+			},
+			results: applier.Results{{Cluster: "east", Err: errors.New("connection refused")}, {Cluster: "west", Err: errors.New("connection refused")}},
+			want: want{
+				states:  map[string]string{"v2": "failing", "v1": "released"},
+				weights: map[string]int32{"v2": 40, "v1": 60},
+				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				next:     clusterRetry,
+				unsynced: []string{"east", "west"},
 			},
 		},
 		{
@@ -296,6 +335,87 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// TestReport_RecordsEachClustersWeight: each build's record says what
+// each cluster last took and when; a cluster that did not answer keeps its
+// entry, stamped when it last changed.
+func TestReport_RecordsEachClustersWeight(t *testing.T) {
+	earlier := picchuv1alpha1.NewTimestamp(reportNow.Add(-time.Minute))
+	v2 := build("v2", release.Failing, 40, release.Step{State: release.Failing, Action: release.Sync}, 0)
+	v2.status.Clusters = []picchuv1alpha1.ReleaseManagerRevisionClusterStatus{
+		{Name: "east", Percent: 40, LastUpdated: &earlier}, {Name: "west", Percent: 40, LastUpdated: &earlier},
+	}
+	v1 := build("v1", release.Released, 60, release.Step{State: release.Released, Action: release.Sync}, 100)
+	s := reportSnapshot(v2, v1)
+	s.rollback = true
+	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west", Err: errors.New("connection refused")}}, reportSyncPeriod, reportAlertCheck)
+	got := map[string]string{}
+	for _, st := range out.status.Revisions {
+		for _, c := range st.Clusters {
+			got[st.Tag+"@"+c.Name] = fmt.Sprintf("%d%% at %s", c.Percent, c.LastUpdated.Format(time.RFC3339))
+		}
+	}
+	at := func(t time.Time) string { return t.Format(time.RFC3339) }
+	want := map[string]string{
+		"v2@east": "0% at " + at(reportNow), "v2@west": "40% at " + at(earlier.Time),
+		"v1@east": "100% at " + at(reportNow),
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("per-cluster record %v, want %v", got, want)
+	}
+}
+
+func TestClusterWeights(t *testing.T) {
+	earlier := picchuv1alpha1.NewTimestamp(reportNow.Add(-time.Minute))
+	now := picchuv1alpha1.NewTimestamp(reportNow)
+	entry := func(name string, percent int32, at *picchuv1alpha1.Timestamp) picchuv1alpha1.ReleaseManagerRevisionClusterStatus {
+		return picchuv1alpha1.ReleaseManagerRevisionClusterStatus{Name: name, Percent: percent, LastUpdated: at}
+	}
+	type entries = []picchuv1alpha1.ReleaseManagerRevisionClusterStatus
+	both := map[string]bool{"east": true, "west": true}
+	for _, tc := range []struct {
+		name     string
+		before   entries
+		names    []string
+		routed   map[string]bool
+		weight   int32
+		routable bool
+		want     entries
+	}{
+		{"the first routing is stamped in every cluster", nil, []string{"east", "west"}, both, 10, true,
+			entries{entry("east", 10, &now), entry("west", 10, &now)}},
+		{"an unchanged weight keeps its stamp", entries{entry("east", 10, &earlier), entry("west", 10, &earlier)}, []string{"east", "west"}, both, 10, true,
+			entries{entry("east", 10, &earlier), entry("west", 10, &earlier)}},
+		{"a cluster not routed keeps what it had", entries{entry("east", 10, &earlier), entry("west", 10, &earlier)}, []string{"east", "west"},
+			map[string]bool{"east": true}, 20, true, entries{entry("east", 20, &now), entry("west", 10, &earlier)}},
+		{"a cluster never routed has no entry", nil, []string{"east", "west"}, map[string]bool{"west": true}, 20, true,
+			entries{entry("west", 20, &now)}},
+		{"a cluster gone from the fleet is dropped", entries{entry("east", 10, &earlier), entry("north", 10, &earlier)}, []string{"east"}, both, 10, true,
+			entries{entry("east", 10, &earlier)}},
+		{"a build no cluster routes to, and not routable, has no record", entries{entry("east", 10, &earlier)}, []string{"east"}, both, 0, false, nil},
+		{"a build a lagging cluster still routes to keeps its record", entries{entry("east", 10, &earlier), entry("west", 10, &earlier)}, []string{"east", "west"},
+			map[string]bool{"east": true}, 0, false, entries{entry("east", 0, &now), entry("west", 10, &earlier)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := clusterWeights(tc.before, tc.names, tc.routed, tc.weight, reportNow, tc.routable)
+			if g, w := fmt.Sprint(describeEntries(got)), fmt.Sprint(describeEntries(tc.want)); g != w {
+				t.Errorf("clusterWeights = %s, want %s", g, w)
+			}
+		})
+	}
+}
+
+// describeEntries says each entry as "name percent% at time".
+func describeEntries(es []picchuv1alpha1.ReleaseManagerRevisionClusterStatus) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, fmt.Sprintf("%s %d%% at %s", e.Name, e.Percent, e.LastUpdated.Format(time.RFC3339Nano)))
+	}
+	if es == nil {
+		return nil
+	}
+	return out
+}
+
 // checkKstatus checks the conditions follow kstatus: Ready is always
 // there; Reconciling and Stalled are abnormal-true conditions, present
 // only when True, and then Ready is False; every condition has a reason
@@ -338,4 +458,59 @@ func mapsEqual[V comparable](a, b map[string]V) bool {
 		}
 	}
 	return true
+}
+
+// TestClusterWeights_EachClusterSumsTo100: whatever clusters each run
+// reaches, the per-cluster records of an app's builds say, for every
+// cluster routed at least once, weights that sum to 100 (each cluster
+// keeps the whole of the last routing it took).
+func TestClusterWeights_EachClusterSumsTo100(t *testing.T) {
+	names := []string{"east", "north", "west"}
+	prop := func(seed int64) bool {
+		rng := rand.New(rand.NewSource(seed))
+		const builds = 3
+		records := make([][]picchuv1alpha1.ReleaseManagerRevisionClusterStatus, builds)
+		routedOnce := map[string]bool{}
+		for run := range 20 {
+			// A split of 100 among the builds, and the clusters reached.
+			weights := make([]int32, builds)
+			left := int32(100)
+			for b := range builds - 1 {
+				weights[b] = rng.Int31n(left + 1)
+				left -= weights[b]
+			}
+			weights[builds-1] = left
+			routed := map[string]bool{}
+			for _, n := range names {
+				if rng.Intn(3) > 0 {
+					routed[n], routedOnce[n] = true, true
+				}
+			}
+			now := reportNow.Add(time.Duration(run) * time.Second)
+			for b := range builds {
+				records[b] = clusterWeights(records[b], names, routed, weights[b], now, rng.Intn(2) == 0)
+			}
+			for _, n := range names {
+				if !routedOnce[n] {
+					continue
+				}
+				sum := int32(0)
+				for b := range builds {
+					for _, e := range records[b] {
+						if e.Name == n {
+							sum += e.Percent
+						}
+					}
+				}
+				if sum != 100 {
+					t.Logf("seed %d, run %d: %s sums to %d", seed, run, n, sum)
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 300}); err != nil {
+		t.Error(err)
+	}
 }

@@ -41,6 +41,9 @@ type snapshot struct {
 	// went; zero while there is one. removal is what happens to the app.
 	orphanedSince time.Time
 	removal       release.Removal
+	// rollback says this run takes traffic from a failing build
+	// (release.RollingBack), set by decide.
+	rollback bool
 }
 
 // incarnation is one build of the app in the target.

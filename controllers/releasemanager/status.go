@@ -197,12 +197,16 @@ type clusterOutcome struct {
 	// app's routing and the other builds are synced there.
 	syncedLive, syncedAll bool
 	buildsFailed          map[string]map[string]error
+	// routed are the clusters that took the run's routing; someLive says
+	// a live cluster is among them.
+	routed   map[string]bool
+	someLive bool
 }
 
 // clusterOutcome classifies the results of a run once, per cluster.
 func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 	failed := map[string]string{}
-	out := clusterOutcome{syncedLive: true, syncedAll: true, buildsFailed: map[string]map[string]error{}}
+	out := clusterOutcome{syncedLive: true, syncedAll: true, buildsFailed: map[string]map[string]error{}, routed: map[string]bool{}}
 	for _, res := range results {
 		if res.Err != nil {
 			failed[res.Cluster] = res.Err.Error()
@@ -217,6 +221,10 @@ func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 			cs.Synced, cs.Message = false, fc.problem
 		} else if msg, ok := failed[fc.obj.Name]; ok {
 			cs.Synced, cs.Message = false, msg
+		}
+		if cs.Synced || out.buildsFailed[fc.obj.Name] != nil {
+			out.routed[fc.obj.Name] = true
+			out.someLive = out.someLive || fc.live
 		}
 		if !cs.Synced {
 			out.unavailable = append(out.unavailable, fc.obj.Name)
