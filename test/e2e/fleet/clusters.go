@@ -191,18 +191,58 @@ func (f *Fleet) installCRDs(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("installing Picchu's CRDs on %s: %w", Delivery, err)
 	}
+	for _, t := range f.Targets {
+		if err := installThirdPartyCRDs(ctx, t); err != nil {
+			return err
+		}
+	}
+	f.logf("CRDs installed: Picchu's on %s, Istio's, prometheus-operator's, KEDA's and Sloth's on the targets", Delivery)
+	return nil
+}
+
+// installThirdPartyCRDs installs the CRDs a target serves (Istio's,
+// prometheus-operator's, KEDA's and Sloth's) on t.
+func installThirdPartyCRDs(ctx context.Context, t *Cluster) error {
 	thirdParty, err := kit.ThirdPartyCRDPaths(ctx)
 	if err != nil {
 		return err
 	}
-	for _, t := range f.Targets {
-		if _, err := envtest.InstallCRDs(t.Config, envtest.CRDInstallOptions{
-			Paths: thirdParty, ErrorIfPathMissing: true, MaxTime: readyTimeout,
-		}); err != nil {
-			return fmt.Errorf("installing Istio's, prometheus-operator's, KEDA's and Sloth's CRDs on %s: %w", t.Name, err)
-		}
+	if _, err := envtest.InstallCRDs(t.Config, envtest.CRDInstallOptions{
+		Paths: thirdParty, ErrorIfPathMissing: true, MaxTime: readyTimeout,
+	}); err != nil {
+		return fmt.Errorf("installing Istio's, prometheus-operator's, KEDA's and Sloth's CRDs on %s: %w", t.Name, err)
 	}
-	f.logf("CRDs installed: Picchu's on %s, Istio's, prometheus-operator's, KEDA's and Sloth's on the targets", Delivery)
+	return nil
+}
+
+// AddTarget starts one more target cluster, name, serving the third-party
+// CRDs, for a test that needs more clusters than the fleet has. It is not
+// among Targets, which every test observes; Target finds it, StopCluster
+// and StartCluster act on it, RemoveTarget deletes it, and Down too.
+func (f *Fleet) AddTarget(ctx context.Context, name string) (*Cluster, error) {
+	c, err := f.ensureCluster(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := installThirdPartyCRDs(ctx, c); err != nil {
+		return nil, err
+	}
+	if f.extra == nil {
+		f.extra = map[string]*Cluster{}
+	}
+	f.extra[name] = c
+	return c, nil
+}
+
+// RemoveTarget deletes a cluster AddTarget started, with its processes and data.
+func (f *Fleet) RemoveTarget(ctx context.Context, name string) error {
+	if f.extra[name] == nil {
+		return fmt.Errorf("removing cluster %s: AddTarget did not start it", name)
+	}
+	if _, err := f.tools.kwokctl(ctx, f.Dir, "delete", "cluster", "--name", name, "--kubeconfig", kubeconfigPath(f.Dir)); err != nil {
+		return fmt.Errorf("removing cluster %s: %w", name, err)
+	}
+	delete(f.extra, name)
 	return nil
 }
 

@@ -137,16 +137,18 @@ type Fleet struct {
 	// controllerManagerArgs, apiServerArgs and nodes are Options'.
 	controllerManagerArgs, apiServerArgs []string
 	nodes                                int
+	// extra are the targets AddTarget started, by name.
+	extra map[string]*Cluster
 }
 
-// Target returns the target cluster named name, or nil.
+// Target returns the target cluster named name, AddTarget's included, or nil.
 func (f *Fleet) Target(name string) *Cluster {
 	for _, c := range f.Targets {
 		if c.Name == name {
 			return c
 		}
 	}
-	return nil
+	return f.extra[name]
 }
 
 // state is what must stay the same from one Up to the next: the ports of

@@ -103,11 +103,16 @@ func Observe(ctx context.Context, f *fleet.Fleet, app string) Snapshot {
 	s := Snapshot{At: time.Now()}
 	s.Builds, s.Err = builds(ctx, f, app)
 	for _, t := range f.Targets {
-		c := Cluster{Name: t.Name}
-		c.Weights, c.Pods, c.Err = observeTarget(ctx, t.Client, app)
-		s.Clusters = append(s.Clusters, c)
+		s.Clusters = append(s.Clusters, ObserveCluster(ctx, t, app))
 	}
 	return s
+}
+
+// ObserveCluster reads app's routing and pods on one target cluster.
+func ObserveCluster(ctx context.Context, t *fleet.Cluster, app string) Cluster {
+	c := Cluster{Name: t.Name}
+	c.Weights, c.Pods, c.Err = observeTarget(ctx, t.Client, app)
+	return c
 }
 
 func builds(ctx context.Context, f *fleet.Fleet, app string) ([]Build, error) {
