@@ -26,6 +26,7 @@ import (
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
+	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/shard"
 	"github.com/medium/picchu/throttle"
@@ -246,6 +247,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if err := shard.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the shard metrics: %w", err)
+	}
+	if err := remote.RegisterMetrics(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering the cluster health metrics: %w", err)
 	}
 	if _, err := operator.Setup(mgr, c.operator); err != nil {
 		return err

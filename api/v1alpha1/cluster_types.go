@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.spec.enabled`
 // +kubebuilder:printcolumn:name="Fleet",type=string,JSONPath=`.metadata.labels.picchu\.medium\.engineering/fleet`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Breaker",type=string,JSONPath=`.status.health.breaker`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetes.version`,priority=1
 // +kubebuilder:printcolumn:name="Plain-HTTP",type=boolean,JSONPath=`.status.plainHTTP`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -130,6 +131,34 @@ type ClusterStatus struct {
 	// http:// server).
 	// +optional
 	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// health is the circuit breaker Picchu keeps on the cluster's API
+	// server: while it is open, nothing waits on the cluster; steps up of
+	// its fleet's releases hold, rollbacks go on in the other clusters.
+	// +optional
+	Health *ClusterHealthStatus `json:"health,omitempty"`
+}
+
+// ClusterHealthStatus is the state of a cluster's circuit breaker.
+type ClusterHealthStatus struct {
+	// breaker is Closed while the API server answers, Open after a run of
+	// failures or timeouts (requests fail at once), HalfOpen while one
+	// probe request is under way.
+	// +kubebuilder:validation:Enum=Closed;HalfOpen;Open
+	Breaker string `json:"breaker"`
+	// since is when the breaker entered its state.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// lastError is the last failure seen since the API server last answered.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// retryAt is when an open breaker lets its next probe through.
+	// +optional
+	RetryAt *metav1.Time `json:"retryAt,omitempty"`
+	// latency is how long the API server took to answer a health check,
+	// written when it changed by more than half (the exact figure is the
+	// picchu_cluster_health_check_seconds metric).
+	// +optional
+	Latency *metav1.Duration `json:"latency,omitempty"`
 }
 
 // ClusterKubernetesStatus reports an API server's version and reachability.

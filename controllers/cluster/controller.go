@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/shard"
 )
@@ -29,6 +30,9 @@ const (
 	ReasonDisabled           = "Disabled"
 	ReasonUnreachable        = "Unreachable"
 	ReasonInvalidCredentials = "InvalidCredentials"
+	// ReasonCircuitOpen: the cluster's circuit breaker is open (or a probe
+	// is under way): requests to it fail at once until a probe succeeds.
+	ReasonCircuitOpen = "CircuitOpen"
 )
 
 // Reconciler keeps a client and cache per enabled Cluster in the
@@ -130,10 +134,17 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 		setReady(cl, metav1.ConditionFalse, ReasonInvalidCredentials, err.Error(), true)
 		return ctrl.Result{} // only a change to the Cluster or Secret can help
 	}
-	version, err := r.Registry.ServerVersion(key, r.HealthTimeout)
+	version, latency, err := r.Registry.ServerVersion(key, r.HealthTimeout)
+	health, _ := r.Registry.Health(key)
+	setHealth(cl, health, latency, err == nil)
 	if err != nil {
-		setReady(cl, metav1.ConditionFalse, ReasonUnreachable, err.Error(), false)
-		return ctrl.Result{RequeueAfter: r.HealthPeriod}
+		if health.State != breaker.Closed {
+			msg := fmt.Sprintf("circuit breaker %s since %s; last error: %s", health.State, health.Since.UTC().Format(time.RFC3339), health.LastError)
+			setReady(cl, metav1.ConditionFalse, ReasonCircuitOpen, msg, true)
+		} else {
+			setReady(cl, metav1.ConditionFalse, ReasonUnreachable, err.Error(), false)
+		}
+		return ctrl.Result{RequeueAfter: nextCheck(health, r.HealthPeriod, time.Now())}
 	}
 	cl.Status.Kubernetes.Version = version
 	msg := "Kubernetes " + version
@@ -142,6 +153,52 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 	}
 	setReady(cl, metav1.ConditionTrue, ReasonConnected, msg, false)
 	return ctrl.Result{RequeueAfter: r.HealthPeriod}
+}
+
+// failedCheckRetry is how soon a failed health check is made again while
+// the cluster's breaker is still closed: a run of failures opens it within
+// seconds, not health periods.
+const failedCheckRetry = time.Second
+
+// nextCheck is how soon to check a cluster again after a failed check:
+// failedCheckRetry while its breaker is closed and counting failures, else when the breaker lets
+// its next probe through, so that a cluster that is back is seen back
+// within the breaker's backoff; never later than period.
+func nextCheck(h breaker.Snapshot, period time.Duration, now time.Time) time.Duration {
+	switch {
+	case h.State == breaker.Closed && h.ConsecutiveFailures == 0:
+		// The API server answered, with an error (bad credentials, say):
+		// checking sooner would not change its answer.
+		return period
+	case h.State == breaker.Closed || h.RetryAt.IsZero():
+		return min(period, failedCheckRetry)
+	}
+	return min(period, max(h.RetryAt.Sub(now), 10*time.Millisecond))
+}
+
+// setHealth records the cluster's breaker in status.health. The latency of
+// a check that got an answer is written only when it moved by more than
+// half from the one recorded, so a healthy cluster's status stays the same
+// from one check to the next.
+func setHealth(cl *picchuv1alpha1.Cluster, h breaker.Snapshot, latency time.Duration, answered bool) {
+	st := &picchuv1alpha1.ClusterHealthStatus{Breaker: h.State.String(), LastError: h.LastError}
+	if !h.Since.IsZero() {
+		since := metav1.NewTime(h.Since)
+		st.Since = &since
+	}
+	if h.State != breaker.Closed && !h.RetryAt.IsZero() {
+		retry := metav1.NewTime(h.RetryAt)
+		st.RetryAt = &retry
+	}
+	var recorded *metav1.Duration
+	if cl.Status.Health != nil {
+		recorded = cl.Status.Health.Latency
+	}
+	st.Latency = recorded
+	if answered && (recorded == nil || latency > 2*recorded.Duration || 2*latency < recorded.Duration) {
+		st.Latency = &metav1.Duration{Duration: latency}
+	}
+	cl.Status.Health = st
 }
 
 // setReady sets the Ready and Stalled conditions and status.kubernetes.ready.

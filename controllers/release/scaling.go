@@ -80,6 +80,9 @@ type ScaleInput struct {
 	// Desired is the pods the build is asked to run now (its ReplicaSets'
 	// replicas over the live clusters): a ramp never shrinks it.
 	Desired int32
+	// TakingBack says the build takes traffic back from a failing one (it
+	// is the ramping build of a rollback): it ramps, whatever its state.
+	TakingBack bool
 }
 
 // ScalePlan is how a build is sized on the fleet this run.
@@ -104,8 +107,10 @@ type ScalePlan struct {
 //
 //   - retired (or retiring with no traffic left): 0 replicas, no autoscaler;
 //   - no autoscaler: DefaultReplicas;
-//   - ramping (canarying or releasing): no autoscaler; Picchu sets the
-//     replicas the next step needs, RampReplicas;
+//   - ramping (canarying or releasing, or taking traffic back from a
+//     failing build): no autoscaler; Picchu sets the replicas the next step
+//     needs, RampReplicas (its autoscaler alone would never grow it for
+//     traffic the capacity gate holds back until it has the pods);
 //   - created or deploying: the autoscaler, and Picchu sets its min so the
 //     build comes up at once rather than at the autoscaler's next sync;
 //   - otherwise (deployed, tested, canaried, pending release, released,
@@ -121,7 +126,7 @@ func Scale(in ScaleInput) ScalePlan {
 		p.SetReplicas, p.Replicas = true, 0
 	case p.Kind == "":
 		p.SetReplicas, p.Replicas = true, DefaultReplicas(in.Scale)
-	case Ramping(in.Step.State, p.Kind):
+	case Ramping(in.Step.State, p.Kind) || (in.TakingBack && p.Kind != ""):
 		p.Ramping, p.SetReplicas = true, true
 		p.Replicas = RampReplicas(in)
 	case in.Step.State == Created || in.Step.State == Deploying || in.Step.State == "":
@@ -145,10 +150,10 @@ func Scale(in ScaleInput) ScalePlan {
 func RampReplicas(in ScaleInput) int32 {
 	lo, hi := AutoscalerRange(in.Scale)
 	next := in.Percent
-	switch in.Step.State {
-	case Canarying:
+	switch {
+	case in.Step.State == Canarying:
 		next = max(next, in.Canary)
-	case Releasing:
+	case in.Step.State == Releasing || in.TakingBack:
 		next = max(next, NextPercent(in.Release, in.Percent))
 	}
 	next = clampPercent(next)

@@ -249,3 +249,29 @@ func FuzzScale(f *testing.F) {
 		}
 	})
 }
+
+// TestScale_TakingTrafficBack: the released build that takes a failing
+// build's traffic back ramps: Picchu sizes it for its next step from the
+// failing build's pods, as the capacity gate counts them (its autoscaler
+// alone, at its min while the traffic is held back, would never grow it),
+// and hands it back to its autoscaler once the rollback is over.
+func TestScale_TakingTrafficBack(t *testing.T) {
+	in := ScaleInput{
+		Step: Step{State: Released, Action: Sync}, Scale: hpa(2, 6), Release: doubling(), Percent: 60,
+		Others: []Serving{{Percent: 40, Pods: 2}}, Factors: []float64{1, 1}, Desired: 2, TakingBack: true,
+	}
+	// 2 pods at 40 % are 5 at 100 %; the next step is 100 %: 5, over two clusters 3 each.
+	p := Scale(in)
+	if !p.Ramping || p.Autoscaler || !p.SetReplicas || p.Replicas != 5 {
+		t.Errorf("plan %+v, want ramping at 5 replicas without its autoscaler", p)
+	}
+	capacity := CapacityInput{ScaleMin: ptr32(2), ScaleMax: 6, HasAutoscaler: true, Others: in.Others,
+		LiveClusters: 2, Factors: in.Factors, Available: FleetReplicas(p.Replicas, in.Factors)}
+	if !CanRampTo(capacity, 100) {
+		t.Errorf("its replicas once available (%d) do not pass the capacity gate for 100 %%", capacity.Available)
+	}
+	in.TakingBack = false
+	if p := Scale(in); p.Ramping || !p.Autoscaler || p.SetReplicas {
+		t.Errorf("after the rollback: plan %+v, want the autoscaler owning the replicas", p)
+	}
+}

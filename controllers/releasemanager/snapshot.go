@@ -18,6 +18,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
@@ -275,6 +276,11 @@ func (r *Reconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManage
 		case !registered:
 			fc.problem = "not connected yet"
 		default:
+			if h, ok := r.Registry.Health(client.ObjectKeyFromObject(cl)); ok && h.State != breaker.Closed {
+				// Nothing waits on it: it is as unreachable as it gets.
+				fc.problem = fmt.Sprintf("circuit breaker %s; last error: %s", h.State, h.LastError)
+				break
+			}
 			fc.plans = r.handle(cl, remoteCluster)
 		}
 		out = append(out, fc)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/throttle"
 )
 
@@ -51,9 +53,14 @@ type Registry struct {
 	// observed as the Cluster's "<namespace>/<name>".
 	QPS   float32
 	Burst int
+	// Breaker, set before the first Ensure, is the policy of each
+	// cluster's circuit breaker (package breaker's defaults when zero).
+	Breaker breaker.Policy
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*entry
+	// breakers are the clusters' circuit breakers (see breakerFor).
+	breakers map[types.NamespacedName]*breaker.Breaker
 	// forgotten are called with the key of every cluster removed or replaced.
 	forgotten []func(types.NamespacedName)
 }
@@ -100,6 +107,7 @@ func NewRegistry(scheme *runtime.Scheme, log logr.Logger, onReplicaSet func(rele
 		log:          log,
 		onReplicaSet: onReplicaSet,
 		clusters:     map[types.NamespacedName]*entry{},
+		breakers:     map[types.NamespacedName]*breaker.Breaker{},
 	}
 }
 
@@ -131,6 +139,8 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 	if r.WrapTransport != nil {
 		cfg.Wrap(r.WrapTransport)
 	}
+	// Outermost: a request the breaker refuses is never sent, nor counted.
+	cfg.Wrap(guard(r.breakerFor(key)))
 	managed, err := labels.NewRequirement(picchuv1alpha1.LabelApp, selection.Exists, nil)
 	if err != nil {
 		return false, fmt.Errorf("building label selector: %w", err)
@@ -170,36 +180,50 @@ func (r *Registry) Get(key types.NamespacedName) (cluster.Cluster, bool) {
 	return e.cluster, true
 }
 
-// Remove stops and forgets the cluster registered for key, if any.
+// Remove stops and forgets the cluster registered for key, if any, and its
+// circuit breaker.
 func (r *Registry) Remove(key types.NamespacedName) {
 	r.mu.Lock()
 	var told []func(types.NamespacedName)
 	if e, ok := r.clusters[key]; ok {
 		told = r.forget(key, e)
 	}
+	r.forgetHealth(key)
 	r.mu.Unlock()
 	tell(told, key)
 }
 
-// ServerVersion asks the cluster registered for key for its version, within timeout.
-func (r *Registry) ServerVersion(key types.NamespacedName, timeout time.Duration) (string, error) {
+// ServerVersion asks the cluster registered for key for its version, within
+// timeout, through its circuit breaker: an open breaker fails it at once
+// (errors.Is(err, breaker.ErrOpen)), and once its backoff has passed the
+// check is the probe that closes it again. Its latency is observed in
+// picchu_cluster_health_check_seconds.
+func (r *Registry) ServerVersion(key types.NamespacedName, timeout time.Duration) (string, time.Duration, error) {
 	r.mu.Lock()
 	e, ok := r.clusters[key]
 	r.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("cluster %s is not registered", key)
+		return "", 0, fmt.Errorf("cluster %s is not registered", key)
 	}
 	cfg := rest.CopyConfig(e.config)
 	cfg.Timeout = timeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return "", fmt.Errorf("cluster %s: building discovery client: %w", key, err)
+		return "", 0, fmt.Errorf("cluster %s: building discovery client: %w", key, err)
 	}
+	start := time.Now()
 	v, err := dc.ServerVersion()
-	if err != nil {
-		return "", fmt.Errorf("cluster %s: %w", key, err)
+	took := time.Since(start)
+	switch {
+	case errors.Is(err, breaker.ErrOpen):
+		// Not sent: nothing to observe.
+		return "", 0, fmt.Errorf("cluster %s: %w", key, err)
+	case err != nil:
+		healthChecks.WithLabelValues(key.String(), "error").Observe(took.Seconds())
+		return "", took, fmt.Errorf("cluster %s: %w", key, err)
 	}
-	return v.GitVersion, nil
+	healthChecks.WithLabelValues(key.String(), "ok").Observe(took.Seconds())
+	return v.GitVersion, took, nil
 }
 
 // watchReplicaSets reports the owning ReleaseManager of every changed

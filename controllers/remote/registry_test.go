@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/integration/harness"
 )
@@ -121,7 +123,7 @@ func TestRegistry_ExecCredentialsOnlyWhenAllowed(t *testing.T) {
 	if _, err := allowed.Ensure(ctx, cluster, secret); err != nil {
 		t.Fatalf("exec plugin with --allow-exec-credentials: %v", err)
 	}
-	version, err := allowed.ServerVersion(key, 10*time.Second)
+	version, _, err := allowed.ServerVersion(key, 10*time.Second)
 	if err != nil || version == "" {
 		t.Fatalf("asking the target for its version with the exec plugin's certificate: %q %v", version, err)
 	}
@@ -221,7 +223,7 @@ current-context: c
 		}
 		if err == nil {
 			// What the operator would then send.
-			_, _ = reg.ServerVersion(key, 5*time.Second)
+			_, _, _ = reg.ServerVersion(key, 5*time.Second)
 			reg.Remove(key)
 		}
 	}
@@ -233,7 +235,7 @@ current-context: c
 	if _, err := reg.Ensure(ctx, cluster, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.ServerVersion(key, 5*time.Second); err != nil {
+	if _, _, err := reg.ServerVersion(key, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	auths, certs := srv.seen()
@@ -290,7 +292,7 @@ func TestRegistry_PlainHTTPOnlyWhenAllowedAndWithoutCredentials(t *testing.T) {
 	if _, err := reg.Ensure(ctx, cluster, secret); err != nil {
 		t.Fatalf("plain HTTP without credentials: %v", err)
 	}
-	if version, err := reg.ServerVersion(key, 10*time.Second); err != nil || version == "" {
+	if version, _, err := reg.ServerVersion(key, 10*time.Second); err != nil || version == "" {
 		t.Fatalf("asking the target for its version through the proxy: %q %v", version, err)
 	}
 	if !remote.PlainHTTP(cluster) {
@@ -350,5 +352,55 @@ func TestRegistry_TellsWhatItForgets(t *testing.T) {
 		if len(got) != step.want || (len(got) > 0 && got[len(got)-1] != key) {
 			t.Errorf("%s: told %v, want %d times %s", step.what, got, step.want, key)
 		}
+	}
+}
+
+// TestRegistry_AHungAPIServerOpensItsBreaker registers a Cluster whose API
+// server accepts requests and never answers: after three health checks
+// time out the cluster's breaker is open, and the next check fails at once
+// without reaching the server; removing the Cluster drops the breaker.
+func TestRegistry_AHungAPIServerOpensItsBreaker(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	received := 0
+	hang := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		received++
+		mu.Unlock()
+		select {
+		case <-hang:
+		case <-req.Context().Done():
+		}
+	}))
+	srv.StartTLS()
+	t.Cleanup(func() { close(hang); srv.Close() })
+	count := func() int { mu.Lock(); defer mu.Unlock(); return received }
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	cluster, secret := registration("hung", picchuv1alpha1.ClusterConfig{Server: srv.URL, CertificateAuthorityData: ca}, `{"token": "t"}`)
+	reg := newRegistry(t, remote.Policy{})
+	if _, err := reg.Ensure(ctx, cluster, secret); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(cluster)
+	for i := range 3 {
+		if _, _, err := reg.ServerVersion(key, 100*time.Millisecond); err == nil || errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("check %d: error %v, want a timeout", i+1, err)
+		}
+	}
+	health, ok := reg.Health(key)
+	if !ok || health.State != breaker.Open || health.LastError == "" {
+		t.Fatalf("health %+v (%t), want an open breaker with the last error", health, ok)
+	}
+	before := count()
+	if _, _, err := reg.ServerVersion(key, 10*time.Second); !errors.Is(err, breaker.ErrOpen) {
+		t.Errorf("check with the breaker open: error %v, want breaker.ErrOpen at once", err)
+	}
+	if after := count(); after != before {
+		t.Errorf("the server received %d requests while the breaker was open", after-before)
+	}
+	reg.Remove(key)
+	if _, ok := reg.Health(key); ok {
+		t.Errorf("the breaker outlived its Cluster")
 	}
 }

@@ -251,6 +251,12 @@ func (f *Fleet) RemoveTarget(ctx context.Context, name string) error {
 // kubeconfig user as JSON) and a Cluster named as, labelled with the fleet,
 // pointing at its API server with its CA. Registering again updates both.
 func (f *Fleet) Register(ctx context.Context, t *Cluster, as, fleetName string) error {
+	return f.RegisterVia(ctx, t, as, fleetName, t.Config.Host)
+}
+
+// RegisterVia registers t as Register does, reached at server (a Proxy's
+// URL, say) rather than at its own address.
+func (f *Fleet) RegisterVia(ctx context.Context, t *Cluster, as, fleetName, server string) error {
 	dir := f.clusterDir(t.Name)
 	read := func(file string) ([]byte, error) {
 		data, err := os.ReadFile(filepath.Join(dir, "pki", file))
@@ -272,7 +278,7 @@ func (f *Fleet) Register(ctx context.Context, t *Cluster, as, fleetName string) 
 		return err
 	}
 	if _, err := kit.RegisterTarget(ctx, f.Delivery.Client, kit.Registration{
-		Namespace: f.Namespace, Name: as, Fleet: fleetName, Server: t.Config.Host, CAData: ca,
+		Namespace: f.Namespace, Name: as, Fleet: fleetName, Server: server, CAData: ca,
 		User: &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key},
 	}); err != nil {
 		return fmt.Errorf("registering cluster %s as %s: %w", t.Name, as, err)

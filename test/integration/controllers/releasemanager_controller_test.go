@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -495,7 +496,14 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 			_ = away.Proxy.Start()
 		}
 	}()
-	readiness(t, away.Name, metav1.ConditionFalse, cluster.ReasonUnreachable)
+	// A run of failed checks opens its breaker, within seconds.
+	cl := readiness(t, away.Name, metav1.ConditionFalse, cluster.ReasonCircuitOpen)
+	if h := cl.Status.Health; h == nil || h.Breaker != "Open" || h.LastError == "" || h.RetryAt == nil {
+		t.Errorf("status.health %+v, want the breaker open with its last error and next probe", h)
+	}
+	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c == nil || c.Reason != cluster.ReasonCircuitOpen {
+		t.Errorf("Stalled %+v, want True (%s)", c, cluster.ReasonCircuitOpen)
+	}
 
 	// Another fleet, whose one cluster is the API server of target-0.
 	other := &picchuv1alpha1.Cluster{

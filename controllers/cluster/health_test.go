@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/breaker"
+)
+
+func TestNextCheck(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	const period = 15 * time.Second
+	for _, tc := range []struct {
+		name string
+		h    breaker.Snapshot
+		want time.Duration
+	}{
+		{"an API server that answered with an error is asked again after the period", breaker.Snapshot{State: breaker.Closed}, period},
+		{"a failure that counts is checked again within a second", breaker.Snapshot{State: breaker.Closed, ConsecutiveFailures: 1}, failedCheckRetry},
+		{"an open breaker is probed when it lets a probe through", breaker.Snapshot{State: breaker.Open, RetryAt: now.Add(4 * time.Second)}, 4 * time.Second},
+		{"never later than the period", breaker.Snapshot{State: breaker.Open, RetryAt: now.Add(5 * time.Minute)}, period},
+		{"a probe already due is made at once", breaker.Snapshot{State: breaker.Open, RetryAt: now.Add(-time.Second)}, 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nextCheck(tc.h, period, now); got != tc.want {
+				t.Errorf("nextCheck = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSetHealth_LatencyOnlyWhenItMoves: a healthy cluster's status is the
+// same from one check to the next, so checking it writes nothing; a
+// latency that doubled or halved is written, and one of a check that got
+// no answer never is.
+func TestSetHealth_LatencyOnlyWhenItMoves(t *testing.T) {
+	since := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	closed := breaker.Snapshot{State: breaker.Closed, Since: since}
+	cl := &picchuv1alpha1.Cluster{}
+	for _, step := range []struct {
+		latency  time.Duration
+		answered bool
+		want     time.Duration
+	}{
+		{10 * time.Millisecond, true, 10 * time.Millisecond},
+		{15 * time.Millisecond, true, 10 * time.Millisecond},
+		{6 * time.Millisecond, true, 10 * time.Millisecond},
+		{25 * time.Millisecond, true, 25 * time.Millisecond},
+		{5 * time.Second, false, 25 * time.Millisecond},
+		{10 * time.Millisecond, true, 10 * time.Millisecond},
+	} {
+		setHealth(cl, closed, step.latency, step.answered)
+		h := cl.Status.Health
+		if h.Breaker != "Closed" || !h.Since.Equal(&metav1.Time{Time: since}) || h.RetryAt != nil || h.Latency == nil || h.Latency.Duration != step.want {
+			t.Errorf("after a check of %s (answered %t): %+v, want Closed since %s, latency %s", step.latency, step.answered, h, since, step.want)
+		}
+	}
+	open := breaker.Snapshot{State: breaker.Open, Since: since, LastError: "dial tcp: connection refused", RetryAt: since.Add(time.Second)}
+	setHealth(cl, open, 0, false)
+	if h := cl.Status.Health; h.Breaker != "Open" || h.LastError == "" || h.RetryAt == nil || !h.RetryAt.Time.Equal(open.RetryAt) {
+		t.Errorf("open: %+v, want the breaker open with its last error and next probe", h)
+	}
+}
