@@ -167,15 +167,22 @@ func percentCap(m int32) int32 {
 
 func clampPercent(p int32) int32 { return min(max(p, 0), 100) }
 
-// RollingBack says traffic is leaving a failing build: some build is
-// failing (after this tick) and still takes traffic. Such a move is not
-// held by a live cluster that cannot be reached, only paced by the ramp
-// of the build taking the traffic back.
+// RollingBack says traffic is leaving a failing build for one released
+// before: some build is failing (after this tick) and still takes traffic,
+// and no build is releasing, so the build that ramps, taking the traffic
+// back, is a released one. Such a move is not held by a live cluster that
+// cannot be reached, only paced by the ramp of the build taking the traffic
+// back. A new build releasing meanwhile goes up, and waits as every step
+// up does.
 func RollingBack(incs []Incarnation) bool {
+	failing := false
 	for _, inc := range incs {
-		if inc.State == Failing && inc.Percent > 0 {
-			return true
+		switch {
+		case inc.State == Releasing:
+			return false
+		case inc.State == Failing && inc.Percent > 0:
+			failing = true
 		}
 	}
-	return false
+	return failing
 }

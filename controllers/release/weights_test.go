@@ -376,3 +376,23 @@ func TestAllocate_FailingNeverGains(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestRollingBack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		incs []Incarnation
+		want bool
+	}{
+		{"a failing build with traffic and the release before it", []Incarnation{{State: Failing, Percent: 40}, {State: Released, Percent: 60}}, true},
+		{"a failing build without traffic left", []Incarnation{{State: Failing}, {State: Released, Percent: 100}}, false},
+		{"a release going up, nothing failing", []Incarnation{{State: Releasing, Percent: 40}, {State: Released, Percent: 60}}, false},
+		{"a new build releasing while an older one fails goes up", []Incarnation{{State: Releasing, Percent: 20}, {State: Failing, Percent: 30}, {State: Released, Percent: 50}}, false},
+		{"a canary beside a rollback", []Incarnation{{State: Canarying, Percent: 10}, {State: Failing, Percent: 30}, {State: Released, Percent: 60}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RollingBack(tc.incs); got != tc.want {
+				t.Errorf("RollingBack = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -79,7 +79,7 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 		inc.scale = release.Scale(release.ScaleInput{
 			Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
 			Percent: inc.weight, Others: s.others(inc), Factors: factors,
-			Desired: s.observation.Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping,
+			Desired: s.observation.Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && inc.step.State != release.Failing,
 		})
 	}
 }
