@@ -136,6 +136,24 @@ func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly b
 	return slices.Compact(names), nil
 }
 
+// Unreached returns, of metrics (the recorded total queries of a build's
+// SLOs, which carry the build's tag in the label "tag"), those with no
+// positive series for tag: no request of the build was counted. The result
+// is empty, never nil, when every one counted some.
+func (c *Client) Unreached(ctx context.Context, tag string, metrics []string) ([]string, error) {
+	out := []string{}
+	for _, m := range metrics {
+		vector, err := c.query(ctx, fmt.Sprintf(`count(%s{tag=%s} > 0)`, m, quote(tag)))
+		if err != nil {
+			return nil, err
+		}
+		if len(vector) == 0 || vector[0].Value <= 0 {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
 // CacheLen returns the number of query results cached now, never more than
 // the configured CacheSize (expired results count until swept).
 func (c *Client) CacheLen() int {

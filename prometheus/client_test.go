@@ -434,3 +434,30 @@ func TestFiringAlerts_WarningsAreMissingData(t *testing.T) {
 		t.Errorf("CacheLen() = %d after a partial response, want 0", n)
 	}
 }
+
+// TestUnreached_NamesTheMetricsWithoutRequestsForTheTag: a recorded total
+// with a positive series for the tag counted requests; one with no series,
+// or only zeros, did not.
+func TestUnreached_NamesTheMetricsWithoutRequestsForTheTag(t *testing.T) {
+	query := func(metric string) string { return metric + `{tag="v2"} > 0` }
+	counted := func(metric string) string { return "count(" + query(metric) + ")" }
+	fake := newFakePrometheus(t, is(counted("shop:availability:total"), counted("shop:latency:total")))
+	fake.respond = func(w http.ResponseWriter, q string) {
+		if q == counted("shop:availability:total") {
+			writeVector(w, model.Vector{&model.Sample{Metric: model.Metric{}, Value: 2, Timestamp: model.Time(1_700_000_000_000)}})
+			return
+		}
+		writeVector(w, model.Vector{})
+	}
+	c := newClient(t, prometheus.Config{Address: fake.URL()})
+	got, err := c.Unreached(context.Background(), "v2", []string{"shop:availability:total", "shop:latency:total"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"shop:latency:total"}) {
+		t.Errorf("Unreached = %v, want [shop:latency:total]", got)
+	}
+	if got, err := c.Unreached(context.Background(), "v2", nil); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("Unreached of no metric = %v, %v; want empty, not nil", got, err)
+	}
+}

@@ -49,6 +49,10 @@ const (
 	// can read their SLO and canary alerts; false (promotion held) when a
 	// metrics provider cannot answer.
 	ConditionAlertsObserved = "AlertsObserved"
+	// ConditionCanaryEvidence is false on a ReleaseManager while a build's
+	// canary has run its time but no request reached it (its SLOs' total
+	// queries have no series for its tag): the canary holds until they do.
+	ConditionCanaryEvidence = "CanaryEvidence"
 	// ConditionOrphaned is true on a ReleaseManager while no Revision targets
 	// its app and target; its lastTransitionTime is since when. Picchu
 	// removes such an app from its clusters only once none of its builds has

@@ -189,6 +189,12 @@ type Canary struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	TTL int64 `json:"ttl,omitempty"`
+	// allowNoTraffic lets a canary pass that no request reached. By default
+	// a canary judged by Prometheus holds, past its ttl, until the total
+	// query of each of its enabled SLOs shows requests for its tag: a
+	// canary that saw no traffic has proven nothing.
+	// +optional
+	AllowNoTraffic bool `json:"allowNoTraffic,omitempty"`
 }
 
 // ExternalTest lets an outside test runner gate the release of a build. The

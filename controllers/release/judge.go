@@ -17,11 +17,16 @@ const (
 	// Unobserved: a check could not run (the metrics provider is
 	// unreachable or erred). Missing data is not good data.
 	Unobserved
+	// NoEvidence: no alert fires, but no request reached the canary: its
+	// SLOs' queries have no series for its tag. A canary that saw no
+	// traffic has not passed.
+	NoEvidence
 )
 
 // Holds says the verdict stops the build's promotion: no canary passes and
-// no step up is taken while alerts fire or cannot be read.
-func (v Verdict) Holds() bool { return v == Firing || v == Unobserved }
+// no step up is taken while alerts fire or cannot be read, or while a
+// canary has seen no traffic.
+func (v Verdict) Holds() bool { return v == Firing || v == Unobserved || v == NoEvidence }
 
 func (v Verdict) String() string {
 	switch v {
@@ -31,6 +36,8 @@ func (v Verdict) String() string {
 		return "firing"
 	case Unobserved:
 		return "unobserved"
+	case NoEvidence:
+		return "no evidence"
 	}
 	return "unjudged"
 }

@@ -132,6 +132,11 @@ func TestNext_EveryState(t *testing.T) {
 			f.Canary.Start = t0.Add(-5 * time.Minute)
 			f.Verdict = Firing
 		}), Step{State: Canarying, Action: Sync}},
+		{"canarying: done but no request reached it holds", with(Canarying, func(f *Facts) {
+			f.Canary = canary
+			f.Canary.Start = t0.Add(-5 * time.Minute)
+			f.Verdict = NoEvidence
+		}), Step{State: Canarying, Action: Sync}},
 		{"canarying: done and healthy passes", with(Canarying, func(f *Facts) {
 			f.Canary = canary
 			f.Canary.Start = t0.Add(-5 * time.Minute)

@@ -21,8 +21,10 @@ const (
 	ReasonUnknownState        = "UnknownState"
 	ReasonAlertsObserved      = "AlertsObserved"
 	ReasonAlertsUnavailable   = "AlertsUnavailable"
-	ReasonServing             = "Serving"
-	ReasonRemovalPending      = "RemovalPending"
+	// ReasonNoTraffic: a canary ran its time and no request reached it.
+	ReasonNoTraffic      = "NoTraffic"
+	ReasonServing        = "Serving"
+	ReasonRemovalPending = "RemovalPending"
 )
 
 // conditionInputs gathers, build by build, what the conditions say.
@@ -142,4 +144,19 @@ func setAlertsCondition(rm *picchuv1alpha1.ReleaseManager, judging bool, problem
 	default:
 		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionAlertsObserved)
 	}
+}
+
+// setEvidenceCondition sets CanaryEvidence False while canaries that ran
+// their time saw no request (each named in noEvidence), and removes it
+// otherwise.
+func setEvidenceCondition(rm *picchuv1alpha1.ReleaseManager, noEvidence []string) {
+	if len(noEvidence) == 0 {
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionCanaryEvidence)
+		return
+	}
+	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+		Type: picchuv1alpha1.ConditionCanaryEvidence, Status: metav1.ConditionFalse, Reason: ReasonNoTraffic,
+		Message:            "canary held: " + strings.Join(noEvidence, "; ") + " (canary.allowNoTraffic lets it pass)",
+		ObservedGeneration: rm.Generation,
+	})
 }

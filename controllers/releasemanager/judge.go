@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
 )
 
@@ -16,6 +18,12 @@ import (
 // canaryOnly asks for canary alerts only (the Revision's canaryWithSLIRules).
 type AlertSource interface {
 	FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error)
+}
+
+// TrafficSource says which of a build's SLO total metrics counted none of
+// its requests (package prometheus).
+type TrafficSource interface {
+	Unreached(ctx context.Context, tag string, metrics []string) ([]string, error)
 }
 
 // errNoDatadog is the error of a build that asks for Datadog checks when
@@ -127,6 +135,46 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 		case len(problems) > 0:
 			inc.verdict = release.Unobserved
 			s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: %s", inc.tag, strings.Join(problems, "; ")))
+		default:
+			r.checkEvidence(ctx, s, inc, srcs)
 		}
+	}
+}
+
+// checkEvidence holds a canary that no request reached: once a canarying
+// build has run its canary's time, judged by Prometheus and not opted out
+// (canary.allowNoTraffic), each of its enabled SLOs' recorded total must
+// show requests for its tag, or its verdict is NoEvidence.
+func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarnation, srcs []namedSource) {
+	if release.State(inc.status.State.Current) != release.Canarying || inc.target.Canary.AllowNoTraffic {
+		return
+	}
+	start := inc.status.CanaryStartTimestamp
+	if start == nil || s.now.Before(start.Add(time.Duration(inc.target.Canary.TTL)*time.Second)) {
+		return // the canary runs its time first
+	}
+	var ts TrafficSource
+	for _, ns := range srcs {
+		if t, ok := ns.src.(TrafficSource); ok && ns.name == "Prometheus" {
+			ts = t
+		}
+	}
+	var metrics []string
+	for _, slo := range inc.target.ServiceLevelObjectives {
+		if slo.Enabled && slo.ServiceLevelIndicator.TotalQuery != "" {
+			metrics = append(metrics, manifests.SLOMetric(s.rm.Spec.App, slo.Name, "total"))
+		}
+	}
+	if ts == nil || len(metrics) == 0 {
+		return
+	}
+	missing, err := ts.Unreached(ctx, inc.tag, metrics)
+	switch {
+	case err != nil:
+		inc.verdict = release.Unobserved
+		s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: Prometheus: %v", inc.tag, err))
+	case len(missing) > 0:
+		inc.verdict = release.NoEvidence
+		s.noEvidence = append(s.noEvidence, fmt.Sprintf("%s: no request counted for its tag in %s", inc.tag, strings.Join(missing, ", ")))
 	}
 }

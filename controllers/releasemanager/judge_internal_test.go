@@ -2,6 +2,7 @@ package releasemanager
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -166,5 +167,77 @@ func TestDecide_ARollbackIsNotHeldByAClusterThatCannotBeReached(t *testing.T) {
 	s.decide(release.DefaultTimeouts, nil)
 	if s.rollback || v2.weight != 40 || v1.weight != 60 || v2.ramp.Waiting != "hold" {
 		t.Errorf("rollback %t: v2 at %d %% (waiting %q), v1 at %d %%; want the step up held at 40 %%", s.rollback, v2.weight, v2.ramp.Waiting, v1.weight)
+	}
+}
+
+// trafficSource fires no alert and says unreached of every metric asked
+// about, or fails with err; asked records the metrics asked about.
+type trafficSource struct {
+	unreached bool
+	err       error
+	asked     []string
+}
+
+func (*trafficSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+	return nil, nil
+}
+
+func (s *trafficSource) Unreached(_ context.Context, _ string, metrics []string) ([]string, error) {
+	s.asked = append(s.asked, metrics...)
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.unreached {
+		return metrics, nil
+	}
+	return []string{}, nil
+}
+
+// TestJudge_ACanaryNoRequestReachedHolds: once a canary has run its time,
+// its enabled SLOs' recorded totals must show requests for its tag, or it
+// holds (NoEvidence, said in the snapshot) unless it opted out; a canary
+// still running its time asks nothing.
+func TestJudge_ACanaryNoRequestReachedHolds(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		src       *trafficSource
+		started   time.Duration // before now
+		optOut    bool
+		want      release.Verdict
+		wantAsked bool
+	}{
+		{"no request after its time holds", &trafficSource{unreached: true}, time.Minute, false, release.NoEvidence, true},
+		{"requests counted pass", &trafficSource{}, time.Minute, false, release.Healthy, true},
+		{"still running its time: nothing asked", &trafficSource{unreached: true}, 5 * time.Second, false, release.Healthy, false},
+		{"opted out: nothing asked", &trafficSource{unreached: true}, time.Minute, true, release.Healthy, false},
+		{"Prometheus failing: unobserved", &trafficSource{err: errors.New("boom")}, time.Minute, false, release.Unobserved, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rev := &picchuv1alpha1.Revision{Spec: picchuv1alpha1.RevisionSpec{Targets: []picchuv1alpha1.RevisionTarget{{
+				Name:   "production",
+				Canary: picchuv1alpha1.Canary{Percent: 10, TTL: 30, AllowNoTraffic: tc.optOut},
+				ServiceLevelObjectives: []picchuv1alpha1.ServiceLevelObjective{
+					{Name: "availability", Enabled: true, ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{TotalQuery: "sum(x)", ErrorQuery: "sum(y)"}},
+					{Name: "off", ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{TotalQuery: "sum(x)", ErrorQuery: "sum(y)"}},
+				},
+			}}}}
+			s := &snapshot{now: now, rm: &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}}
+			inc := &incarnation{tag: "v2", revision: rev, target: &rev.Spec.Targets[0]}
+			inc.status.State.Current = string(release.Canarying)
+			started := picchuv1alpha1.NewTimestamp(now.Add(-tc.started))
+			inc.status.CanaryStartTimestamp = &started
+			s.incarnations = []*incarnation{inc}
+			(&Reconciler{Prometheus: tc.src}).judge(context.Background(), s)
+			if inc.verdict != tc.want {
+				t.Errorf("verdict %s, want %s", inc.verdict, tc.want)
+			}
+			if asked := len(tc.src.asked) > 0; asked != tc.wantAsked || (asked && tc.src.asked[0] != "shop:availability:total") || len(tc.src.asked) > 1 {
+				t.Errorf("asked about %v, want only shop:availability:total: %t", tc.src.asked, tc.wantAsked)
+			}
+			if held := len(s.noEvidence) > 0; held != (tc.want == release.NoEvidence) {
+				t.Errorf("snapshot says %v", s.noEvidence)
+			}
+		})
 	}
 }

@@ -514,3 +514,22 @@ func TestClusterWeights_EachClusterSumsTo100(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestReport_SaysWhichCanaryNoRequestReached: CanaryEvidence is False,
+// naming the canary and the metric, while one holds, and gone after.
+func TestReport_SaysWhichCanaryNoRequestReached(t *testing.T) {
+	s := reportSnapshot(build("v2", release.Canarying, 10, release.Step{State: release.Canarying, Action: release.Sync}, 10),
+		build("v1", release.Released, 90, release.Step{State: release.Released, Action: release.Sync}, 90))
+	s.noEvidence = []string{"v2: no request counted for its tag in shop:availability:total"}
+	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, reportSyncPeriod, reportAlertCheck)
+	c := meta.FindStatusCondition(out.status.Conditions, picchuv1alpha1.ConditionCanaryEvidence)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonNoTraffic || !strings.Contains(c.Message, "v2: no request counted") {
+		t.Errorf("CanaryEvidence %+v, want False (%s) naming v2", c, ReasonNoTraffic)
+	}
+	s.rm.Status = out.status
+	s.noEvidence = nil
+	out = report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, reportSyncPeriod, reportAlertCheck)
+	if c := meta.FindStatusCondition(out.status.Conditions, picchuv1alpha1.ConditionCanaryEvidence); c != nil {
+		t.Errorf("CanaryEvidence %+v once requests were counted, want none", c)
+	}
+}

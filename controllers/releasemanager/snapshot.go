@@ -38,6 +38,8 @@ type snapshot struct {
 	serviceLevels string
 	// alertProblems are the alert checks of this run that could not be made.
 	alertProblems []string
+	// noEvidence says which canaries no request reached (checkEvidence).
+	noEvidence []string
 	// orphanedSince is when the last Revision of the app in this target
 	// went; zero while there is one. removal is what happens to the app.
 	orphanedSince time.Time

@@ -138,6 +138,7 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 	rm.Status.ObservedGeneration = rm.Generation
 	setConditions(rm, c.unavailable, c.progressing, c.timedOut, c.unknown)
 	setAlertsCondition(rm, c.judging, s.alertProblems)
+	setEvidenceCondition(rm, s.noEvidence)
 	setOrphanedCondition(rm, s, rm.Status.Revisions)
 	// State changes first, then warnings, each in the order of the builds.
 	slices.SortStableFunc(out.events, func(a, b statusEvent) int {

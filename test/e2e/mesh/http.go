@@ -18,6 +18,7 @@ import (
 //	GET /metrics       the metrics, in Prometheus' text format
 //	PUT /error-ratio   ?app=A&tag=T&ratio=R sets the error ratio of A's tag T
 //	GET /error-ratio   the error ratios set, as JSON {"<app>": {"<tag>": ratio}}
+//	PUT /quiet         ?app=A&tag=T&quiet=true|false: A's tag T receives no request, or its share again
 //	GET /weights       the weights last read, as JSON {"<cluster>": {"<app>": {"<tag>": weight}}}
 //	GET /healthz       200 "ok"
 //
@@ -32,6 +33,7 @@ func (m *Mesh) newHandler() http.Handler {
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
 	mux.HandleFunc("PUT /error-ratio", m.putErrorRatio)
+	mux.HandleFunc("PUT /quiet", m.putQuiet)
 	mux.HandleFunc("GET /error-ratio", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, m.ErrorRatios())
 	})
@@ -73,6 +75,51 @@ func (m *Mesh) putErrorRatio(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, "%s/%s: error ratio %v\n", app, tag, ratio)
 }
 
+// putQuiet quiets, or lets through again, the query's app and tag.
+func (m *Mesh) putQuiet(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	quiet, err := strconv.ParseBool(q.Get("quiet"))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("quiet %q is not a boolean", q.Get("quiet")), http.StatusBadRequest)
+		return
+	}
+	if err := m.SetQuiet(q.Get("app"), q.Get("tag"), quiet); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.logf("app %s: tag %s: quiet %t", q.Get("app"), q.Get("tag"), quiet)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "%s/%s: quiet %t\n", q.Get("app"), q.Get("tag"), quiet)
+}
+
+// SetQuiet asks the mesh at baseURL to send app's tag no request (quiet),
+// or its share again.
+func SetQuiet(ctx context.Context, baseURL, app, tag string, quiet bool) error {
+	q := url.Values{}
+	q.Set("app", app)
+	q.Set("tag", tag)
+	q.Set("quiet", strconv.FormatBool(quiet))
+	return put(ctx, strings.TrimSuffix(baseURL, "/")+"/quiet?"+q.Encode(), fmt.Sprintf("quieting %s/%s at %s", app, tag, baseURL))
+}
+
+// put sends PUT target and fails, saying what, unless it answers 200.
+func put(ctx context.Context, target, what string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, target, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: PUT: %s: %s", what, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
 func writeJSON(w http.ResponseWriter, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -91,20 +138,6 @@ func SetErrorRatio(ctx context.Context, baseURL, app, tag string, ratio float64)
 	q.Set("app", app)
 	q.Set("tag", tag)
 	q.Set("ratio", strconv.FormatFloat(ratio, 'g', -1, 64))
-	target := strings.TrimSuffix(baseURL, "/") + "/error-ratio?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, target, nil)
-	if err != nil {
-		return fmt.Errorf("setting the error ratio of %s/%s at %s: %w", app, tag, baseURL, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("setting the error ratio of %s/%s at %s: %w", app, tag, baseURL, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("setting the error ratio of %s/%s at %s: PUT /error-ratio: %s: %s",
-			app, tag, baseURL, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return nil
+	return put(ctx, strings.TrimSuffix(baseURL, "/")+"/error-ratio?"+q.Encode(),
+		fmt.Sprintf("setting the error ratio of %s/%s at %s", app, tag, baseURL))
 }

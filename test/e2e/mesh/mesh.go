@@ -60,6 +60,7 @@ type Mesh struct {
 
 	mu      sync.Mutex
 	ratios  map[string]map[string]float64 // error ratios by app and tag
+	quiet   map[string]map[string]bool    // tags no request is sent to, by app
 	weights map[string]appWeights         // weights last read, by cluster
 }
 
@@ -80,6 +81,7 @@ func New(opts Options) (*Mesh, error) {
 		rules:    opts.Rules,
 		logf:     opts.Log,
 		ratios:   map[string]map[string]float64{},
+		quiet:    map[string]map[string]bool{},
 		weights:  map[string]appWeights{},
 	}
 	if m.rps == 0 {
@@ -195,7 +197,11 @@ func (m *Mesh) setRatesLocked(weights map[string]appWeights) {
 	for cluster, apps := range weights {
 		for app, tags := range apps {
 			for tag, weight := range tags {
-				m.traffic.SetIn(cluster, app, tag, max(m.rps*float64(weight)/100, 0), m.ratios[app][tag])
+				rate := max(m.rps*float64(weight)/100, 0)
+				if m.quiet[app][tag] {
+					rate = 0
+				}
+				m.traffic.SetIn(cluster, app, tag, rate, m.ratios[app][tag])
 			}
 		}
 	}
@@ -252,6 +258,22 @@ func (m *Mesh) SetErrorRatio(app, tag string, ratio float64) error {
 		m.ratios[app] = map[string]float64{}
 	}
 	m.ratios[app][tag] = ratio
+	return nil
+}
+
+// SetQuiet makes app's tag receive no request at all, whatever its weight
+// (a build no user reaches), or, with quiet false, its share again. It
+// takes effect at the next reading of the weights.
+func (m *Mesh) SetQuiet(app, tag string, quiet bool) error {
+	if app == "" || tag == "" {
+		return fmt.Errorf("quieting: app %q and tag %q must not be empty", app, tag)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.quiet[app] == nil {
+		m.quiet[app] = map[string]bool{}
+	}
+	m.quiet[app][tag] = quiet
 	return nil
 }
 

@@ -77,6 +77,47 @@ func TestMesh_Traffic(t *testing.T) {
 	}
 }
 
+// TestMesh_Quiet: a quiet tag receives no request whatever its weight, and
+// its share again once it is not quiet.
+func TestMesh_Quiet(t *testing.T) {
+	for _, target := range env.Targets {
+		createVirtualService(t, target.Client, virtualService("hush",
+			[]destination{{"v1", 50}, {"v2", 50}}, []destination{{"v1", 50}, {"v2", 50}}))
+	}
+	m, srv, _ := newMesh(t, mesh.Options{Clusters: clusters(nil), RequestsPerSecond: 2000, Interval: 20 * time.Millisecond})
+	if err := mesh.SetQuiet(context.Background(), srv.URL, "hush", "v2", true); err != nil {
+		t.Fatal(err)
+	}
+	runMesh(t, m)
+	var s samples
+	kit.Eventually(t, testTimeout, "v1 receives 1000 requests", func() error {
+		var err error
+		if s, err = scrape(srv.URL); err != nil {
+			return err
+		}
+		if n := s.requests("destination_app", "hush", "destination_version", "v1"); n < 1000 {
+			return fmt.Errorf("v1 received %.0f requests", n)
+		}
+		return nil
+	})
+	if n := s.requests("destination_app", "hush", "destination_version", "v2"); n != 0 {
+		t.Errorf("quiet v2 received %.0f requests", n)
+	}
+	if err := mesh.SetQuiet(context.Background(), srv.URL, "hush", "v2", false); err != nil {
+		t.Fatal(err)
+	}
+	kit.Eventually(t, testTimeout, "v2 receives requests again", func() error {
+		s, err := scrape(srv.URL)
+		if err != nil {
+			return err
+		}
+		if n := s.requests("destination_app", "hush", "destination_version", "v2"); n < 100 {
+			return fmt.Errorf("v2 received %.0f requests", n)
+		}
+		return nil
+	})
+}
+
 // TestMesh_WeightChange checks that a weight changed on one cluster is read
 // and exported, that a lone destination without weight takes all traffic,
 // and that the weights of a tag gone are no longer exported.
@@ -223,6 +264,9 @@ func TestMesh_HTTP(t *testing.T) {
 		{"weights before running", http.MethodGet, "/weights", http.StatusOK, "{}"},
 		{"metrics by PUT", http.MethodPut, "/metrics", http.StatusMethodNotAllowed, ""},
 		{"health", http.MethodGet, "/healthz", http.StatusOK, "ok"},
+		{"quiet", http.MethodPut, "/quiet?app=shop&tag=v2&quiet=true", http.StatusOK, "shop/v2: quiet true"},
+		{"quiet, not a boolean", http.MethodPut, "/quiet?app=shop&tag=v2&quiet=maybe", http.StatusBadRequest, `quiet "maybe" is not a boolean`},
+		{"quiet, no tag", http.MethodPut, "/quiet?app=shop&quiet=true", http.StatusBadRequest, "must not be empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := do(t, tc.method, srv.URL+tc.path)

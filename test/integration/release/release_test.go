@@ -254,6 +254,8 @@ func TestRelease_CanaryRampRetireFailAndRecommission(t *testing.T) {
 	// v2: a canary at 10 % for 2 s, then 10, 20, 40, 80, 100 % a second apart.
 	tl := watch(t, app, "v2")
 	lateSteps := stepsTimed(t)
+	// A canary passes only once requests reached it.
+	traffic.Set(app, "v2", 5, 0)
 	v2 := create(t, build{app: app, tag: "v2", commit: 2, delay: delay, canary: canary})
 	state(t, 30*time.Second, app, "v2", "released")
 	// The four steps that waited out a delay (20, 40, 80, 100 %) had their

@@ -229,3 +229,63 @@ func TestSLO_PrometheusDownHoldsTheCanaryUntilItReturns(t *testing.T) {
 		t.Errorf("after Prometheus returned: %+v", c)
 	}
 }
+
+// TestSLO_ACanaryNoRequestReachedHoldsUntilOneDoes: v2 canaries with no
+// request reaching it (its SLO's recorded total has no series for its tag
+// in the real Prometheus): past its canary time it is still canarying at
+// 10 %, and CanaryEvidence=False says why. Once requests reach it, the
+// canary passes and v2 is released.
+func TestSLO_ACanaryNoRequestReachedHoldsUntilOneDoes(t *testing.T) {
+	const app = "quiet"
+	const canary = 2 * time.Second
+	traffic.Set(app, "v1", 50, 0)
+	create(t, build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond})
+	state(t, 30*time.Second, app, "v1", "released")
+
+	create(t, build{app: app, tag: "v2", commit: 2, delay: 300 * time.Millisecond, canary: canary})
+	state(t, 30*time.Second, app, "v2", "canarying")
+	var held metav1.Condition
+	kit.Eventually(t, 30*time.Second, "v2's canary held for want of requests", func() error {
+		rm, err := releaseManager(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionCanaryEvidence)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NoTraffic" {
+			return fmt.Errorf("CanaryEvidence %+v", c)
+		}
+		held = *c
+		return nil
+	})
+	if !strings.Contains(held.Message, "v2") || !strings.Contains(held.Message, "quiet:availability:total") {
+		t.Errorf("CanaryEvidence message %q names neither v2 nor its metric", held.Message)
+	}
+	// Several alert checks after its canary time, it still canaries.
+	kit.Eventually(t, 30*time.Second, "v2's canary time is well over", func() error {
+		rm, err := releaseManager(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		for _, s := range rm.Status.Revisions {
+			if s.Tag == "v2" && s.CanaryStartTimestamp != nil {
+				if over := s.CanaryStartTimestamp.Add(canary + 4*alertCheckInterval); time.Now().Before(over) {
+					return fmt.Errorf("until %s", over.Format(time.RFC3339Nano))
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no canary start recorded")
+	})
+	state(t, time.Second, app, "v2", "canarying")
+	routes(t, app, map[string]int32{"v1": 90, "v2": 10})
+
+	traffic.Set(app, "v2", 5, 0)
+	state(t, 60*time.Second, app, "v2", "released")
+	rm, err := releaseManager(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionCanaryEvidence); c != nil {
+		t.Errorf("after requests reached it: %+v", c)
+	}
+}
