@@ -118,12 +118,14 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 	cl.Status.PlainHTTP = cl.Spec.Enabled && remote.PlainHTTP(cl)
 	if !cl.Spec.Enabled {
 		r.Registry.Remove(key)
+		cl.Status.Health = nil // no client, no breaker
 		setReady(cl, metav1.ConditionFalse, ReasonDisabled, "spec.enabled is false", false)
 		return ctrl.Result{}
 	}
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, key, secret); err != nil {
 		r.Registry.Remove(key)
+		cl.Status.Health = nil
 		msg := fmt.Sprintf("reading secret %s: %v", key, err)
 		setReady(cl, metav1.ConditionFalse, ReasonInvalidCredentials, msg, true)
 		// A missing Secret's creation brings us back; other errors retry.
@@ -131,6 +133,7 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 	}
 	if _, err := r.Registry.Ensure(ctx, cl, secret); err != nil {
 		r.Registry.Remove(key)
+		cl.Status.Health = nil
 		setReady(cl, metav1.ConditionFalse, ReasonInvalidCredentials, err.Error(), true)
 		return ctrl.Result{} // only a change to the Cluster or Secret can help
 	}
