@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +109,34 @@ func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly b
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// Ungrouped returns the sorted names of the monitors of app (its SLO
+// monitors, or with canaryOnly its canary monitors) that have groups but
+// none for the build tag: they counted nothing of the build, as when no
+// request reached it. Ungrouped monitors are not among them: they cannot
+// be attributed to one build. The result is empty, not nil, when every
+// grouped monitor has a group for the build.
+func (c *Client) Ungrouped(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error) {
+	if err := checkName("app", app); err != nil {
+		return nil, err
+	}
+	if err := checkName("tag", tag); err != nil {
+		return nil, err
+	}
+	monitors, err := c.monitors(ctx, monitorTags(app, canaryOnly))
+	if err != nil {
+		return nil, err
+	}
+	want := c.tagKey + ":" + tag
+	names := []string{}
+	for _, m := range monitors {
+		if len(m.groups) > 0 && !slices.ContainsFunc(m.groups, func(g group) bool { return hasTag(g.tags, want) }) {
+			names = append(names, m.name)
+		}
+	}
+	sort.Strings(names)
+	return slices.Compact(names), nil
 }
 
 // checkName rejects an empty app or tag, or one that would split the query.

@@ -474,3 +474,33 @@ func TestFiringAlertsSingleflight(t *testing.T) {
 		t.Errorf("server saw %d requests, want 1", n)
 	}
 }
+
+// TestUngrouped: the grouped monitors with no group for the build counted
+// nothing of it; an ungrouped monitor is not counted either way.
+func TestUngrouped(t *testing.T) {
+	f := newFake(t, answer(
+		apiMonitor(1, "latency", sloTags("api"), groupState{"tag:v1,env:prod", "OK"}),
+		apiMonitor(2, "errors", sloTags("api"), groupState{"tag:v1,env:prod", "OK"}, groupState{"tag:v2,env:prod", "OK"}),
+		apiMonitor(3, "ungrouped", sloTags("api")),
+		apiMonitor(4, "availability", sloTags("api"), groupState{"TAG:V1", "OK"}),
+	))
+	c := f.client(t, Config{})
+	for _, tc := range []struct {
+		tag  string
+		want []string
+	}{
+		{"v2", []string{"availability", "latency"}},
+		{"v1", []string{}},
+	} {
+		got, err := c.Ungrouped(context.Background(), "api", tc.tag, false)
+		if err != nil {
+			t.Fatalf("Ungrouped(%s): %v", tc.tag, err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Ungrouped(%s) = %q, want %q", tc.tag, got, tc.want)
+		}
+	}
+	if _, err := c.Ungrouped(context.Background(), "api", "a,b", false); err == nil {
+		t.Error("Ungrouped with a comma in the tag: no error")
+	}
+}

@@ -190,9 +190,10 @@ type Canary struct {
 	// +kubebuilder:validation:Minimum=0
 	TTL int64 `json:"ttl,omitempty"`
 	// allowNoTraffic lets a canary pass that no request reached. By default
-	// a canary judged by Prometheus holds, past its ttl, until the total
-	// query of each of its enabled SLOs shows requests for its tag: a
-	// canary that saw no traffic has proven nothing.
+	// a canary holds, past its ttl, until the total query of each of its
+	// enabled SLOs shows requests for its tag in Prometheus, and each of the
+	// app's grouped Datadog monitors has a group for it: a canary that saw
+	// no traffic has proven nothing.
 	// +optional
 	AllowNoTraffic bool `json:"allowNoTraffic,omitempty"`
 }

@@ -26,6 +26,12 @@ type TrafficSource interface {
 	Unreached(ctx context.Context, tag string, metrics []string) ([]string, error)
 }
 
+// GroupSource says which of an app's monitors have groups but none for a
+// build (package datadog).
+type GroupSource interface {
+	Ungrouped(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error)
+}
+
 // errNoDatadog is the error of a build that asks for Datadog checks when
 // the operator has no Datadog client configured.
 var errNoDatadog = errors.New("the revision enables datadogMonitoring but Picchu runs without Datadog credentials (--datadog-secret)")
@@ -142,9 +148,10 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 }
 
 // checkEvidence holds a canary that no request reached: once a canarying
-// build has run its canary's time, judged by Prometheus and not opted out
-// (canary.allowNoTraffic), each of its enabled SLOs' recorded total must
-// show requests for its tag, or its verdict is NoEvidence.
+// build has run its canary's time and has not opted out
+// (canary.allowNoTraffic), each of its enabled SLOs' recorded totals must
+// show requests for its tag in Prometheus, and each of its grouped Datadog
+// monitors must have a group for it, or its verdict is NoEvidence.
 func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarnation, srcs []namedSource) {
 	if release.State(inc.status.State.Current) != release.Canarying || inc.target.Canary.AllowNoTraffic {
 		return
@@ -153,28 +160,42 @@ func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarn
 	if start == nil || s.now.Before(start.Add(time.Duration(inc.target.Canary.TTL)*time.Second)) {
 		return // the canary runs its time first
 	}
-	var ts TrafficSource
+	var missing, problems []string
 	for _, ns := range srcs {
-		if t, ok := ns.src.(TrafficSource); ok && ns.name == "Prometheus" {
-			ts = t
+		var unreached []string
+		var err error
+		switch src := ns.src.(type) {
+		case TrafficSource:
+			if metrics := sloMetrics(s.rm.Spec.App, inc.target); len(metrics) > 0 {
+				unreached, err = src.Unreached(ctx, inc.tag, metrics)
+			}
+		case GroupSource:
+			unreached, err = src.Ungrouped(ctx, s.rm.Spec.App, inc.tag, inc.revision.Spec.CanaryWithSLIRules)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", ns.name, err))
+		}
+		if len(unreached) > 0 {
+			missing = append(missing, fmt.Sprintf("%s (%s)", strings.Join(unreached, ", "), ns.name))
 		}
 	}
-	var metrics []string
-	for _, slo := range inc.target.ServiceLevelObjectives {
-		if slo.Enabled && slo.ServiceLevelIndicator.TotalQuery != "" {
-			metrics = append(metrics, manifests.SLOMetric(s.rm.Spec.App, slo.Name, "total"))
-		}
-	}
-	if ts == nil || len(metrics) == 0 {
-		return
-	}
-	missing, err := ts.Unreached(ctx, inc.tag, metrics)
 	switch {
-	case err != nil:
+	case len(problems) > 0:
 		inc.verdict = release.Unobserved
-		s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: Prometheus: %v", inc.tag, err))
+		s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: %s", inc.tag, strings.Join(problems, "; ")))
 	case len(missing) > 0:
 		inc.verdict = release.NoEvidence
-		s.noEvidence = append(s.noEvidence, fmt.Sprintf("%s: no request counted for its tag in %s", inc.tag, strings.Join(missing, ", ")))
+		s.noEvidence = append(s.noEvidence, fmt.Sprintf("%s: no request counted for its tag in %s", inc.tag, strings.Join(missing, "; ")))
 	}
+}
+
+// sloMetrics are the recorded totals of the target's enabled SLOs.
+func sloMetrics(app string, target *picchuv1alpha1.RevisionTarget) []string {
+	var out []string
+	for _, slo := range target.ServiceLevelObjectives {
+		if slo.Enabled && slo.ServiceLevelIndicator.TotalQuery != "" {
+			out = append(out, manifests.SLOMetric(app, slo.Name, "total"))
+		}
+	}
+	return out
 }

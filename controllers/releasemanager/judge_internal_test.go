@@ -3,6 +3,8 @@ package releasemanager
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,5 +241,41 @@ func TestJudge_ACanaryNoRequestReachedHolds(t *testing.T) {
 				t.Errorf("snapshot says %v", s.noEvidence)
 			}
 		})
+	}
+}
+
+// groupSource fires no alert and says ungrouped the monitors it lists.
+type groupSource []string
+
+func (groupSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+	return nil, nil
+}
+
+func (g groupSource) Ungrouped(context.Context, string, string, bool) ([]string, error) {
+	return g, nil
+}
+
+// TestJudge_ADatadogMonitorWithoutAGroupHoldsTheCanary: a grouped monitor
+// with no group for the build counted nothing of it: the canary holds.
+func TestJudge_ADatadogMonitorWithoutAGroupHoldsTheCanary(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		src  groupSource
+		want release.Verdict
+	}{{groupSource{"shop error rate"}, release.NoEvidence}, {groupSource{}, release.Healthy}} {
+		rev := &picchuv1alpha1.Revision{Spec: picchuv1alpha1.RevisionSpec{Targets: []picchuv1alpha1.RevisionTarget{{
+			Name: "production", Canary: picchuv1alpha1.Canary{Percent: 10, TTL: 30},
+			DatadogMonitoring: picchuv1alpha1.DatadogMonitoring{Enabled: true},
+		}}}}
+		s := &snapshot{now: now, rm: &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}}
+		inc := &incarnation{tag: "v2", revision: rev, target: &rev.Spec.Targets[0]}
+		inc.status.State.Current = string(release.Canarying)
+		started := picchuv1alpha1.NewTimestamp(now.Add(-time.Minute))
+		inc.status.CanaryStartTimestamp = &started
+		s.incarnations = []*incarnation{inc}
+		(&Reconciler{Datadog: tc.src}).judge(context.Background(), s)
+		if inc.verdict != tc.want || (tc.want == release.NoEvidence && !strings.Contains(fmt.Sprint(s.noEvidence), "shop error rate (Datadog)")) {
+			t.Errorf("ungrouped %v: verdict %s (%v), want %s", tc.src, inc.verdict, s.noEvidence, tc.want)
+		}
 	}
 }

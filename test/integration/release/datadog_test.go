@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -210,5 +211,39 @@ func TestSLO_DatadogMonitorsJudgeTheCanary(t *testing.T) {
 	}
 	if !strings.Contains(v3.Annotations[picchuv1alpha1.AnnotationFailedReason], app+" error rate") {
 		t.Errorf("failed-reason %q", v3.Annotations[picchuv1alpha1.AnnotationFailedReason])
+	}
+}
+
+// TestSLO_DatadogCanaryWithoutAGroupHolds: v2 canaries while the app's
+// Datadog monitor has a group for v1 only (it counted nothing of v2): past
+// its canary time it still canaries and CanaryEvidence=False names the
+// monitor; once the monitor has a group for v2, the canary passes.
+func TestSLO_DatadogCanaryWithoutAGroupHolds(t *testing.T) {
+	const app = "ledger"
+	const canary = 2 * time.Second
+	dd.set(app, "v1", "OK")
+	create(t, datadogBuild(build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond}))
+	state(t, 30*time.Second, app, "v1", "released")
+
+	create(t, datadogBuild(build{app: app, tag: "v2", commit: 2, delay: 300 * time.Millisecond, canary: canary}))
+	state(t, 30*time.Second, app, "v2", "canarying")
+	kit.Eventually(t, 30*time.Second, "v2's canary held for want of a group", func() error {
+		rm, err := releaseManager(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionCanaryEvidence)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, app+" error rate (Datadog)") {
+			return fmt.Errorf("CanaryEvidence %+v", c)
+		}
+		return nil
+	})
+	state(t, time.Second, app, "v2", "canarying")
+	routes(t, app, map[string]int32{"v1": 90, "v2": 10})
+
+	dd.set(app, "v2", "OK")
+	state(t, 60*time.Second, app, "v2", "released")
+	if problems := dd.problems(); len(problems) > 0 {
+		t.Errorf("invalid requests to Datadog: %v", problems)
 	}
 }
