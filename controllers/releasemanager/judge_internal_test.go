@@ -224,12 +224,7 @@ func TestJudge_ACanaryNoRequestReachedHolds(t *testing.T) {
 					{Name: "off", ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{TotalQuery: "sum(x)", ErrorQuery: "sum(y)"}},
 				},
 			}}}}
-			s := &snapshot{now: now, rm: &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}}
-			inc := &incarnation{tag: "v2", revision: rev, target: &rev.Spec.Targets[0]}
-			inc.status.State.Current = string(release.Canarying)
-			started := picchuv1alpha1.NewTimestamp(now.Add(-tc.started))
-			inc.status.CanaryStartTimestamp = &started
-			s.incarnations = []*incarnation{inc}
+			s, inc := canarySnapshot(rev, now, now.Add(-tc.started))
 			(&Reconciler{Prometheus: tc.src}).judge(context.Background(), s)
 			if inc.verdict != tc.want {
 				t.Errorf("verdict %s, want %s", inc.verdict, tc.want)
@@ -267,15 +262,22 @@ func TestJudge_ADatadogMonitorWithoutAGroupHoldsTheCanary(t *testing.T) {
 			Name: "production", Canary: picchuv1alpha1.Canary{Percent: 10, TTL: 30},
 			DatadogMonitoring: picchuv1alpha1.DatadogMonitoring{Enabled: true},
 		}}}}
-		s := &snapshot{now: now, rm: &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}}
-		inc := &incarnation{tag: "v2", revision: rev, target: &rev.Spec.Targets[0]}
-		inc.status.State.Current = string(release.Canarying)
-		started := picchuv1alpha1.NewTimestamp(now.Add(-time.Minute))
-		inc.status.CanaryStartTimestamp = &started
-		s.incarnations = []*incarnation{inc}
+		s, inc := canarySnapshot(rev, now, now.Add(-time.Minute))
 		(&Reconciler{Datadog: tc.src}).judge(context.Background(), s)
 		if inc.verdict != tc.want || (tc.want == release.NoEvidence && !strings.Contains(fmt.Sprint(s.noEvidence), "shop error rate (Datadog)")) {
 			t.Errorf("ungrouped %v: verdict %s (%v), want %s", tc.src, inc.verdict, s.noEvidence, tc.want)
 		}
 	}
+}
+
+// canarySnapshot is app shop's build v2 of rev canarying in production
+// since started, decided at now.
+func canarySnapshot(rev *picchuv1alpha1.Revision, now, started time.Time) (*snapshot, *incarnation) {
+	s := &snapshot{now: now, rm: &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}}
+	inc := &incarnation{tag: "v2", revision: rev, target: &rev.Spec.Targets[0]}
+	inc.status.State.Current = string(release.Canarying)
+	start := picchuv1alpha1.NewTimestamp(started)
+	inc.status.CanaryStartTimestamp = &start
+	s.incarnations = []*incarnation{inc}
+	return s, inc
 }

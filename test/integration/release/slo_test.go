@@ -40,6 +40,28 @@ func canaryRule(t *testing.T, app, tag string, want bool) {
 	}
 }
 
+// canaryTimeOver waits until app's build tag has run its canary (of length
+// canary) and the operator has read its alerts four times since: a canary
+// nothing held would have passed by then.
+func canaryTimeOver(t *testing.T, app, tag string, canary time.Duration) {
+	t.Helper()
+	kit.Eventually(t, 30*time.Second, tag+"'s canary time is over", func() error {
+		rm, err := releaseManager(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		for _, s := range rm.Status.Revisions {
+			if s.Tag == tag && s.CanaryStartTimestamp != nil {
+				if over := s.CanaryStartTimestamp.Add(canary + 4*alertCheckInterval); time.Now().Before(over) {
+					return fmt.Errorf("until %s", over.Format(time.RFC3339Nano))
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no canary start recorded")
+	})
+}
+
 // alertsCondition waits until app's ReleaseManager has the AlertsObserved
 // condition with status, and returns it.
 func alertsCondition(t *testing.T, app string, status metav1.ConditionStatus) metav1.Condition {
@@ -187,21 +209,7 @@ func TestSLO_PrometheusDownHoldsTheCanaryUntilItReturns(t *testing.T) {
 	}
 	// Wait until the canary has run its time and the operator has read the
 	// alerts several times since: an unheld canary would have passed.
-	kit.Eventually(t, 30*time.Second, "v2's canary time is over", func() error {
-		rm, err := releaseManager(context.Background(), app)
-		if err != nil {
-			return err
-		}
-		for _, s := range rm.Status.Revisions {
-			if s.Tag == "v2" && s.CanaryStartTimestamp != nil {
-				if over := s.CanaryStartTimestamp.Add(canary + 4*alertCheckInterval); time.Now().Before(over) {
-					return fmt.Errorf("until %s", over.Format(time.RFC3339Nano))
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no canary start recorded")
-	})
+	canaryTimeOver(t, app, "v2", canary)
 	st := state(t, time.Second, app, "v2", "canarying")
 	v2 := &picchuv1alpha1.Revision{}
 	if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-v2"}, v2); err != nil {
@@ -261,21 +269,7 @@ func TestSLO_ACanaryNoRequestReachedHoldsUntilOneDoes(t *testing.T) {
 		t.Errorf("CanaryEvidence message %q names neither v2 nor its metric", held.Message)
 	}
 	// Several alert checks after its canary time, it still canaries.
-	kit.Eventually(t, 30*time.Second, "v2's canary time is well over", func() error {
-		rm, err := releaseManager(context.Background(), app)
-		if err != nil {
-			return err
-		}
-		for _, s := range rm.Status.Revisions {
-			if s.Tag == "v2" && s.CanaryStartTimestamp != nil {
-				if over := s.CanaryStartTimestamp.Add(canary + 4*alertCheckInterval); time.Now().Before(over) {
-					return fmt.Errorf("until %s", over.Format(time.RFC3339Nano))
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no canary start recorded")
-	})
+	canaryTimeOver(t, app, "v2", canary)
 	state(t, time.Second, app, "v2", "canarying")
 	routes(t, app, map[string]int32{"v1": 90, "v2": 10})
 
