@@ -54,6 +54,10 @@ func (r *Registry) breakerFor(key types.NamespacedName) *breaker.Breaker {
 		breakerState.WithLabelValues(name).Set(float64(stateValue(to)))
 		breakerTransitions.WithLabelValues(name, to.String()).Inc()
 		log.Info("circuit breaker "+to.String(), "from", from.String(), "lastError", s.LastError, "retryAt", s.RetryAt)
+		if to == breaker.Closed {
+			// Back: its caches list it again now.
+			go r.restart(key)
+		}
 	}))
 	breakerState.WithLabelValues(name).Set(float64(stateValue(breaker.Closed)))
 	r.breakers[key] = b

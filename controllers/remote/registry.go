@@ -141,9 +141,20 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 	}
 	// Outermost: a request the breaker refuses is never sent, nor counted.
 	cfg.Wrap(guard(r.breakerFor(key)))
+	e, err := r.start(context.WithoutCancel(ctx), key, cfg, hash)
+	if err != nil {
+		return false, err
+	}
+	r.clusters[key] = e
+	return true, nil
+}
+
+// start builds and starts the client and caches of the cluster key from
+// cfg. Called with r.mu held.
+func (r *Registry) start(ctx context.Context, key types.NamespacedName, cfg *rest.Config, hash [sha256.Size]byte) (*entry, error) {
 	managed, err := labels.NewRequirement(picchuv1alpha1.LabelApp, selection.Exists, nil)
 	if err != nil {
-		return false, fmt.Errorf("building label selector: %w", err)
+		return nil, fmt.Errorf("building label selector: %w", err)
 	}
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = r.scheme
@@ -152,10 +163,10 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 		o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	})
 	if err != nil {
-		return false, fmt.Errorf("cluster %s: creating client: %w", key, err)
+		return nil, fmt.Errorf("cluster %s: creating client: %w", key, err)
 	}
-	// The cluster runs until it is replaced or removed, not for this request.
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	// The cluster runs until it is replaced or removed.
+	runCtx, stop := context.WithCancel(ctx)
 	log := r.log.WithValues("cluster", key.String())
 	go func() {
 		if err := cl.Start(runCtx); err != nil {
@@ -163,10 +174,31 @@ func (r *Registry) Ensure(ctx context.Context, c *picchuv1alpha1.Cluster, secret
 		}
 	}()
 	if r.onReplicaSet != nil {
-		go r.watchReplicaSets(runCtx, cl.GetCache(), c.Namespace, log)
+		go r.watchReplicaSets(runCtx, cl.GetCache(), key.Namespace, log)
 	}
-	r.clusters[key] = &entry{cluster: cl, config: cfg, hash: hash, stop: stop}
-	return true, nil
+	return &entry{cluster: cl, config: cfg, hash: hash, stop: stop}, nil
+}
+
+// restart builds the client and caches of the cluster key again from the
+// same settings: called when its breaker closes after being open, so that
+// its informers list the cluster at once rather than at the end of the
+// backoff their failures while it was away built up.
+func (r *Registry) restart(key types.NamespacedName) {
+	r.mu.Lock()
+	old, ok := r.clusters[key]
+	if !ok {
+		r.mu.Unlock()
+		return
+	}
+	told := r.forget(key, old)
+	e, err := r.start(context.Background(), key, old.config, old.hash)
+	if err != nil {
+		r.log.Error(err, "restarting the client of a cluster that is back", "cluster", key.String())
+	} else {
+		r.clusters[key] = e
+	}
+	r.mu.Unlock()
+	tell(told, key)
 }
 
 // Get returns the cluster registered for key.
