@@ -66,6 +66,34 @@ type ReleaseInfo struct {
 	// +kubebuilder:default=432000
 	// +kubebuilder:validation:Minimum=0
 	TTL int64 `json:"ttl,omitempty"`
+	// waves release the target cluster by cluster: an ordered list of
+	// groups of the fleet's Clusters. The canary runs in the first wave
+	// only; each next wave starts its ramp once the build is released in
+	// the wave before and has stayed so, its alerts clear, for that wave's
+	// bake. A build that fails in any wave is rolled back in every wave.
+	// A Cluster goes in the first wave whose selector selects it, or in
+	// the last wave when none does. Fewer than two waves: every cluster
+	// moves together, as without waves.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Waves []ReleaseWave `json:"waves,omitempty"`
+}
+
+// ReleaseWave is one group of Clusters of a release that goes wave by wave.
+type ReleaseWave struct {
+	// name of the wave, shown in status; wave-<n> (from 1) when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
+	// selector selects, by their labels, the Clusters of the fleet that
+	// release in this wave. An empty selector selects every Cluster not
+	// taken by an earlier wave.
+	// +optional
+	Selector metav1.LabelSelector `json:"selector,omitempty"`
+	// bake is how long the build must stay released in this wave, its
+	// alerts clear, before the next wave starts. 0 by default.
+	// +optional
+	Bake *metav1.Duration `json:"bake,omitempty"`
 }
 
 // GeometricScaling starts a release at start percent and multiplies the

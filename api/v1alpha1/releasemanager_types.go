@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Fleet",type=string,JSONPath=`.spec.fleet`,priority=1
 // +kubebuilder:printcolumn:name="Releasing",type=string,JSONPath=`.status.releasing.tag`,description="the newest build taking traffic"
 // +kubebuilder:printcolumn:name="Percent",type=integer,JSONPath=`.status.releasing.percent`,description="its percent of traffic"
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.releasing.wave`,description="the wave of clusters it ramps in"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseManager struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -106,8 +107,13 @@ type ReleaseManagerClusterStatus struct {
 type ReleasingStatus struct {
 	// tag of the build.
 	Tag string `json:"tag"`
-	// percent of traffic it takes.
+	// percent of traffic it takes (in the clusters of its wave, when the
+	// target releases in waves).
 	Percent int32 `json:"percent"`
+	// wave is the wave whose clusters the build ramps in, "<name> (<n>/<of>)",
+	// when the target releases in waves.
+	// +optional
+	Wave string `json:"wave,omitempty"`
 }
 
 // ReleaseManagerRevisionStatus is the release state of one build in a target.
@@ -142,6 +148,23 @@ type ReleaseManagerRevisionStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Clusters []ReleaseManagerRevisionClusterStatus `json:"clusters,omitempty"`
+	// wave is the index (from 0) of the wave whose clusters the build ramps
+	// in, while its target releases in waves (release.waves).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Wave int32 `json:"wave,omitempty"`
+	// waveStarted is when the build entered that wave: the wave's ramp
+	// starts once the bake of the wave before has passed since.
+	// +optional
+	WaveStarted *Timestamp `json:"waveStarted,omitempty"`
+	// wavePercents are the percent of traffic the build takes in the
+	// clusters of each wave, in wave order, while its target releases in
+	// waves; currentPercent is then the highest of them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=100
+	WavePercents []int32 `json:"wavePercents,omitempty"`
 	// gitTimestamp is the commit time of the build.
 	// +optional
 	// +kubebuilder:validation:Type=string

@@ -125,8 +125,11 @@ type Facts struct {
 	Deployment Deployment
 	// Percent of traffic the build takes now, and the most it ever took.
 	Percent, PeakPercent int32
-	// MaxPercent is release.max (0 means 100): reaching it ends the release.
+	// MaxPercent is release.max (0 means 100): reaching it ends the release,
+	// unless WavesLeft: the target releases in waves and the build has not
+	// reached it in every wave yet (NextWave).
 	MaxPercent int32
+	WavesLeft  bool
 	// Test, Canary and Window are the build's external test, canary and
 	// release schedule.
 	Test   ExternalTest
@@ -406,12 +409,12 @@ func pendingRelease(f Facts, _ Timeouts) Step {
 }
 
 // releasing handles releasing and released: a build is released once it
-// has reached its release.max.
+// has reached its release.max in its last wave.
 func releasing(f Facts, _ Timeouts) Step {
 	if step, ok := leaving(f); ok {
 		return step
 	}
-	if f.PeakPercent >= percentCap(f.MaxPercent) {
+	if f.PeakPercent >= percentCap(f.MaxPercent) && !(f.WavesLeft && f.State == Releasing) {
 		return Step{State: Released, Action: Sync}
 	}
 	return Step{State: f.State, Action: Sync}

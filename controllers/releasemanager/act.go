@@ -311,7 +311,7 @@ func isNoKind(err error) bool { return meta.IsNoMatchError(err) || apierrors.IsN
 // deletes the Istio objects that are no longer wanted.
 func (s *snapshot) syncRouting(ctx context.Context, c *applier.Cluster, fc *fleetCluster, newest *incarnation) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	routing := s.routing(newest)
+	routing := s.routing(newest, fc.wave)
 	var err error
 	if svc := manifests.Service(app, target, routing.Ports); svc != nil {
 		err = c.Apply(ctx, svc)
@@ -352,8 +352,9 @@ func (s *snapshot) syncRouting(ctx context.Context, c *applier.Cluster, fc *flee
 	return nil
 }
 
-// routing is what the app's Istio objects are built from.
-func (s *snapshot) routing(newest *incarnation) manifests.Routing {
+// routing is what the app's Istio objects are built from, in the clusters
+// of wave.
+func (s *snapshot) routing(newest *incarnation, wave int) manifests.Routing {
 	r := manifests.Routing{
 		App: s.rm.Spec.App, Target: s.rm.Spec.Target, Fleet: s.rm.Spec.Fleet,
 		DefaultIngressPorts: newest.target.DefaultIngressPorts,
@@ -380,10 +381,11 @@ func (s *snapshot) routing(newest *incarnation) manifests.Routing {
 	}
 	for _, inc := range s.incarnations {
 		tagged := inc.revision != nil && inc.step.State.IsRoutable()
-		if !tagged && inc.weight == 0 {
+		weight := inc.weightIn(wave)
+		if !tagged && weight == 0 {
 			continue
 		}
-		rel := manifests.Release{Tag: inc.tag, Weight: inc.weight, Tagged: tagged}
+		rel := manifests.Release{Tag: inc.tag, Weight: weight, Tagged: tagged}
 		if inc.revision != nil {
 			rel.TagRoutingHeader = inc.revision.Spec.TagRoutingHeader
 			if inc.target.Istio != nil {

@@ -31,13 +31,22 @@ type buildOutcome struct {
 // applied, and makes its status entry and events.
 func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildOutcome {
 	rejected, applied := s.buildSynced(inc, clusters.buildsFailed)
-	state, weight := release.Settle(inc.step, release.Applied{
+	state, _ := release.Settle(inc.step, release.Applied{
 		FleetLive: clusters.syncedLive,
 		Live:      clusters.syncedLive && applied.live,
 		All:       clusters.syncedAll && applied.all,
 		SomeLive:  clusters.someLive,
 		Rollback:  s.rollback,
 	}, inc.weight, inc.status.CurrentPercent)
+	// Each wave's weight counts once every live cluster of the wave has
+	// it (or some has it, in a rollback); the build's is the highest.
+	recorded := s.wavePercents(inc)
+	settled := make([]int32, len(recorded))
+	for w, wo := range clusters.waves {
+		_, settled[w] = release.Settle(inc.step, release.Applied{FleetLive: wo.syncedLive, SomeLive: wo.someLive, Rollback: s.rollback},
+			inc.weightIn(w), recorded[w])
+	}
+	weight := release.Highest(settled)
 	out := buildOutcome{state: state, changed: string(state) != inc.status.State.Current}
 	note := func(kind, reason, format string, args ...any) {
 		out.events = append(out.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
@@ -48,7 +57,8 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 		return out
 	}
 	st := incarnationStatus(inc, state, weight, s.now, s.observation)
-	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, inc.weight, s.now, state.IsRoutable())
+	s.recordWaves(&st, inc, recorded, settled)
+	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.weightIn(inc), s.now, state.IsRoutable())
 	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
 		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
 	}
@@ -135,18 +145,19 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 }
 
 // clusterWeights is a build's per-cluster record after a run that applied
-// weight to the routed clusters of the fleet (names): a routed cluster has
-// weight, stamped now when it changed; any other keeps what it had (or has
+// its weight in each (weightIn) to the routed clusters of the fleet
+// (names): a routed cluster has its weight, stamped now when it changed; any other keeps what it had (or has
 // no entry, never having been routed). Clusters gone from the fleet are
 // dropped, and so is the whole record once the build is not routable and
 // no cluster routes it traffic.
 func clusterWeights(before []picchuv1alpha1.ReleaseManagerRevisionClusterStatus, names []string, routed map[string]bool,
-	weight int32, now time.Time, routable bool) []picchuv1alpha1.ReleaseManagerRevisionClusterStatus {
+	weightIn func(cluster string) int32, now time.Time, routable bool) []picchuv1alpha1.ReleaseManagerRevisionClusterStatus {
 	var out []picchuv1alpha1.ReleaseManagerRevisionClusterStatus
 	traffic := false
 	for _, name := range names {
 		i := slices.IndexFunc(before, func(c picchuv1alpha1.ReleaseManagerRevisionClusterStatus) bool { return c.Name == name })
 		var entry picchuv1alpha1.ReleaseManagerRevisionClusterStatus
+		weight := weightIn(name)
 		switch {
 		case routed[name] && (i < 0 || before[i].Percent != weight):
 			stamp := picchuv1alpha1.NewTimestamp(now)

@@ -1,6 +1,7 @@
 package releasemanager
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,8 +15,12 @@ import (
 // decision is what a run decided for one build, beyond its step.
 type decision struct {
 	step release.Step
-	// weight is the percent of traffic the build takes after this run.
-	weight int32
+	// weight is the percent of traffic the build takes after this run: in
+	// each wave (weights), the highest of them (weight).
+	weight  int32
+	weights []int32
+	// wave is the wave a releasing build ramps in after this run.
+	wave release.WaveStep
 	// eligible and peak are its releaseEligible and peakPercent after this run.
 	eligible bool
 	peak     int32
@@ -46,25 +51,41 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 	}
 	// A cluster that cannot be reached holds steps up, never a rollback.
 	s.rollback = release.RollingBack(incs)
-	hold := s.holds() && !s.rollback
-	ramps := make([]release.RampStep, len(s.incarnations))
+	n := s.waveCount()
+	builds := make([]release.WaveBuild, len(s.incarnations))
+	ramps := make([][]release.RampStep, len(s.incarnations))
 	for i, inc := range s.incarnations {
+		percents := s.wavePercents(inc)
+		inc.wave = s.nextWave(inc, percents)
+		builds[i] = release.WaveBuild{Incarnation: incs[i], Wave: inc.wave.Wave, Percents: percents, Nexts: slices.Clone(percents)}
 		if inc.target == nil {
 			continue
 		}
-		incs[i].Canary, incs[i].Max = inc.target.Canary.Percent, inc.target.Release.Max
-		ramps[i] = release.Ramp(release.RampInput{
-			Now: s.now, Release: inc.target.Release, Percent: inc.status.CurrentPercent,
-			Changed: stampOf(inc.status.LastUpdated), Hold: hold || inc.verdict.Holds(), Capacity: s.capacity(inc),
-		})
-		incs[i].Next = ramps[i].Next
+		builds[i].Canary, builds[i].Max = inc.target.Canary.Percent, inc.target.Release.Max
+		capacity := s.capacity(inc)
+		ramps[i] = make([]release.RampStep, n)
+		for w := range n {
+			if w == inc.wave.Wave && !inc.wave.Baking.IsZero() {
+				// Released in the wave before: it waits out that wave's bake.
+				ramps[i][w] = release.RampStep{Next: percents[w], Due: inc.wave.Baking, Waiting: "bake"}
+			} else {
+				ramps[i][w] = release.Ramp(release.RampInput{
+					Now: s.now, Release: inc.target.Release, Percent: percents[w], Changed: stampOf(inc.status.LastUpdated),
+					Hold: (s.holdsWave(w) && !s.rollback) || inc.verdict.Holds(), Capacity: capacity,
+				})
+			}
+			builds[i].Nexts[w] = ramps[i][w].Next
+		}
 	}
-	alloc := release.Allocate(incs)
+	alloc := release.AllocateWaves(builds, n)
 	for i, inc := range s.incarnations {
-		inc.weight = alloc.Percent[i]
-		inc.ramping = i == alloc.Ramping
-		if inc.ramping {
-			inc.ramp = ramps[i]
+		inc.weights = alloc.Percent[i]
+		inc.weight = release.Highest(inc.weights)
+		if w := rampingWave(alloc.Ramping, i, inc.wave.Wave); w >= 0 {
+			inc.ramping = true
+			if ramps[i] != nil {
+				inc.ramp = ramps[i][w]
+			}
 		}
 		if alloc.LostEligibility[i] {
 			inc.eligible = false
@@ -121,16 +142,6 @@ func (s *snapshot) others(inc *incarnation) []release.Serving {
 	return out
 }
 
-// holds says a live cluster cannot be seen or reached: no build steps up.
-func (s *snapshot) holds() bool {
-	for _, fc := range s.fleet {
-		if fc.live && fc.plans == nil {
-			return true
-		}
-	}
-	return s.observation.LiveClusters() == 0
-}
-
 // facts gathers what Next decides a build's step from.
 func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts {
 	st := inc.status
@@ -146,6 +157,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		TTL:            time.Duration(st.TTL) * time.Second,
 		Created:        timeOf(st.RevisionTimestamp),
 		Verdict:        inc.verdict,
+		WavesLeft:      s.wavesLeft(inc),
 	}
 	if inc.revision == nil {
 		return f

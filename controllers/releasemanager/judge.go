@@ -46,7 +46,9 @@ func (s *snapshot) judged(inc *incarnation, provenPercent int32) bool {
 	if !release.State(inc.status.State.Current).IsJudged() {
 		return false
 	}
-	return !release.Proven(s.targetPeaks(inc), provenPercent)
+	// With waves of clusters left, a build is not proven: its alerts
+	// must stay clear through each wave's bake.
+	return s.wavesLeft(inc) || !release.Proven(s.targetPeaks(inc), provenPercent)
 }
 
 // targetPeaks are the build's targets with their peaks: this target's from

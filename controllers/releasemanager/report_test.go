@@ -396,7 +396,7 @@ func TestClusterWeights(t *testing.T) {
 			map[string]bool{"east": true}, 0, false, entries{entry("east", 0, &now), entry("west", 10, &earlier)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := clusterWeights(tc.before, tc.names, tc.routed, tc.weight, reportNow, tc.routable)
+			got := clusterWeights(tc.before, tc.names, tc.routed, everywhere(tc.weight), reportNow, tc.routable)
 			if g, w := fmt.Sprint(describeEntries(got)), fmt.Sprint(describeEntries(tc.want)); g != w {
 				t.Errorf("clusterWeights = %s, want %s", g, w)
 			}
@@ -488,7 +488,7 @@ func TestClusterWeights_EachClusterSumsTo100(t *testing.T) {
 			}
 			now := reportNow.Add(time.Duration(run) * time.Second)
 			for b := range builds {
-				records[b] = clusterWeights(records[b], names, routed, weights[b], now, rng.Intn(2) == 0)
+				records[b] = clusterWeights(records[b], names, routed, everywhere(weights[b]), now, rng.Intn(2) == 0)
 			}
 			for _, n := range names {
 				if !routedOnce[n] {
@@ -533,3 +533,6 @@ func TestReport_SaysWhichCanaryNoRequestReached(t *testing.T) {
 		t.Errorf("CanaryEvidence %+v once requests were counted, want none", c)
 	}
 }
+
+// everywhere is the same weight in every cluster.
+func everywhere(weight int32) func(string) int32 { return func(string) int32 { return weight } }

@@ -47,6 +47,9 @@ type snapshot struct {
 	// rollback says this run takes traffic from a failing build
 	// (release.RollingBack), set by decide.
 	rollback bool
+	// waves are the target's release waves, from its newest build, when
+	// it releases in two or more; every fleet cluster has its wave.
+	waves []picchuv1alpha1.ReleaseWave
 }
 
 // incarnation is one build of the app in the target.
@@ -72,6 +75,8 @@ type fleetCluster struct {
 	obj    *picchuv1alpha1.Cluster
 	live   bool
 	factor float64
+	// wave is the index of the release wave the cluster is in (0 without waves).
+	wave int
 	// plans is nil when the cluster cannot be used; problem says why.
 	plans   *applier.Cluster
 	problem string
@@ -123,6 +128,7 @@ func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 		return nil, err
 	}
 	s.fleet = fleet
+	s.assignWaves()
 	s.observation = r.observe(ctx, rm, fleet)
 
 	faults := &picchuv1alpha1.FaultInjectorList{}

@@ -122,8 +122,8 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 		if b.changed {
 			out.transitions = append(out.transitions, transition{inc: inc, index: len(rm.Status.Revisions), state: b.state})
 		}
-		moved = moved || st.CurrentPercent != inc.status.CurrentPercent
-		if inc.ramping && !inc.ramp.WasDue.IsZero() && st.CurrentPercent == inc.ramp.Next && st.CurrentPercent > inc.status.CurrentPercent {
+		moved = moved || st.CurrentPercent != inc.status.CurrentPercent || !slices.Equal(st.WavePercents, inc.status.WavePercents)
+		if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
 			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
 		}
 		c.add(inc, b.state, st.CurrentPercent)
@@ -132,6 +132,9 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 		}
 		if st.CurrentPercent > 0 && rm.Status.Releasing == nil {
 			rm.Status.Releasing = &picchuv1alpha1.ReleasingStatus{Tag: st.Tag, Percent: st.CurrentPercent}
+			if b.state == release.Releasing && len(st.WavePercents) > 0 {
+				rm.Status.Releasing.Percent, rm.Status.Releasing.Wave = rampedPercent(st), s.waveName(int(st.Wave))
+			}
 		}
 		rm.Status.Revisions = append(rm.Status.Revisions, st)
 	}
@@ -202,12 +205,21 @@ type clusterOutcome struct {
 	// a live cluster is among them.
 	routed   map[string]bool
 	someLive bool
+	// waves are syncedLive and someLive over each wave's clusters.
+	waves []waveOutcome
 }
+
+// waveOutcome is what the results say of one wave's clusters.
+type waveOutcome struct{ syncedLive, someLive bool }
 
 // clusterOutcome classifies the results of a run once, per cluster.
 func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 	failed := map[string]string{}
-	out := clusterOutcome{syncedLive: true, syncedAll: true, buildsFailed: map[string]map[string]error{}, routed: map[string]bool{}}
+	out := clusterOutcome{syncedLive: true, syncedAll: true, buildsFailed: map[string]map[string]error{}, routed: map[string]bool{},
+		waves: make([]waveOutcome, s.waveCount())}
+	for w := range out.waves {
+		out.waves[w].syncedLive = true
+	}
 	for _, res := range results {
 		if res.Err != nil {
 			failed[res.Cluster] = res.Err.Error()
@@ -223,21 +235,27 @@ func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 		} else if msg, ok := failed[fc.obj.Name]; ok {
 			cs.Synced, cs.Message = false, msg
 		}
+		wave := &out.waves[fc.wave]
 		if cs.Synced || out.buildsFailed[fc.obj.Name] != nil {
 			out.routed[fc.obj.Name] = true
 			out.someLive = out.someLive || fc.live
+			wave.someLive = wave.someLive || fc.live
 		}
 		if !cs.Synced {
 			out.unavailable = append(out.unavailable, fc.obj.Name)
 			if out.buildsFailed[fc.obj.Name] == nil {
 				out.syncedAll = false
 				out.syncedLive = out.syncedLive && !fc.live
+				wave.syncedLive = wave.syncedLive && !fc.live
 			}
 		}
 		out.statuses = append(out.statuses, cs)
 	}
 	if s.observation.LiveClusters() == 0 {
 		out.syncedLive = false
+		for w := range out.waves {
+			out.waves[w].syncedLive = false
+		}
 	}
 	return out
 }
@@ -248,4 +266,13 @@ func sameStatus(a, b *picchuv1alpha1.ReleaseManagerStatus) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// rampedPercent is the traffic a build takes where it ramps: in the
+// clusters of its wave, while its target releases in waves.
+func rampedPercent(st picchuv1alpha1.ReleaseManagerRevisionStatus) int32 {
+	if w := int(st.Wave); w < len(st.WavePercents) {
+		return st.WavePercents[w]
+	}
+	return st.CurrentPercent
 }
