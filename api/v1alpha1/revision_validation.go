@@ -41,6 +41,7 @@ func (t *RevisionTarget) validate(path *field.Path) (warnings []string, errs fie
 			errs = append(errs, field.Invalid(path.Child("configSelector"), t.ConfigSelector, err.Error()))
 		}
 	}
+	errs = append(errs, t.Release.validateWaves(path.Child("release", "waves"))...)
 	if t.Scale.Min != nil && *t.Scale.Min > t.Scale.Max {
 		warnings = append(warnings, fmt.Sprintf("%s: min (%d) is above max (%d); the autoscaler will run max replicas",
 			path.Child("scale"), *t.Scale.Min, t.Scale.Max))
@@ -96,6 +97,27 @@ func (t *RevisionTarget) validateSLONames(path *field.Path) field.ErrorList {
 			errs = append(errs, field.Duplicate(path.Index(i).Child("name"), slo.Name))
 		}
 		seen[slo.Name] = true
+	}
+	return errs
+}
+
+// validateWaves checks that each wave's selector parses and that no two
+// waves share a name.
+func (r *ReleaseInfo) validateWaves(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i := range r.Waves {
+		w := &r.Waves[i]
+		if _, err := metav1.LabelSelectorAsSelector(&w.Selector); err != nil {
+			errs = append(errs, field.Invalid(path.Index(i).Child("selector"), w.Selector, err.Error()))
+		}
+		if w.Name != "" && names[w.Name] {
+			errs = append(errs, field.Duplicate(path.Index(i).Child("name"), w.Name))
+		}
+		names[w.Name] = true
+		if w.Bake != nil && w.Bake.Duration < 0 {
+			errs = append(errs, field.Invalid(path.Index(i).Child("bake"), w.Bake.Duration.String(), "must not be negative"))
+		}
 	}
 	return errs
 }
