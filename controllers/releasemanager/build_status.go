@@ -146,8 +146,8 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 
 // clusterWeights is a build's per-cluster record after a run that applied
 // its weight in each (weightIn) to the routed clusters of the fleet
-// (names): a routed cluster has its weight, stamped now when it changed; any other keeps what it had (or has
-// no entry, never having been routed). Clusters gone from the fleet are
+// (names): a routed cluster has its weight, stamped now when it changed;
+// any other keeps what it had (or has no entry, never having been routed). Clusters gone from the fleet are
 // dropped, and so is the whole record once the build is not routable and
 // no cluster routes it traffic.
 func clusterWeights(before []picchuv1alpha1.ReleaseManagerRevisionClusterStatus, names []string, routed map[string]bool,

@@ -126,7 +126,7 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 		if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
 			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
 		}
-		c.add(inc, b.state, st.CurrentPercent)
+		c.add(inc, b.state, rampedPercent(st))
 		for _, d := range []time.Time{inc.step.Due, inc.ramp.Due} {
 			due = earliest(due, d)
 		}

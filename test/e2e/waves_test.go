@@ -81,13 +81,7 @@ func TestReleaseInWaves(t *testing.T) {
 		}
 	}
 	apply(t, app, "v1", inWaves(3*time.Second))
-	until(t, 3*time.Minute, app, "v1 released", func(s story.Snapshot) error {
-		if st := s.Build("v1").State; st != "released" {
-			return fmt.Errorf("v1 is %q", st)
-		}
-		return nil
-	})
-	routesAlone(t, time.Minute, app, "v1", east, west)
+	until(t, 3*time.Minute, app, "v1 released", releasedEverywhere("v1", east.Name, west.Name))
 
 	// v2: while it canaries and ramps in east, west routes v1 alone.
 	apply(t, app, "v2", inWaves(3*time.Second))
@@ -152,13 +146,7 @@ func TestReleaseInWaves(t *testing.T) {
 	if waited < bake {
 		t.Errorf("west ramped %s after v2 entered its wave, sooner than the bake of %s", waited, bake)
 	}
-	until(t, 2*time.Minute, app, "v2 released", func(s story.Snapshot) error {
-		if st := s.Build("v2").State; st != "released" {
-			return fmt.Errorf("v2 is %q", st)
-		}
-		return nil
-	})
-	routesAlone(t, time.Minute, app, "v2", east, west)
+	until(t, 2*time.Minute, app, "v2 released", releasedEverywhere("v2", east.Name, west.Name))
 
 	// v3, failed while it ramps in west, is rolled back in both waves.
 	apply(t, app, "v3", inWaves(5*time.Second))
