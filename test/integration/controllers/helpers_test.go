@@ -90,6 +90,21 @@ func (w *writeCounter) readCount() int { return len(w.after(&w.reads, 0)) }
 // since returns the writes made after the first n.
 func (w *writeCounter) since(n int) []string { return w.after(&w.requests, n) }
 
+// inNamespaceOrNone keeps the requests ("VERB path") to namespace ns or to
+// no namespace at all, leaving out those to other namespaces.
+func inNamespaceOrNone(ns string, requests []string) []string {
+	var out []string
+	for _, r := range requests {
+		_, path, _ := strings.Cut(r, " ")
+		path, _, _ = strings.Cut(path, "?")
+		_, rest, namespaced := strings.Cut(path, "/namespaces/")
+		if name, _, _ := strings.Cut(rest, "/"); !namespaced || name == ns {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // count returns the number of writes made so far.
 func (w *writeCounter) count() int { return len(w.after(&w.requests, 0)) }
 
