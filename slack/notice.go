@@ -1,0 +1,84 @@
+package slack
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+)
+
+// Kind is what happened to a release.
+type Kind string
+
+// The kinds of notice.
+const (
+	// Started: the build's canary started.
+	Started Kind = "started"
+	// CanaryPassed: its canary passed.
+	CanaryPassed Kind = "canary-passed"
+	// Ramping: its ramp started.
+	Ramping Kind = "ramping"
+	// Released: it takes all the traffic it may.
+	Released Kind = "released"
+	// Failed: it failed; its traffic goes back to the release before.
+	Failed Kind = "failed"
+	// RolledBack: its traffic is back on the release before.
+	RolledBack Kind = "rolled-back"
+	// Recommissioned: an earlier build is brought back, no healthy one
+	// being left.
+	Recommissioned Kind = "recommissioned"
+)
+
+// Notice is one thing to tell about a release: an app's build in a target.
+type Notice struct {
+	App, Target, Tag string
+	Kind             Kind
+	// Channel is the app's channel; empty for the Notifier's default.
+	Channel string
+	// Alerts are the alerts that failed the build, Reason why it failed.
+	Alerts []string
+	Reason string
+}
+
+// release identifies the thread of a notice.
+type release struct{ app, target, tag string }
+
+func (n Notice) release() release { return release{n.App, n.Target, n.Tag} }
+
+// Text is the notice as one line of Slack markdown, also the message's
+// fallback text.
+func (n Notice) Text() string {
+	build := fmt.Sprintf("*%s* `%s` in %s", n.App, n.Tag, n.Target)
+	switch n.Kind {
+	case Started:
+		return build + ": canary started"
+	case CanaryPassed:
+		return build + ": canary passed"
+	case Ramping:
+		return build + ": ramping up"
+	case Released:
+		return build + ": released"
+	case Failed:
+		var why []string
+		if len(n.Alerts) > 0 {
+			why = append(why, "alerts firing: "+strings.Join(n.Alerts, ", "))
+		}
+		if n.Reason != "" {
+			why = append(why, n.Reason)
+		}
+		if len(why) == 0 {
+			return build + ": failed; rolling back"
+		}
+		return build + ": failed (" + strings.Join(why, "; ") + "); rolling back"
+	case RolledBack:
+		return build + ": rolled back"
+	case Recommissioned:
+		return build + ": recommissioned, no healthy build being left"
+	}
+	return fmt.Sprintf("%s: %s", build, n.Kind)
+}
+
+// blocks are the message's blocks: the text, as one section.
+func (n Notice) blocks() []slack.Block {
+	return []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, n.Text(), false, false), nil, nil)}
+}
