@@ -93,6 +93,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.DatadogSecret, "datadog-secret", "", "namespace/name of the Secret holding the Datadog api-key and app-key (empty turns Datadog checks off)")
 	fs.StringVar(&c.operator.DatadogSite, "datadog-site", "datadoghq.com", "Datadog site the monitors are read from")
 	fs.DurationVar(&c.operator.DatadogQueryTTL, "datadog-query-ttl", 10*time.Second, "how long a Datadog monitor query's answer is cached")
+	fs.StringVar(&c.operator.SlackTokenSecret, "slack-token-secret", "", "namespace/name of the Secret holding the Slack bot token under \"token\" (empty turns Slack notices off)")
+	fs.StringVar(&c.operator.SlackChannel, "slack-channel", "", "Slack channel of apps whose alerts name none with a \"channel\" label")
+	fs.StringVar(&c.operator.SlackAPIURL, "slack-api-url", "", "Slack Web API base URL (empty: Slack's own)")
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.operator.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
@@ -154,13 +157,30 @@ func (c *config) check() error {
 		}
 	}
 	if c.operator.DatadogSecret != "" {
-		key, err := operator.DatadogSecretKey(c.operator.DatadogSecret)
-		if err != nil {
+		if err := secretWatched("--datadog-secret", c.operator.DatadogSecret, c.namespaces); err != nil {
 			return err
 		}
-		if watched := splitNamespaces(c.namespaces); len(watched) > 0 && !slices.Contains(watched, key.Namespace) {
-			return fmt.Errorf("--datadog-secret %q: Secrets are read only from --namespaces %q", c.operator.DatadogSecret, c.namespaces)
+	}
+	if c.operator.SlackTokenSecret != "" {
+		if err := secretWatched("--slack-token-secret", c.operator.SlackTokenSecret, c.namespaces); err != nil {
+			return err
 		}
+		if c.operator.SlackChannel == "" {
+			return errors.New("--slack-token-secret needs --slack-channel, the channel of apps whose alerts name none")
+		}
+	}
+	return nil
+}
+
+// secretWatched checks that flag's value names a Secret ("namespace/name")
+// in a namespace the operator watches (namespaces, the --namespaces flag).
+func secretWatched(flag, value, namespaces string) error {
+	key, err := operator.SecretKey(flag, value)
+	if err != nil {
+		return err
+	}
+	if watched := splitNamespaces(namespaces); len(watched) > 0 && !slices.Contains(watched, key.Namespace) {
+		return fmt.Errorf("%s %q: Secrets are read only from --namespaces %q", flag, value, namespaces)
 	}
 	return nil
 }

@@ -36,6 +36,10 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	notices, err := notifier(mgr, o)
+	if err != nil {
+		return nil, err
+	}
 	prom, dd, err := alertSources(mgr.GetClient(), o)
 	if err != nil {
 		return nil, err
@@ -84,6 +88,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		Registry:                registry,
 		RemoteEvents:            remoteEvents,
 		Recorder:                mgr.GetEventRecorder("picchu"),
+		Notifier:                notices,
 		SyncPeriod:              o.SyncPeriod,
 		ClusterTimeout:          o.ClusterTimeout,
 		MaxConcurrentReconciles: o.ConcurrentReleaseManagers,

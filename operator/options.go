@@ -57,6 +57,12 @@ type Options struct {
 	// Prometheus and Datadog, when set, are the alert sources, in place of
 	// the ones the settings above make.
 	Prometheus, Datadog releasemanager.AlertSource
+	// SlackTokenSecret ("namespace/name") holds the Slack bot token (data
+	// key "token"); empty turns Slack notices off. SlackChannel is the
+	// channel of apps whose alerts name none, SlackAPIURL Slack's Web API
+	// (empty for Slack's own). Notifier, when set, is used in their place.
+	SlackTokenSecret, SlackChannel, SlackAPIURL string
+	Notifier                                    releasemanager.Notifier
 	// ProvenPercent is the peak in a Revision's proving target (its first
 	// acceptance or production target) from which SLO alerts no longer
 	// fail it.

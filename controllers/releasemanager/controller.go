@@ -53,6 +53,8 @@ type Reconciler struct {
 	RemoteEvents *RemoteEvents
 	// Recorder records events on ReleaseManagers; may be nil.
 	Recorder events.EventRecorder
+	// Notifier, when set, is told how releases go (package slack).
+	Notifier Notifier
 	// SyncPeriod is the safety resync: the longest a ReleaseManager goes
 	// without a run when nothing happens.
 	SyncPeriod time.Duration

@@ -60,6 +60,11 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, results applier.Re
 			r.Recorder.Eventf(rm, nil, e.kind, e.reason, "Release", "%s", e.note)
 		}
 	}
+	if r.Notifier != nil {
+		for _, n := range notices(s, rep.transitions, rm.Status.Revisions) {
+			r.Notifier.Notify(n)
+		}
+	}
 	recordMetrics(rm, rm.Status.Revisions, s.now)
 	applied := r.Now()
 	for _, due := range rep.stepsDue {

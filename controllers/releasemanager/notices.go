@@ -1,0 +1,89 @@
+package releasemanager
+
+import (
+	"slices"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/slack"
+)
+
+// Notifier is told how releases go, and must never block (package slack's
+// queues the notices and posts them in the background).
+type Notifier interface {
+	Notify(slack.Notice) bool
+}
+
+// channelLabel is the alert label that names an app's Slack channel, as
+// the original's alerts carry it.
+const channelLabel = "channel"
+
+// notices are what a run that wrote statuses (the builds' new entries)
+// and made transitions tells Slack: one notice per build whose state
+// changed to one worth telling, and one per build recommissioned.
+func notices(s *snapshot, transitions []transition, statuses []picchuv1alpha1.ReleaseManagerRevisionStatus) []slack.Notice {
+	var out []slack.Notice
+	notice := func(inc *incarnation, kind slack.Kind, st *picchuv1alpha1.ReleaseManagerRevisionStatus) {
+		n := slack.Notice{App: s.rm.Spec.App, Target: s.rm.Spec.Target, Tag: inc.tag, Kind: kind, Channel: channelOf(inc.target)}
+		if kind == slack.Failed && st != nil {
+			n.Alerts = st.TriggeredAlerts
+			if inc.revision != nil {
+				n.Reason = inc.revision.Annotations[picchuv1alpha1.AnnotationFailedReason]
+			}
+		}
+		out = append(out, n)
+	}
+	for _, tr := range transitions {
+		st := &statuses[tr.index]
+		if kind, ok := noticeKind(release.State(tr.inc.status.State.Current), tr.state, st.PeakPercent); ok {
+			notice(tr.inc, kind, st)
+		}
+	}
+	for _, inc := range s.incarnations {
+		if inc.recommissioned {
+			notice(inc, slack.Recommissioned, nil)
+		}
+	}
+	return out
+}
+
+// noticeKind is what a build whose state went from one to another, having
+// taken peak percent at most, tells Slack, if anything: its canary started
+// or passed, its ramp started, it is released, it failed, or (once it took
+// traffic) it is rolled back.
+func noticeKind(from, to release.State, peak int32) (slack.Kind, bool) {
+	switch {
+	case to == release.Canarying:
+		return slack.Started, true
+	case to == release.Canaried:
+		return slack.CanaryPassed, true
+	case to == release.Releasing && from != release.Releasing:
+		return slack.Ramping, true
+	case to == release.Released:
+		return slack.Released, true
+	case to == release.Failing:
+		return slack.Failed, true
+	case to == release.Failed && from == release.Failing && peak > 0:
+		return slack.RolledBack, true
+	}
+	return "", false
+}
+
+// channelOf is the Slack channel a target's alerts name (the "channel"
+// alert label of the target, else of its first SLO that has one), or
+// empty for the operator's default.
+func channelOf(target *picchuv1alpha1.RevisionTarget) string {
+	if target == nil {
+		return ""
+	}
+	if c := target.ServiceLevelObjectiveLabels.AlertLabels[channelLabel]; c != "" {
+		return c
+	}
+	i := slices.IndexFunc(target.ServiceLevelObjectives, func(o picchuv1alpha1.ServiceLevelObjective) bool {
+		return o.ServiceLevelObjectiveLabels.AlertLabels[channelLabel] != ""
+	})
+	if i < 0 {
+		return ""
+	}
+	return target.ServiceLevelObjectives[i].ServiceLevelObjectiveLabels.AlertLabels[channelLabel]
+}
