@@ -11,6 +11,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/releasemetrics"
 )
 
 // AlertSource answers which SLO and canary alerts fire for a build of an
@@ -129,9 +130,15 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 				alerts, err = ns.src.FiringAlerts(ctx, s.rm.Spec.App, inc.tag, canaryOnly)
 			}
 			if err != nil {
+				releasemetrics.AlertCheck(ns.name, "error")
 				problems = append(problems, fmt.Sprintf("%s: %v", ns.name, err))
 				continue
 			}
+			outcome := "clear"
+			if len(alerts) > 0 {
+				outcome = "firing"
+			}
+			releasemetrics.AlertCheck(ns.name, outcome)
 			firing = append(firing, alerts...)
 		}
 		slices.Sort(firing)

@@ -42,10 +42,14 @@ func observeLatencies(rm *picchuv1alpha1.ReleaseManager, inc *incarnation, st *p
 // recordMetrics sets the gauges of the ReleaseManager's builds.
 func recordMetrics(rm *picchuv1alpha1.ReleaseManager, statuses []picchuv1alpha1.ReleaseManagerRevisionStatus, now time.Time) {
 	weights := make(map[string]int32, len(statuses))
+	clusters := map[[2]string]int32{}
 	counts := map[string]int{}
 	oldest := map[string]time.Duration{}
 	for _, st := range statuses {
 		weights[st.Tag] = st.CurrentPercent
+		for _, c := range st.Clusters {
+			clusters[[2]string{st.Tag, c.Name}] = c.Percent
+		}
 		state := st.State.Current
 		counts[state]++
 		if t := timeOf(st.RevisionTimestamp); !t.IsZero() {
@@ -53,5 +57,6 @@ func recordMetrics(rm *picchuv1alpha1.ReleaseManager, statuses []picchuv1alpha1.
 		}
 	}
 	releasemetrics.SetWeights(rm.Spec.App, rm.Spec.Target, weights)
+	releasemetrics.SetClusterWeights(rm.Spec.App, rm.Spec.Target, clusters)
 	releasemetrics.SetStates(rm.Spec.App, rm.Spec.Target, counts, oldest)
 }

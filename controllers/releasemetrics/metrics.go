@@ -20,10 +20,11 @@ import (
 
 // Label names.
 const (
-	labelApp    = "app"
-	labelTarget = "target"
-	labelTag    = "tag"
-	labelState  = "state"
+	labelApp     = "app"
+	labelTarget  = "target"
+	labelTag     = "tag"
+	labelState   = "state"
+	labelCluster = "cluster"
 )
 
 var (
@@ -89,6 +90,19 @@ var (
 		Name: "picchu_revision_release_weight",
 		Help: "Percent of an app's traffic in a target that a build receives.",
 	}, []string{labelApp, labelTarget, labelTag})
+	// clusterWeight is releaseWeight per cluster: a series per build and
+	// cluster that routes to it, which is what a rollout in waves, or a
+	// cluster that lags, is seen by.
+	clusterWeight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "picchu_release_cluster_weight",
+		Help: "Percent of an app's traffic in a target that a build receives in a cluster, as last applied there.",
+	}, []string{labelApp, labelTarget, labelTag, labelCluster})
+	// alertChecks counts the alert checks of judged builds by source and
+	// outcome; it has no app label, so it stays a handful of series.
+	alertChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "picchu_alert_checks_total",
+		Help: "Alert checks of the builds being judged, by source (Prometheus, Datadog) and outcome (clear, firing, error).",
+	}, []string{"source", "outcome"})
 	incarnationCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "picchu_incarnation_count",
 		Help: "Number of an app's builds in a target that are in a state.",
@@ -129,6 +143,8 @@ var collectors = []prometheus.Collector{
 	reconcileInterval,
 	stepLateness,
 	releaseWeight,
+	clusterWeight,
+	alertChecks,
 	incarnationCount,
 	oldestAge,
 	revisionFailed,
@@ -307,6 +323,7 @@ type key struct{ app, target string }
 var (
 	mu          sync.Mutex
 	weightTags  = map[key]map[string]struct{}{}
+	clusterTags = map[key]map[[2]string]struct{}{}
 	countStates = map[key]map[string]struct{}{}
 	ageStates   = map[key]map[string]struct{}{}
 )
@@ -337,6 +354,36 @@ func SetWeights(app, target string, weights map[string]int32) {
 	mu.Lock()
 	defer mu.Unlock()
 	setAll(releaseWeight, weightTags, key{app, target}, weights)
+}
+
+// SetClusterWeights sets the release weight of every build of (app,
+// target) in every cluster, by (tag, cluster), and deletes the series of
+// the pairs not in weights.
+func SetClusterWeights(app, target string, weights map[[2]string]int32) {
+	mu.Lock()
+	defer mu.Unlock()
+	k := key{app, target}
+	for tc := range clusterTags[k] {
+		if _, ok := weights[tc]; !ok {
+			clusterWeight.DeleteLabelValues(app, target, tc[0], tc[1])
+		}
+	}
+	if len(weights) == 0 {
+		delete(clusterTags, k)
+		return
+	}
+	seen := make(map[[2]string]struct{}, len(weights))
+	for tc, w := range weights {
+		clusterWeight.WithLabelValues(app, target, tc[0], tc[1]).Set(float64(w))
+		seen[tc] = struct{}{}
+	}
+	clusterTags[k] = seen
+}
+
+// AlertCheck counts an alert check of source with outcome: "clear",
+// "firing" or "error".
+func AlertCheck(source, outcome string) {
+	alertChecks.WithLabelValues(source, outcome).Inc()
 }
 
 // SetStates sets incarnation_count per state of (app, target) from counts and
@@ -385,13 +432,14 @@ func Forget(app, target string) {
 	defer mu.Unlock()
 	k := key{app, target}
 	labels := prometheus.Labels{labelApp: app, labelTarget: target}
-	for _, vec := range []*prometheus.GaugeVec{releaseWeight, incarnationCount, oldestAge} {
+	for _, vec := range []*prometheus.GaugeVec{releaseWeight, clusterWeight, incarnationCount, oldestAge} {
 		vec.DeletePartialMatch(labels)
 	}
 	for _, vec := range latencies {
 		vec.DeletePartialMatch(labels)
 	}
 	delete(weightTags, k)
+	delete(clusterTags, k)
 	delete(countStates, k)
 	delete(ageStates, k)
 }

@@ -158,6 +158,8 @@ func TestEveryMetricHasNameAndHelp(t *testing.T) {
 		"picchu_release_manager_reconcile_interval": true,
 		"picchu_release_step_lateness_seconds":      true,
 		"picchu_revision_release_weight":            true,
+		"picchu_release_cluster_weight":             true,
+		"picchu_alert_checks_total":                 true,
 		"picchu_incarnation_count":                  true,
 		"picchu_revision_oldest_age_seconds":        true,
 		"picchu_revision_failed":                    true,
@@ -417,6 +419,30 @@ func TestSetWeights(t *testing.T) {
 	SetWeights(app, target, nil)
 	if n := len(series(t, "picchu_revision_release_weight", map[string]string{"app": app, "target": target})); n != 0 {
 		t.Errorf("after empty weights: %d series, want 0", n)
+	}
+}
+
+// TestSetClusterWeights: a series per build and cluster; pairs no longer
+// reported, and every pair of an app forgotten, are deleted.
+func TestSetClusterWeights(t *testing.T) {
+	const app, target = "cluster-weights", "production"
+	SetClusterWeights(app, target, map[[2]string]int32{{"v2", "east"}: 100, {"v2", "west"}: 20, {"v1", "west"}: 80})
+	if got := value(t, clusterWeight.WithLabelValues(app, target, "v2", "west")); got != 20 {
+		t.Errorf("v2 in west = %v, want 20", got)
+	}
+	SetClusterWeights(app, target, map[[2]string]int32{{"v2", "east"}: 100, {"v2", "west"}: 100})
+	ms := series(t, "picchu_release_cluster_weight", map[string]string{"app": app, "target": target})
+	if len(ms) != 2 {
+		t.Fatalf("%d series, want 2 (v1 gone): %v", len(ms), ms)
+	}
+	for _, m := range ms {
+		if l := labelsOf(m); l["tag"] != "v2" || m.GetGauge().GetValue() != 100 {
+			t.Errorf("series %v = %v, want v2 at 100", l, m.GetGauge().GetValue())
+		}
+	}
+	Forget(app, target)
+	if n := len(series(t, "picchu_release_cluster_weight", map[string]string{"app": app})); n != 0 {
+		t.Errorf("after Forget: %d series, want 0", n)
 	}
 }
 
