@@ -68,7 +68,8 @@ func weightsOf(snaps []story.Snapshot, cluster, tag string) []int32 {
 // TestStory runs the demo's story and checks, in both target clusters, the
 // VirtualService weights at each step, that every build with traffic has
 // Running pods, and that v3 is rolled back because of its canary alert,
-// fired by the real Prometheus from the rules Picchu wrote.
+// fired by the real Prometheus from the rules Picchu wrote; then every
+// query of the Grafana dashboard returns data.
 func TestStory(t *testing.T) {
 	ctx := context.Background()
 	const app = "story"
@@ -169,4 +170,6 @@ func TestStory(t *testing.T) {
 	if st := res.Final.Build("v1").State; st != "retired" {
 		t.Errorf("v1 ends %q, want retired", st)
 	}
+	// The Grafana dashboard shows the story: every panel has data.
+	checkDashboard(t, app)
 }

@@ -66,14 +66,16 @@ func (f *Fleet) prometheusDir() string { return filepath.Join(f.Dir, "prometheus
 func (f *Fleet) RulesFile() string { return kit.PrometheusRulesFile(f.prometheusDir()) }
 
 // ensurePrometheus starts the fleet's Prometheus unless it runs: it
-// scrapes the mesh every ScrapeInterval and evaluates the rules in
+// scrapes the mesh and the operator every ScrapeInterval and evaluates the rules in
 // RulesFile's directory, reloaded by the mesh through the lifecycle API.
 func (f *Fleet) ensurePrometheus(ctx context.Context) error {
 	d := daemon{f.Dir, prometheusDaemon}
 	if _, ok := d.running(); !ok {
 		dir := f.prometheusDir()
 		if err := kit.WritePrometheusConfig(dir, kit.PrometheusConfig{
-			ScrapeTargets:  []string{"127.0.0.1:" + strconv.Itoa(f.state.MeshPort)},
+			// The mesh's requests, and the operator's own metrics (what
+			// config/grafana's dashboard shows).
+			ScrapeTargets:  []string{"127.0.0.1:" + strconv.Itoa(f.state.MeshPort), "127.0.0.1:" + strconv.Itoa(f.state.OperatorPort)},
 			ScrapeInterval: ScrapeInterval, EvalInterval: ScrapeInterval,
 		}); err != nil {
 			return err
