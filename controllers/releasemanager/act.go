@@ -231,6 +231,11 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleet
 		if err := c.Apply(ctx, rs); err != nil {
 			return err
 		}
+	case !exists && inc.step.Action == release.Retire:
+		// Retiring, and not on this cluster: there is nothing to scale
+		// down, and a ReplicaSet the cluster refused is not offered again
+		// and again (it held the cluster unsynced, retried every
+		// clusterRetry, for as long as the build was kept).
 	case !exists:
 		// Created at its count in one request (under an autoscaler, at its
 		// min), then applied as usual.

@@ -129,4 +129,18 @@ func TestReleaseManager_ARejectedBuildFailsAlone(t *testing.T) {
 			t.Errorf("%s, which takes v2, is not synced: %s", c.Name, c.Message)
 		}
 	}
+	// Failed, v2 is not offered to the refusing cluster again: every
+	// cluster is synced, and the app is Ready.
+	kit.Eventually(t, 30*time.Second, "every cluster synced once v2 failed", func() error {
+		rm := buildState(t, time.Second, app, "v2", "failed")
+		for _, c := range rm.Status.Clusters {
+			if !c.Synced {
+				return fmt.Errorf("%s not synced: %s", c.Name, c.Message)
+			}
+		}
+		if c := condition(rm, picchuv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready %+v", c)
+		}
+		return nil
+	})
 }
