@@ -76,8 +76,17 @@ func New(opts Options) (*Notifier, error) {
 	}, nil
 }
 
-// Collectors are the Notifier's metrics, to register.
-func (n *Notifier) Collectors() []prometheus.Collector { return []prometheus.Collector{n.outcome} }
+// RegisterMetrics registers the Notifier's metrics with reg; registering
+// them again (another Notifier of the process) is not an error.
+func (n *Notifier) RegisterMetrics(reg prometheus.Registerer) error {
+	if err := reg.Register(n.outcome); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return err
+		}
+	}
+	return nil
+}
 
 // Notify queues a notice and returns at once: false when the queue is full
 // and the notice is dropped.

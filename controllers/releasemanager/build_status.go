@@ -32,10 +32,10 @@ type buildOutcome struct {
 func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildOutcome {
 	rejected, applied := s.buildSynced(inc, clusters.buildsFailed)
 	state, _ := release.Settle(inc.step, release.Applied{
-		FleetLive: clusters.syncedLive,
-		Live:      clusters.syncedLive && applied.live,
+		FleetLive: clusters.syncedLive(),
+		Live:      clusters.syncedLive() && applied.live,
 		All:       clusters.syncedAll && applied.all,
-		SomeLive:  clusters.someLive,
+		SomeLive:  clusters.someLive(),
 		Rollback:  s.rollback,
 	}, inc.weight, inc.status.CurrentPercent)
 	// Each wave's weight counts once every live cluster of the wave has
@@ -58,7 +58,7 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 	}
 	st := incarnationStatus(inc, state, weight, s.now, s.observation)
 	s.recordWaves(&st, inc, recorded, settled)
-	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.weightIn(inc), s.now, state.IsRoutable())
+	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), s.now, state.IsRoutable())
 	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
 		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
 	}

@@ -200,30 +200,41 @@ func earliest(a, b time.Time) time.Time {
 type clusterOutcome struct {
 	statuses    []picchuv1alpha1.ReleaseManagerClusterStatus
 	unavailable []string
-	// syncedLive and syncedAll say every live cluster, and every cluster,
-	// took the run's changes to the app; buildsFailed holds the errors of
-	// the clusters where only some builds failed, by cluster and tag: the
-	// app's routing and the other builds are synced there.
-	syncedLive, syncedAll bool
-	buildsFailed          map[string]map[string]error
-	// routed are the clusters that took the run's routing; someLive says
-	// a live cluster is among them.
-	routed   map[string]bool
-	someLive bool
-	// waves are syncedLive and someLive over each wave's clusters.
+	// syncedAll says every cluster took the run's changes to the app;
+	// buildsFailed holds the errors of the clusters where only some builds
+	// failed, by cluster and tag: the app's routing and the other builds
+	// are synced there.
+	syncedAll    bool
+	buildsFailed map[string]map[string]error
+	// routed are the clusters that took the run's routing.
+	routed map[string]bool
+	// waves say, of each wave's clusters, whether every live one took the
+	// run's changes to the app, and whether some live one took its routing.
 	waves []waveOutcome
 }
 
 // waveOutcome is what the results say of one wave's clusters.
 type waveOutcome struct{ syncedLive, someLive bool }
 
+// syncedLive says every live cluster of the fleet took the run's changes
+// to the app (false when no cluster is live).
+func (o clusterOutcome) syncedLive() bool {
+	return !slices.ContainsFunc(o.waves, func(w waveOutcome) bool { return !w.syncedLive })
+}
+
+// someLive says a live cluster of the fleet took the run's routing.
+func (o clusterOutcome) someLive() bool {
+	return slices.ContainsFunc(o.waves, func(w waveOutcome) bool { return w.someLive })
+}
+
 // clusterOutcome classifies the results of a run once, per cluster.
 func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 	failed := map[string]string{}
-	out := clusterOutcome{syncedLive: true, syncedAll: true, buildsFailed: map[string]map[string]error{}, routed: map[string]bool{},
+	out := clusterOutcome{syncedAll: true, buildsFailed: map[string]map[string]error{}, routed: map[string]bool{},
 		waves: make([]waveOutcome, s.waveCount())}
+	noneLive := s.observation.LiveClusters() == 0
 	for w := range out.waves {
-		out.waves[w].syncedLive = true
+		out.waves[w].syncedLive = !noneLive
 	}
 	for _, res := range results {
 		if res.Err != nil {
@@ -243,24 +254,16 @@ func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 		wave := &out.waves[fc.wave]
 		if cs.Synced || out.buildsFailed[fc.obj.Name] != nil {
 			out.routed[fc.obj.Name] = true
-			out.someLive = out.someLive || fc.live
 			wave.someLive = wave.someLive || fc.live
 		}
 		if !cs.Synced {
 			out.unavailable = append(out.unavailable, fc.obj.Name)
 			if out.buildsFailed[fc.obj.Name] == nil {
 				out.syncedAll = false
-				out.syncedLive = out.syncedLive && !fc.live
 				wave.syncedLive = wave.syncedLive && !fc.live
 			}
 		}
 		out.statuses = append(out.statuses, cs)
-	}
-	if s.observation.LiveClusters() == 0 {
-		out.syncedLive = false
-		for w := range out.waves {
-			out.waves[w].syncedLive = false
-		}
 	}
 	return out
 }

@@ -137,17 +137,14 @@ func rampingWave(ramping []int, i, own int) int {
 	return slices.Index(ramping, i)
 }
 
-// weightIn is the traffic a build takes in each cluster after this run:
-// its weight in the cluster's wave.
-func (s *snapshot) weightIn(inc *incarnation) func(cluster string) int32 {
-	return func(cluster string) int32 {
-		for _, fc := range s.fleet {
-			if fc.obj.Name == cluster {
-				return inc.weightIn(fc.wave)
-			}
-		}
-		return inc.weight
+// clusterWeight is the traffic a build takes in each cluster of the fleet
+// after this run: its weight in the cluster's wave.
+func (s *snapshot) clusterWeight(inc *incarnation) func(cluster string) int32 {
+	wave := make(map[string]int, len(s.fleet))
+	for _, fc := range s.fleet {
+		wave[fc.obj.Name] = fc.wave
 	}
+	return func(cluster string) int32 { return inc.weightIn(wave[cluster]) }
 }
 
 // recordWaves records a releasing build's wave and, while the target

@@ -328,32 +328,40 @@ var (
 	ageStates   = map[key]map[string]struct{}{}
 )
 
-// setAll sets vec's series (app, target, v) to values[v] for each v and
-// deletes those in index[k] that values lacks. It is called with mu held.
-func setAll[V int | int32 | float64](vec *prometheus.GaugeVec, index map[key]map[string]struct{}, k key, values map[string]V) {
+// setAll sets vec's series (app, target, labels(v)...) to values[v] for
+// each v and deletes those in index[k] that values lacks. It is called
+// with mu held.
+func setAll[K comparable, V int | int32 | float64](vec *prometheus.GaugeVec, index map[key]map[K]struct{}, k key,
+	values map[K]V, labels func(K) []string) {
+	series := func(v K) []string { return append([]string{k.app, k.target}, labels(v)...) }
 	for v := range index[k] {
 		if _, ok := values[v]; !ok {
-			vec.DeleteLabelValues(k.app, k.target, v)
+			vec.DeleteLabelValues(series(v)...)
 		}
 	}
 	if len(values) == 0 {
 		delete(index, k)
 		return
 	}
-	seen := make(map[string]struct{}, len(values))
+	seen := make(map[K]struct{}, len(values))
 	for v, x := range values {
-		vec.WithLabelValues(k.app, k.target, v).Set(float64(x))
+		vec.WithLabelValues(series(v)...).Set(float64(x))
 		seen[v] = struct{}{}
 	}
 	index[k] = seen
 }
+
+// one is the label value of a series labelled by one value beside app and
+// target; tagCluster, of one labelled by tag and cluster.
+func one(v string) []string           { return []string{v} }
+func tagCluster(v [2]string) []string { return v[:] }
 
 // SetWeights sets the release weight of every build of (app, target), by tag,
 // in percent, and deletes the series of tags not in weights.
 func SetWeights(app, target string, weights map[string]int32) {
 	mu.Lock()
 	defer mu.Unlock()
-	setAll(releaseWeight, weightTags, key{app, target}, weights)
+	setAll(releaseWeight, weightTags, key{app, target}, weights, one)
 }
 
 // SetClusterWeights sets the release weight of every build of (app,
@@ -362,22 +370,7 @@ func SetWeights(app, target string, weights map[string]int32) {
 func SetClusterWeights(app, target string, weights map[[2]string]int32) {
 	mu.Lock()
 	defer mu.Unlock()
-	k := key{app, target}
-	for tc := range clusterTags[k] {
-		if _, ok := weights[tc]; !ok {
-			clusterWeight.DeleteLabelValues(app, target, tc[0], tc[1])
-		}
-	}
-	if len(weights) == 0 {
-		delete(clusterTags, k)
-		return
-	}
-	seen := make(map[[2]string]struct{}, len(weights))
-	for tc, w := range weights {
-		clusterWeight.WithLabelValues(app, target, tc[0], tc[1]).Set(float64(w))
-		seen[tc] = struct{}{}
-	}
-	clusterTags[k] = seen
+	setAll(clusterWeight, clusterTags, key{app, target}, weights, tagCluster)
 }
 
 // AlertCheck counts an alert check of source with outcome: "clear",
@@ -398,8 +391,8 @@ func SetStates(app, target string, counts map[string]int, oldest map[string]time
 	mu.Lock()
 	defer mu.Unlock()
 	k := key{app, target}
-	setAll(incarnationCount, countStates, k, counts)
-	setAll(oldestAge, ageStates, k, ages)
+	setAll(incarnationCount, countStates, k, counts, one)
+	setAll(oldestAge, ageStates, k, ages, one)
 }
 
 // ObserveReconcileInterval observes the time between two runs of (app,
