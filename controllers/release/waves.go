@@ -73,8 +73,9 @@ type WaveBuild struct {
 }
 
 // in is the build as Allocate sees it in wave w. A canary runs in the
-// first wave only: in the others it is a canary of 0 %, which takes
-// traffic only when no other build may (an app's first build). A releasing
+// first wave only: in the others it is a canary of what it has there
+// (none, but for an app's first build, which serves everything), so it
+// neither gains nor gives its traffic to a build ahead of its wave. A releasing
 // build is at its release.max in the waves before its own; in the waves
 // after, it keeps what it has there (none until it gets there) and never
 // gains, but stays the newest releasing build: older ones do not ramp there
@@ -84,7 +85,7 @@ func (b WaveBuild) in(w int) Incarnation {
 	inc.Percent, inc.Next = at(b.Percents, w), at(b.Nexts, w)
 	switch {
 	case inc.State == Canarying && w > 0:
-		inc.Canary = 0
+		inc.Canary = inc.Percent
 	case inc.State == Releasing && w > b.Wave:
 		inc.Next = inc.Percent
 	case inc.State == Releasing && w < b.Wave:

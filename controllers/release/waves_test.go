@@ -100,6 +100,9 @@ func TestAllocateWaves(t *testing.T) {
 		{"a canary beside a build baking before the second wave",
 			[]WaveBuild{wb("v3", Canarying, 0, 0, 0).canary(10), wb("v2", Releasing, 1, 100, 0), wb("v1", Released, 0, 0, 100)},
 			[][]int32{{10, 0}, {90, 0}, {0, 100}}, []int{1, 1}, []bool{false, false, false}},
+		{"an older canary's traffic in a later wave goes to no build ahead of that wave",
+			[]WaveBuild{wb("v2", Releasing, 0, 10, 60).next(20, 60), wb("v1", Canarying, 0, 90, 40).canary(10)},
+			[][]int32{{90, 60}, {10, 40}}, []int{0, 0}, []bool{false, false}},
 		{"a canary does not stop an older build's ramp in a later wave",
 			[]WaveBuild{wb("v3", Canarying, 0, 0, 0).canary(10), wb("v2", Releasing, 1, 100, 20).next(100, 40), wb("v1", Released, 0, 0, 80)},
 			[][]int32{{10, 0}, {90, 40}, {0, 60}}, []int{1, 1}, []bool{false, false, false}},
@@ -199,8 +202,10 @@ func checkWaves(builds []WaveBuild, a WaveAllocation) error {
 		for i, b := range builds {
 			incs[i] = b.in(w)
 		}
+		// A build between its canary and its release serves only when
+		// nothing is releasable (Allocate's holding build).
 		serving := releasable(incs)
-		if h := holding(incs); h >= 0 {
+		if h := holding(incs); h >= 0 && len(serving) == 0 {
 			serving = append(serving, h)
 		}
 		for i, inc := range incs {
