@@ -28,6 +28,31 @@ const (
 	AnnotationFailedAt = "picchu.medium.engineering/failed-at-timestamp"
 	// AnnotationFailedReason says why Picchu set spec.failed, such as "timed out in production".
 	AnnotationFailedReason = "picchu.medium.engineering/failed-reason"
+	// AnnotationPause on a Revision pauses its build (any value; kubectl
+	// picchu sets the time): it keeps the traffic it has in every target,
+	// no step up is taken and its canary's timer stops. Removing it resumes.
+	// A failure, an abort or a rollback still proceeds.
+	AnnotationPause = "picchu.medium.engineering/pause"
+	// AnnotationPromote on a Revision asks to move its build on now, each
+	// still subject to the capacity gate: "next@<time>" ends a running
+	// canary, starts a release waiting on its schedule, or takes the next
+	// step of a ramp without waiting out the step delay; "full@<time>" does
+	// the same and then ramps straight to release.max. Each target acts on
+	// a request once (status.revisions[].promoted records it); the time
+	// makes a new request differ from the last.
+	AnnotationPromote = "picchu.medium.engineering/promote"
+	// AnnotationRollback "<time>" on the Revision of an earlier build rolls
+	// back to it: it is brought back and released at once (ramping straight
+	// to release.max), and every build of the app created after it and
+	// before that time loses its eligibility and retires. The newest such
+	// request of an app wins.
+	AnnotationRollback = "picchu.medium.engineering/rollback"
+	// AnnotationControlBy names who made the last manual change to a
+	// Revision's control (pause, promote, rollback, spec.failed). The
+	// mutating webhook sets it from the request's user; without the
+	// webhook it is what the client wrote (kubectl picchu writes the user
+	// the API server says it is).
+	AnnotationControlBy = "picchu.medium.engineering/control-by"
 	// AnnotationKarpenterDoNotDisrupt is the pod annotation karpenterDoNotDisrupt sets.
 	AnnotationKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt"
 

@@ -198,9 +198,42 @@ type ReleaseManagerRevisionStatus struct {
 	// scale counts the build's replicas over the live clusters.
 	// +optional
 	Scale ReleaseManagerRevisionScaleStatus `json:"scale,omitempty"`
+	// paused is when the build was paused (its Revision's pause
+	// annotation), while it is: its traffic holds and its canary's timer
+	// stops.
+	// +optional
+	Paused *Timestamp `json:"paused,omitempty"`
+	// promoted is the promote request (the Revision's promote annotation)
+	// this target last acted on.
+	// +optional
+	Promoted string `json:"promoted,omitempty"`
+	// rolledBack is the rollback request (the Revision's rollback
+	// annotation) this target last acted on, bringing the build back.
+	// +optional
+	RolledBack string `json:"rolledBack,omitempty"`
+	// retries record the failures a retry cleared, newest last (at most 10).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Retries []ReleaseManagerRetryStatus `json:"retries,omitempty"`
 	// metrics remembers which latencies were already observed for the build.
 	// +optional
 	Metrics ReleaseManagerRevisionMetricsStatus `json:"metrics,omitempty"`
+}
+
+// ReleaseManagerRetryStatus is a failure of a build that a retry cleared.
+type ReleaseManagerRetryStatus struct {
+	// time of the retry.
+	Time Timestamp `json:"time"`
+	// state the build was in when it was retried.
+	State string `json:"state"`
+	// peakPercent it had reached.
+	PeakPercent int32 `json:"peakPercent"`
+	// triggeredAlerts recorded against it.
+	// +optional
+	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
+	// rejected is what a cluster refused of it.
+	// +optional
+	Rejected string `json:"rejected,omitempty"`
 }
 
 // ReleaseManagerRevisionClusterStatus is the traffic one cluster routes to a build.

@@ -158,6 +158,9 @@ type RevisionTargetStatus struct {
 	// release holds the share of traffic the revision takes in this target.
 	// +optional
 	Release RevisionReleaseStatus `json:"release,omitempty"`
+	// paused says the revision is paused in this target.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
 	// triggeredAlerts are the SLO or canary alerts seen firing for this
 	// revision in this target before it proved itself.
 	// +optional

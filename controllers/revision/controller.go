@@ -241,7 +241,7 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 			// SLOs, unless it has proven itself: a proven build a cluster
 			// has come to refuse (a new admission policy) is held, with
 			// the reason in its ReleaseManager's status and events.
-			if s.Tag == tag && s.Rejected != "" && !release.Proven(TargetPeaks(rev, rms), threshold) {
+			if s.Tag == tag && s.Rejected != "" && !settledFailure(s) && !release.Proven(TargetPeaks(rev, rms), threshold) {
 				return fmt.Sprintf("rejected in %s by cluster %s", rm.Spec.Target, s.Rejected), true
 			}
 		}
@@ -252,7 +252,7 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 	var firing []string
 	for _, rm := range rms {
 		for _, s := range rm.Status.Revisions {
-			if s.Tag == tag && len(s.TriggeredAlerts) > 0 {
+			if s.Tag == tag && len(s.TriggeredAlerts) > 0 && !settledFailure(s) {
 				firing = append(firing, fmt.Sprintf("%s in %s", strings.Join(s.TriggeredAlerts, ", "), rm.Spec.Target))
 			}
 		}
@@ -261,6 +261,15 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 		return "", false
 	}
 	return "SLO alerts firing: " + strings.Join(firing, "; "), true
+}
+
+// settledFailure says a target still records the build as failing or
+// failed: what it records against the build is what failed it before. A
+// Revision retried (spec.failed set back to false) is not failed again on
+// that record; its target clears it as it deploys the build again.
+func settledFailure(s picchuv1alpha1.ReleaseManagerRevisionStatus) bool {
+	st := release.State(s.State.Current)
+	return st == release.Failing || st == release.Failed
 }
 
 // TargetPeaks lists the Revision's targets in its order with the peak each
@@ -418,6 +427,7 @@ func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager) []picchuv1
 			ts.Scale = picchuv1alpha1.RevisionScaleStatus{Current: s.Scale.Current, Desired: s.Scale.Desired, Peak: s.Scale.Peak}
 			ts.Release = picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: s.CurrentPercent, PeakPercent: s.PeakPercent}
 			ts.TriggeredAlerts = s.TriggeredAlerts
+			ts.Paused = s.Paused != nil
 		}
 		out = append(out, ts)
 	}
@@ -434,7 +444,11 @@ func Summary(targets []picchuv1alpha1.RevisionTargetStatus) string {
 		if state == "" {
 			state = "pending"
 		}
-		parts = append(parts, fmt.Sprintf("%s=%s %d%%", t.Name, state, t.Release.CurrentPercent))
+		part := fmt.Sprintf("%s=%s %d%%", t.Name, state, t.Release.CurrentPercent)
+		if t.Paused {
+			part += " paused"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, " ")
 }
