@@ -384,13 +384,16 @@ func (e *collisionError) Error() string {
 }
 
 // mirrorStatus copies each target's state, traffic and scale for this tag
-// from its ReleaseManager, and writes the status only when it changed, at
-// most once per MirrorInterval: a change within it is written when it ends.
+// from its ReleaseManager, sets the Ready, Reconciling and Stalled
+// conditions from them (SetConditions), and writes the status only when it
+// changed, at most once per MirrorInterval: a change within it is written
+// when it ends.
 func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
 	before := rev.DeepCopy()
 	rev.Status.ObservedGeneration = rev.Generation
 	rev.Status.Targets = TargetStatuses(rev.Spec.App.Tag, rms)
 	rev.Status.Summary = Summary(rev.Status.Targets)
+	SetConditions(rev, time.Now())
 	if equality.Semantic.DeepEqual(before.Status, rev.Status) {
 		return ctrl.Result{}, nil
 	}
