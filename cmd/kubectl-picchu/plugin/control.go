@@ -1,0 +1,321 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// resourceName is how the plugin names a Revision, as kubectl does.
+const resourceName = "revision.picchu.medium.engineering/"
+
+func (r *runner) newPauseCommand() *cobra.Command {
+	var tag string
+	cmd := &cobra.Command{
+		Use:   "pause APP",
+		Short: "Pause the release of an app's newest build",
+		Long: `Pause the release of an app's newest build.
+
+The build keeps the traffic it has in every target: no step up is taken and
+its canary's timer stops until it is resumed. A failure, an abort or a
+rollback still proceeds. The build is the newest Revision of the app that
+is not failed, or the one of --tag; the pause is the annotation
+picchu.medium.engineering/pause on it, set to the time of the pause.`,
+		Example: `  # Pause the newest build of app demo
+  kubectl picchu pause demo
+
+  # Pause build v2 of app demo
+  kubectl picchu pause demo --tag v2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
+				rev, err := pick(a, tag, false)
+				if err != nil {
+					return err
+				}
+				if _, ok := rev.Annotations[picchuv1alpha1.AnnotationPause]; ok {
+					return fmt.Errorf("%s%s is already paused (kubectl picchu resume %s)", resourceName, rev.Name, a.name)
+				}
+				return r.patch(cmd.Context(), s, rev, "paused", func(rev *picchuv1alpha1.Revision) {
+					rev.Annotations[picchuv1alpha1.AnnotationPause] = r.Now().UTC().Format(time.RFC3339)
+				})
+			})
+		},
+	}
+	addTagFlag(cmd, &tag, "the build to pause (the newest that is not failed by default)")
+	return cmd
+}
+
+func (r *runner) newResumeCommand() *cobra.Command {
+	var tag string
+	cmd := &cobra.Command{
+		Use:   "resume APP",
+		Short: "Resume the paused builds of an app",
+		Long: `Resume the paused builds of an app.
+
+Remove the annotation picchu.medium.engineering/pause from every Revision of
+the app that has it, or from the one of --tag: their releases go on where
+they stopped.`,
+		Example: `  # Resume every paused build of app demo
+  kubectl picchu resume demo
+
+  # Resume build v2 of app demo only
+  kubectl picchu resume demo --tag v2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
+				var paused []*picchuv1alpha1.Revision
+				for i := range a.revisions {
+					rev := &a.revisions[i]
+					if _, ok := rev.Annotations[picchuv1alpha1.AnnotationPause]; ok && (tag == "" || rev.Spec.App.Tag == tag) {
+						paused = append(paused, rev)
+					}
+				}
+				if len(paused) == 0 {
+					if tag != "" {
+						return fmt.Errorf("build %q of app %q is not paused", tag, a.name)
+					}
+					return fmt.Errorf("no build of app %q is paused", a.name)
+				}
+				for _, rev := range paused {
+					if err := r.patch(cmd.Context(), s, rev, "resumed", func(rev *picchuv1alpha1.Revision) {
+						delete(rev.Annotations, picchuv1alpha1.AnnotationPause)
+					}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+	addTagFlag(cmd, &tag, "the build to resume (every paused build by default)")
+	return cmd
+}
+
+func (r *runner) newPromoteCommand() *cobra.Command {
+	var tag string
+	var full bool
+	cmd := &cobra.Command{
+		Use:   "promote APP",
+		Short: "Move an app's newest build on now",
+		Long: `Move an app's newest build on now.
+
+In each target, end its canary, start a release waiting on its schedule, or
+take the next step of its ramp without waiting out the step delay; with
+--full, then ramp straight to its release.max. Each step still waits for the
+capacity it needs. The build is the newest Revision of the app that is not
+failed, or the one of --tag; the request is the annotation
+picchu.medium.engineering/promote on it.`,
+		Example: `  # Take the next step of app demo's newest build now
+  kubectl picchu promote demo
+
+  # Release build v2 of app demo fully, now
+  kubectl picchu promote demo --tag v2 --full`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
+				rev, err := pick(a, tag, false)
+				if err != nil {
+					return err
+				}
+				done := "promoted"
+				if full {
+					done = "promoted (full)"
+				}
+				return r.patch(cmd.Context(), s, rev, done, func(rev *picchuv1alpha1.Revision) {
+					rev.Annotations[picchuv1alpha1.AnnotationPromote] = picchuv1alpha1.PromoteRequest(full, r.Now())
+				})
+			})
+		},
+	}
+	addTagFlag(cmd, &tag, "the build to promote (the newest that is not failed by default)")
+	cmd.Flags().BoolVar(&full, "full", false, "Ramp straight to release.max rather than take one step.")
+	return cmd
+}
+
+func (r *runner) newAbortCommand() *cobra.Command {
+	var tag, reason string
+	cmd := &cobra.Command{
+		Use:   "abort APP --reason REASON",
+		Short: "Fail an app's newest build, putting its traffic back on the previous release",
+		Long: `Fail an app's newest build, putting its traffic back on the previous release.
+
+Set spec.failed on the newest Revision of the app that is not failed, or on
+the one of --tag, with "aborted: REASON" in its annotation
+picchu.medium.engineering/failed-reason. Picchu gives its traffic back to the
+previous release in every target and retires it. kubectl picchu retry undoes
+it.`,
+		Example: `  # Abort the newest build of app demo
+  kubectl picchu abort demo --reason "p99 latency doubled"
+
+  # Abort build v3 of app demo
+  kubectl picchu abort demo --tag v3 --reason "bad migration"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if reason == "" {
+				return fmt.Errorf("abort needs --reason: say why the build is aborted (it is kept in the failed-reason annotation)")
+			}
+			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
+				rev, err := pick(a, tag, false)
+				if err != nil {
+					return err
+				}
+				return r.patch(cmd.Context(), s, rev, "aborted", func(rev *picchuv1alpha1.Revision) {
+					rev.Spec.Failed = true
+					rev.Annotations[picchuv1alpha1.AnnotationFailedReason] = "aborted: " + reason
+					rev.Annotations[picchuv1alpha1.AnnotationFailedAt] = r.Now().UTC().Format(time.RFC3339)
+				})
+			})
+		},
+	}
+	addTagFlag(cmd, &tag, "the build to abort (the newest that is not failed by default)")
+	cmd.Flags().StringVar(&reason, "reason", "", "Why the build is aborted (required).")
+	return cmd
+}
+
+func (r *runner) newRetryCommand() *cobra.Command {
+	var tag string
+	cmd := &cobra.Command{
+		Use:   "retry APP",
+		Short: "Clear the failure of an app's newest failed build, so it is released again",
+		Long: `Clear the failure of an app's newest failed build, so it is released again.
+
+Unset spec.failed on the newest failed Revision of the app, or on the one of
+--tag, and remove its failed-reason and failed-at-timestamp annotations.
+Each target records the failure it cleared in its ReleaseManager
+(status.revisions[].retries) and deploys, canaries and releases the build
+again.`,
+		Example: `  # Retry the newest failed build of app demo
+  kubectl picchu retry demo
+
+  # Retry build v3 of app demo
+  kubectl picchu retry demo --tag v3`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
+				rev, err := pick(a, tag, true)
+				if err != nil {
+					return err
+				}
+				return r.patch(cmd.Context(), s, rev, "retried", func(rev *picchuv1alpha1.Revision) {
+					rev.Spec.Failed = false
+					delete(rev.Annotations, picchuv1alpha1.AnnotationFailedReason)
+					delete(rev.Annotations, picchuv1alpha1.AnnotationFailedAt)
+				})
+			})
+		},
+	}
+	addTagFlag(cmd, &tag, "the build to retry (the newest failed one by default)")
+	return cmd
+}
+
+func (r *runner) newRollbackCommand() *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "rollback APP --to TAG",
+		Short: "Roll an app back to an earlier build",
+		Long: `Roll an app back to an earlier build.
+
+Build TAG is brought back and released at once in every target, ramping
+straight to its release.max, and every build of the app created after it
+loses its eligibility and retires. The request is the annotation
+picchu.medium.engineering/rollback on TAG's Revision, set to the time of the
+request; the newest request of an app wins. A failed build cannot be rolled
+back to: retry it first.`,
+		Example: `  # Roll app demo back to build v1
+  kubectl picchu rollback demo --to v1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return fmt.Errorf("rollback needs --to: the tag of the build to roll back to")
+			}
+			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
+				rev := a.revision(to)
+				if rev == nil {
+					return fmt.Errorf("app %q has no build with tag %q", a.name, to)
+				}
+				if rev.Spec.Failed {
+					return fmt.Errorf("%s%s (tag %s) is failed: retry it first (kubectl picchu retry %s --tag %s)", resourceName, rev.Name, to, a.name, to)
+				}
+				return r.patch(cmd.Context(), s, rev, "rollback requested", func(rev *picchuv1alpha1.Revision) {
+					rev.Annotations[picchuv1alpha1.AnnotationRollback] = picchuv1alpha1.RollbackRequest(r.Now())
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "The tag of the build to roll back to (required).")
+	return cmd
+}
+
+func addTagFlag(cmd *cobra.Command, tag *string, usage string) {
+	cmd.Flags().StringVar(tag, "tag", "", "The tag of "+usage+".")
+}
+
+// control connects, reads the app and runs act on it.
+func (r *runner) control(ctx context.Context, name string, act func(*session, *app) error) error {
+	s, err := r.connect()
+	if err != nil {
+		return err
+	}
+	a, err := s.loadApp(ctx, name)
+	if err != nil {
+		return err
+	}
+	return act(s, a)
+}
+
+// pick is the Revision an action applies to: the one of tag, or the newest
+// that is failed (for a retry) or not (for any other action).
+func pick(a *app, tag string, failed bool) (*picchuv1alpha1.Revision, error) {
+	if tag != "" {
+		rev := a.revision(tag)
+		switch {
+		case rev == nil:
+			return nil, fmt.Errorf("app %q has no build with tag %q", a.name, tag)
+		case failed && !rev.Spec.Failed:
+			return nil, fmt.Errorf("%s%s (tag %s) is not failed: there is nothing to retry", resourceName, rev.Name, tag)
+		case !failed && rev.Spec.Failed:
+			return nil, fmt.Errorf("%s%s (tag %s) is failed: retry it first (kubectl picchu retry %s --tag %s)", resourceName, rev.Name, tag, a.name, tag)
+		}
+		return rev, nil
+	}
+	for i, rev := range slices.Backward(a.revisions) {
+		if rev.Spec.Failed == failed {
+			return &a.revisions[i], nil
+		}
+	}
+	if failed {
+		return nil, fmt.Errorf("app %q has no failed build: there is nothing to retry", a.name)
+	}
+	return nil, fmt.Errorf("app %q has no build that is not failed", a.name)
+}
+
+// patch changes rev with change, records who made it, and says done.
+func (r *runner) patch(ctx context.Context, s *session, rev *picchuv1alpha1.Revision, done string, change func(*picchuv1alpha1.Revision)) error {
+	user, err := r.WhoAmI(ctx, s.config)
+	if err == nil && user == "" {
+		err = errors.New("no user name")
+	}
+	if err != nil {
+		user = "unknown"
+		fmt.Fprintf(r.ErrOut, "Warning: recording the change as made by %q: %v\n", user, err)
+	}
+	before := rev.DeepCopy()
+	if rev.Annotations == nil {
+		rev.Annotations = map[string]string{}
+	}
+	change(rev)
+	rev.Annotations[picchuv1alpha1.AnnotationControlBy] = user
+	if err := s.client.Patch(ctx, rev, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("patching %s%s in namespace %q: %w", resourceName, rev.Name, s.namespace, err)
+	}
+	_, err = fmt.Fprintf(r.Out, "%s%s %s\n", resourceName, rev.Name, done)
+	return err
+}
