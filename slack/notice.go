@@ -25,8 +25,15 @@ const (
 	// RolledBack: its traffic is back on the release before.
 	RolledBack Kind = "rolled-back"
 	// Recommissioned: an earlier build is brought back, no healthy one
-	// being left.
+	// being left, or a person rolled back to it.
 	Recommissioned Kind = "recommissioned"
+	// Paused and Resumed: a person paused or resumed the release (By).
+	Paused  Kind = "paused"
+	Resumed Kind = "resumed"
+	// Promoted: a person promoted the release (By).
+	Promoted Kind = "promoted"
+	// Retried: a person retried the failed build (By).
+	Retried Kind = "retried"
 )
 
 // Notice is one thing to tell about a release: an app's build in a target.
@@ -38,6 +45,8 @@ type Notice struct {
 	// Alerts are the alerts that failed the build, Reason why it failed.
 	Alerts []string
 	Reason string
+	// By is who asked, for a notice of a person's control.
+	By string
 }
 
 // release identifies the thread of a notice.
@@ -74,6 +83,8 @@ func (n Notice) Text() string {
 		return build + ": rolled back"
 	case Recommissioned:
 		return build + ": recommissioned, no healthy build being left"
+	case Paused, Resumed, Promoted, Retried:
+		return fmt.Sprintf("%s: %s by %s", build, n.Kind, n.By)
 	}
 	return fmt.Sprintf("%s: %s", build, n.Kind)
 }

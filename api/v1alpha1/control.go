@@ -46,3 +46,39 @@ func ParseRollbackRequest(v string) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	return t, err == nil
 }
+
+// controlAnnotations are the annotations a person steers a release with.
+var controlAnnotations = []string{AnnotationPause, AnnotationPromote, AnnotationRollback, AnnotationFailedReason}
+
+// StampControlBy names user in AnnotationControlBy when the request changes
+// the Revision's control (old is nil on creation): a control annotation or
+// spec.failed. A request that changes neither keeps the name that was
+// there, so nobody can rewrite who made the last change.
+func (r *Revision) StampControlBy(old *Revision, user string) {
+	var before map[string]string
+	var failedBefore bool
+	if old != nil {
+		before, failedBefore = old.Annotations, old.Spec.Failed
+	}
+	changed := r.Spec.Failed != failedBefore
+	for _, k := range controlAnnotations {
+		v, ok := r.Annotations[k]
+		w, was := before[k]
+		changed = changed || ok != was || v != w
+	}
+	if changed && user != "" {
+		if r.Annotations == nil {
+			r.Annotations = map[string]string{}
+		}
+		r.Annotations[AnnotationControlBy] = user
+		return
+	}
+	if by, ok := before[AnnotationControlBy]; ok {
+		if r.Annotations == nil {
+			r.Annotations = map[string]string{}
+		}
+		r.Annotations[AnnotationControlBy] = by
+	} else if old != nil {
+		delete(r.Annotations, AnnotationControlBy)
+	}
+}

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -41,10 +43,22 @@ func SetupWebhooksWithManager(mgr ctrl.Manager) error {
 
 type revisionDefaulter struct{}
 
-func (revisionDefaulter) Default(_ context.Context, r *Revision) error {
+func (revisionDefaulter) Default(ctx context.Context, r *Revision) error {
 	r.DefaultLabels()
 	r.DefaultRouting()
 	r.DefaultScale()
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil // not served through a webhook: nobody to name
+	}
+	var old *Revision
+	if len(req.OldObject.Raw) > 0 {
+		old = &Revision{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return fmt.Errorf("decoding the revision before the update: %w", err)
+		}
+	}
+	r.StampControlBy(old, req.UserInfo.Username)
 	return nil
 }
 

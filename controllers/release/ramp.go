@@ -103,6 +103,15 @@ type RampInput struct {
 	Hold bool
 	// Capacity is the capacity gate's input.
 	Capacity CapacityInput
+	// Paused holds the build at its percent (a person paused it), unless
+	// Skip.
+	Paused bool
+	// Skip takes the next step now, without waiting out the step delay (a
+	// promote request).
+	Skip bool
+	// Full steps straight to release.max, without waiting out the step
+	// delay (a full promotion, or a rollback to this build).
+	Full bool
 }
 
 // RampStep is the decision of a ramp.
@@ -111,7 +120,8 @@ type RampStep struct {
 	Next int32
 	// Due is when the next step up is due, when that is in the future.
 	Due time.Time
-	// Waiting says why a due step up is not taken: "capacity" or "hold".
+	// Waiting says why a due step up is not taken: "capacity", "hold" or
+	// "paused".
 	Waiting string
 	// WasDue is when the step up to Next was due, when it is one that
 	// waited out a delay: how late it is taken is WasDue to when every
@@ -120,18 +130,25 @@ type RampStep struct {
 }
 
 // Ramp decides the step of a ramping build. A step down to release.max
-// happens at once. A step up to NextPercent happens when the build has held
-// its percent for the step delay (at once from 0), nothing holds the fleet,
-// and CanRampTo says the build has the replicas for it. Until the delay has
-// passed, Due says when to decide again.
+// happens at once. A step up to NextPercent (release.max when Full) happens
+// when the build has held its percent for the step delay (at once from 0,
+// or when Skip or Full), it is not Paused (unless Skip), nothing holds the
+// fleet, and CanRampTo says the build has the replicas for it. Until the
+// delay has passed, Due says when to decide again.
 func Ramp(in RampInput) RampStep {
 	current := max(in.Percent, 0)
 	target := NextPercent(in.Release, current)
+	if in.Full {
+		target = max(target, MaxPercent(in.Release))
+	}
 	if target <= current {
 		return RampStep{Next: target}
 	}
+	if in.Paused && !in.Skip {
+		return RampStep{Next: current, Waiting: "paused"}
+	}
 	var wasDue time.Time
-	if current > 0 && !in.Changed.IsZero() {
+	if current > 0 && !in.Changed.IsZero() && !in.Skip && !in.Full {
 		wasDue = in.Changed.Add(StepDelay(in.Release))
 		if in.Now.Before(wasDue) {
 			return RampStep{Next: current, Due: wasDue}

@@ -83,6 +83,9 @@ type ScaleInput struct {
 	// TakingBack says the build takes traffic back from a failing one (it
 	// is the ramping build of a rollback): it ramps, whatever its state.
 	TakingBack bool
+	// Full says the build ramps straight to release.max (RampInput.Full),
+	// so it is sized for that.
+	Full bool
 }
 
 // ScalePlan is how a build is sized on the fleet this run.
@@ -155,6 +158,9 @@ func RampReplicas(in ScaleInput) int32 {
 		next = max(next, in.Canary)
 	case in.Step.State == Releasing || in.TakingBack:
 		next = max(next, NextPercent(in.Release, in.Percent))
+		if in.Full {
+			next = max(next, MaxPercent(in.Release))
+		}
 	}
 	next = clampPercent(next)
 	base := max(BaseCapacity(in.Scale.Min, hi, true, in.Others, in.Factors), lo)

@@ -138,6 +138,8 @@ type Facts struct {
 	// Verdict is what the build's alerts say; a verdict that holds keeps a
 	// canary from passing.
 	Verdict Verdict
+	// Control is what a person asked of the build.
+	Control Control
 }
 
 // failed says the build is bad: marked failed, or its external test failed.
@@ -362,9 +364,17 @@ func tested(f Facts, t Timeouts) Step {
 }
 
 func canarying(f Facts, _ Timeouts) Step {
+	if step, ok := leaving(f); ok {
+		// Failed, or a rollback to an earlier build took it out of release.
+		return step
+	}
 	switch {
-	case f.Failed:
-		return Step{State: Failing, Action: Sync}
+	case f.Control.Promote:
+		// A person ends the canary now, whatever its timer or alerts say.
+		return Step{State: Canaried, Action: Sync}
+	case f.Control.Paused:
+		// Its timer stops; resuming moves its start on (Resumed).
+		return Step{State: Canarying, Action: Sync}
 	case f.Canary.pending(f.Now):
 		var due time.Time
 		if !f.Canary.Start.IsZero() {
@@ -402,7 +412,13 @@ func pendingRelease(f Facts, _ Timeouts) Step {
 	if step, ok := leaving(f); ok {
 		return step
 	}
-	if f.Window.Open {
+	switch {
+	case f.Control.Promote:
+		// A person starts the release now, whatever the schedule says.
+		return Step{State: Releasing, Action: Sync}
+	case f.Control.Paused:
+		return Step{State: PendingRelease, Action: Sync}
+	case f.Window.Open:
 		return Step{State: Releasing, Action: Sync}
 	}
 	return Step{State: PendingRelease, Action: Sync, Due: f.Window.Opens}

@@ -25,6 +25,8 @@ type buildOutcome struct {
 	// the build's events.
 	changed bool
 	events  []statusEvent
+	// controls are the manual controls acted on.
+	controls []controlAction
 }
 
 // buildReport settles a build's step (release.Settle) given where it was
@@ -81,8 +83,12 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 			note(corev1.EventTypeWarning, "AlertsFiring", "%s: %s firing before it proved itself", inc.tag, strings.Join(inc.firing, ", "))
 		}
 	}
-	if inc.recommissioned {
+	if inc.recommissioned && !inc.rolledBackNow() {
 		note(corev1.EventTypeNormal, "StateChanged", "%s recommissioned: no healthy build serves", inc.tag)
+	}
+	out.controls = s.recordControl(inc, &st)
+	for _, a := range out.controls {
+		note(corev1.EventTypeNormal, a.reason, "%s", a.note)
 	}
 	out.status = &st
 	return out
@@ -133,7 +139,7 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 		// Eligibility and TTL follow the Revision only until the build is
 		// deployed; after that the release record owns them.
 		if state.IsDeploying() {
-			st.ReleaseEligible = inc.target.Release.Eligible
+			st.ReleaseEligible = inc.target.Release.Eligible && !inc.superseded
 			st.TTL = inc.target.Release.TTL
 		}
 	}

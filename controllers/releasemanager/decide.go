@@ -37,14 +37,20 @@ type decision struct {
 	// scale is how the build is sized this run: the one place that says
 	// whether it ramps, read by both its ReplicaSet and autoscaler plans.
 	scale release.ScalePlan
+	// rollbackTarget says the app's newest rollback request names this
+	// build; superseded says that request takes it out of release.
+	rollbackTarget, superseded bool
 }
 
 // decide runs the pure decisions: each build's next state, then the
 // traffic, then whether an older build must be brought back.
 func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
+	s.rollBack()
 	incs := make([]release.Incarnation, len(s.incarnations))
 	for i, inc := range s.incarnations {
 		f := s.facts(inc, cal)
+		// A rollback takes the build out of release, deploying or not.
+		f.Eligible = f.Eligible && !inc.superseded
 		inc.step = release.Next(f, t)
 		inc.eligible, inc.peak = f.Eligible, inc.status.PeakPercent
 		incs[i] = release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent}
@@ -72,6 +78,7 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 				ramps[i][w] = release.Ramp(release.RampInput{
 					Now: s.now, Release: inc.target.Release, Percent: percents[w], Changed: stampOf(inc.status.LastUpdated),
 					Hold: (s.holdsWave(w) && !s.rollback) || inc.verdict.Holds(), Capacity: capacity,
+					Paused: inc.control.paused, Skip: inc.promotePending(), Full: inc.rampsFull(),
 				})
 			}
 			builds[i].Nexts[w] = ramps[i][w].Next
@@ -91,7 +98,9 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			inc.eligible = false
 		}
 	}
-	s.recommission()
+	if !s.bringBack() {
+		s.recommission()
+	}
 	factors := s.liveFactors()
 	for _, inc := range s.incarnations {
 		if inc.target == nil {
@@ -101,6 +110,7 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
 			Percent: inc.weight, Others: s.others(inc), Factors: factors,
 			Desired: s.observation.Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && inc.step.State != release.Failing,
+			Full: inc.rampsFull(),
 		})
 	}
 }
@@ -158,6 +168,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		Created:        timeOf(st.RevisionTimestamp),
 		Verdict:        inc.verdict,
 		WavesLeft:      s.wavesLeft(inc),
+		Control:        release.Control{Paused: inc.control.paused, Promote: inc.promotePending()},
 	}
 	if inc.revision == nil {
 		return f
@@ -181,6 +192,10 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	f.Canary = release.Canary{
 		Percent: target.Canary.Percent, TTL: time.Duration(target.Canary.TTL) * time.Second,
 		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: stampOf(st.CanaryStartTimestamp),
+	}
+	if st.Paused != nil && !inc.control.paused {
+		// Resumed this run: the pause does not count against the canary.
+		f.Canary.Start = release.Resumed(f.Canary.Start, st.Paused.Time, s.now)
 	}
 	if f.State == release.PendingRelease || f.State == release.Canaried || f.State == release.Deployed || f.State == release.Tested {
 		sched := target.Release.Schedule
@@ -229,7 +244,7 @@ func (s *snapshot) recommission() {
 	}
 	for _, inc := range s.incarnations {
 		st := inc.step.State
-		if inc.revision == nil || inc.revision.Spec.Failed || (st != release.Retired && st != release.Retiring) {
+		if inc.revision == nil || inc.revision.Spec.Failed || inc.superseded || (st != release.Retired && st != release.Retiring) {
 			continue
 		}
 		if inc.status.PeakPercent == 0 {

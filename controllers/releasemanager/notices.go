@@ -18,10 +18,12 @@ type Notifier interface {
 // the original's alerts carry it.
 const channelLabel = "channel"
 
-// notices are what a run that wrote statuses (the builds' new entries)
-// and made transitions tells Slack: one notice per build whose state
-// changed to one worth telling, and one per build recommissioned.
-func notices(s *snapshot, transitions []transition, statuses []picchuv1alpha1.ReleaseManagerRevisionStatus) []slack.Notice {
+// notices are what a run that wrote statuses (the builds' new entries),
+// made transitions and acted on manual controls tells Slack: one notice
+// per build whose state changed to one worth telling, one per build
+// recommissioned, and one per pause, resume, promotion or retry, naming who
+// asked.
+func notices(s *snapshot, transitions []transition, controls []controlAction, statuses []picchuv1alpha1.ReleaseManagerRevisionStatus) []slack.Notice {
 	var out []slack.Notice
 	notice := func(inc *incarnation, kind slack.Kind, st *picchuv1alpha1.ReleaseManagerRevisionStatus) {
 		n := slack.Notice{App: s.rm.Spec.App, Target: s.rm.Spec.Target, Tag: inc.tag, Kind: kind, Channel: channelOf(inc.target)}
@@ -44,7 +46,20 @@ func notices(s *snapshot, transitions []transition, statuses []picchuv1alpha1.Re
 			notice(inc, slack.Recommissioned, nil)
 		}
 	}
+	for _, a := range controls {
+		if kind, ok := controlNotices[a.action]; ok {
+			notice(a.inc, kind, nil)
+			out[len(out)-1].By = a.inc.control.by
+		}
+	}
 	return out
+}
+
+// controlNotices are the notices of the manual controls Slack is told
+// of, with who asked: abort and rollback show as the failure and the
+// recommission they lead to.
+var controlNotices = map[string]slack.Kind{
+	"pause": slack.Paused, "resume": slack.Resumed, "promote": slack.Promoted, "retry": slack.Retried,
 }
 
 // noticeKind is what a build whose state went from one to another, having

@@ -40,7 +40,7 @@ func TestNoticeKind(t *testing.T) {
 
 // TestNotices: a run's transitions become notices to the app's channel
 // (its alerts' channel label), a failure naming its alerts and reason,
-// and a recommissioned build is told too.
+// a recommissioned build is told too, and a person's pause names who.
 func TestNotices(t *testing.T) {
 	v3 := build("v3", release.Releasing, 40, release.Step{State: release.Failing}, 40)
 	v3.revision.Annotations = map[string]string{picchuv1alpha1.AnnotationFailedReason: "alerts firing"}
@@ -48,12 +48,16 @@ func TestNotices(t *testing.T) {
 		AlertLabels: map[string]string{"channel": "#shop-alerts"}}}}
 	v1 := build("v1", release.Retired, 0, release.Step{State: release.Retired}, 0)
 	v1.recommissioned = true
-	s := reportSnapshot(v3, v1)
+	v2 := build("v2", release.Releasing, 20, release.Step{State: release.Releasing}, 20)
+	v2.control.by = "alice"
+	s := reportSnapshot(v3, v2, v1)
 	statuses := []picchuv1alpha1.ReleaseManagerRevisionStatus{{Tag: "v3", TriggeredAlerts: []string{"shop_availability"}}}
-	got := notices(s, []transition{{inc: v3, index: 0, state: release.Failing}}, statuses)
+	controls := []controlAction{{inc: v2, action: "pause"}, {inc: v2, action: "abort"}}
+	got := notices(s, []transition{{inc: v3, index: 0, state: release.Failing}}, controls, statuses)
 	want := []slack.Notice{
 		{App: "shop", Target: "production", Tag: "v3", Kind: slack.Failed, Channel: "#shop-alerts", Alerts: []string{"shop_availability"}, Reason: "alerts firing"},
 		{App: "shop", Target: "production", Tag: "v1", Kind: slack.Recommissioned},
+		{App: "shop", Target: "production", Tag: "v2", Kind: slack.Paused, By: "alice"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("notices %+v, want %+v", got, want)

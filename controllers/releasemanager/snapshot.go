@@ -62,6 +62,8 @@ type incarnation struct {
 	status picchuv1alpha1.ReleaseManagerRevisionStatus
 	// order sorts builds: the commit time, else the Revision's creation.
 	order time.Time
+	// control is what a person asked of the build (its Revision's annotations).
+	control control
 	// configMaps and secrets are the build's config on the delivery cluster.
 	configMaps []corev1.ConfigMap
 	secrets    []corev1.Secret
@@ -99,7 +101,7 @@ func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 			continue
 		}
 		target.DefaultRouting()
-		inc := &incarnation{tag: rev.Spec.App.Tag, revision: rev, target: target, order: revisionOrder(rev)}
+		inc := &incarnation{tag: rev.Spec.App.Tag, revision: rev, target: target, order: revisionOrder(rev), control: controlOf(rev)}
 		if err := r.readConfig(ctx, inc); err != nil {
 			return nil, err
 		}

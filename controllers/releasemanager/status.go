@@ -60,8 +60,11 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, results applier.Re
 			r.Recorder.Eventf(rm, nil, e.kind, e.reason, "Release", "%s", e.note)
 		}
 	}
+	for _, a := range rep.controls {
+		releasemetrics.Controlled(rm.Spec.App, rm.Spec.Target, a.action)
+	}
 	if r.Notifier != nil {
-		for _, n := range notices(s, rep.transitions, rm.Status.Revisions) {
+		for _, n := range notices(s, rep.transitions, rep.controls, rm.Status.Revisions) {
 			r.Notifier.Notify(n)
 		}
 	}
@@ -82,6 +85,9 @@ type outcome struct {
 	transitions []transition
 	// events are the events to emit once the status is written.
 	events []statusEvent
+	// controls are the manual controls acted on, counted once the status
+	// is written.
+	controls []controlAction
 	// next is when to run again.
 	next time.Duration
 	// stepsDue are when the ramp steps this run took on every live cluster
@@ -119,6 +125,7 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 		}
 		b := s.buildReport(inc, clusters)
 		out.events = append(out.events, b.events...)
+		out.controls = append(out.controls, b.controls...)
 		changed = changed || b.changed || inc.recommissioned
 		if b.status == nil {
 			continue // gone everywhere and not coming back: nothing left to record

@@ -116,6 +116,11 @@ var (
 		Name: "picchu_revision_failed",
 		Help: "Number of revisions Picchu failed.",
 	}, []string{labelApp, labelTag})
+
+	releaseControls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "picchu_release_controls_total",
+		Help: "Manual controls of releases acted on, by app, target and action (pause, resume, promote, abort, retry, rollback).",
+	}, []string{labelApp, labelTarget, "action"})
 )
 
 // latencies are the histograms, by app and target.
@@ -148,6 +153,7 @@ var collectors = []prometheus.Collector{
 	incarnationCount,
 	oldestAge,
 	revisionFailed,
+	releaseControls,
 }
 
 var (
@@ -409,6 +415,11 @@ func Failed(app, tag string) {
 	revisionFailed.WithLabelValues(app, tag).Inc()
 }
 
+// Controlled counts a manual control of a release in target acted on.
+func Controlled(app, target, action string) {
+	releaseControls.WithLabelValues(app, target, action).Inc()
+}
+
 // ForgetRevision deletes the failure count of a build, when garbage
 // collection deletes its Revision: the series of every failed tag would
 // otherwise stay for as long as the process.
@@ -428,6 +439,7 @@ func Forget(app, target string) {
 	for _, vec := range []*prometheus.GaugeVec{releaseWeight, clusterWeight, incarnationCount, oldestAge} {
 		vec.DeletePartialMatch(labels)
 	}
+	releaseControls.DeletePartialMatch(labels)
 	for _, vec := range latencies {
 		vec.DeletePartialMatch(labels)
 	}

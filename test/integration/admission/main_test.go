@@ -30,6 +30,8 @@ var (
 	hooked *harness.Env
 	// hookedClient collects the admission warnings of every request.
 	hookedClient client.Client
+	// hookedConfig is hookedClient's configuration.
+	hookedConfig *rest.Config
 	warnings     = &warningRecorder{}
 )
 
@@ -78,6 +80,7 @@ func serveWebhooks(ctx context.Context, env *harness.Env) error {
 	}()
 	cfg := rest.CopyConfig(env.Delivery.Config)
 	cfg.WarningHandler = warnings
+	hookedConfig = cfg
 	if hookedClient, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
 		return fmt.Errorf("building client: %w", err)
 	}

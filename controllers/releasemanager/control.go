@@ -1,0 +1,191 @@
+package releasemanager
+
+import (
+	"fmt"
+	"time"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+// control is what a person asked of a build through its Revision's
+// annotations (kubectl picchu writes them; see api/v1alpha1/labels.go).
+type control struct {
+	paused bool
+	// promote is the promote request, "" for none; full says it asks
+	// for a full promotion.
+	promote string
+	full    bool
+	// rollback is the rollback request and when it was made.
+	rollback   string
+	rollbackAt time.Time
+	// by is who made the last change.
+	by string
+}
+
+// controlOf reads a Revision's control annotations. A promote or rollback
+// annotation that does not parse is no request.
+func controlOf(rev *picchuv1alpha1.Revision) control {
+	a := rev.Annotations
+	c := control{by: a[picchuv1alpha1.AnnotationControlBy]}
+	_, c.paused = a[picchuv1alpha1.AnnotationPause]
+	if full, ok := picchuv1alpha1.ParsePromoteRequest(a[picchuv1alpha1.AnnotationPromote]); ok {
+		c.promote, c.full = a[picchuv1alpha1.AnnotationPromote], full
+	}
+	if at, ok := picchuv1alpha1.ParseRollbackRequest(a[picchuv1alpha1.AnnotationRollback]); ok {
+		c.rollback, c.rollbackAt = a[picchuv1alpha1.AnnotationRollback], at
+	}
+	if c.by == "" {
+		c.by = "unknown"
+	}
+	return c
+}
+
+// promotePending says the build has a promote request this target has not
+// acted on.
+func (inc *incarnation) promotePending() bool {
+	return inc.control.promote != "" && inc.control.promote != inc.status.Promoted
+}
+
+// rampsFull says the build ramps straight to its max: a full promotion,
+// or the build an app is rolled back to.
+func (inc *incarnation) rampsFull() bool {
+	return inc.control.full || inc.rollbackTarget
+}
+
+// rolledBackNow says this run acts on a rollback request to the build.
+func (inc *incarnation) rolledBackNow() bool {
+	return inc.rollbackTarget && inc.control.rollback != inc.status.RolledBack
+}
+
+// rollBack applies the app's newest rollback request (release.Superseded):
+// it marks the build rolled back to and the builds it takes out of
+// release. A request for a build that failed is refused (retry it first),
+// so it supersedes nothing.
+func (s *snapshot) rollBack() {
+	requests := make([]time.Time, len(s.incarnations))
+	created := make([]time.Time, len(s.incarnations))
+	for i, inc := range s.incarnations {
+		if inc.revision == nil {
+			created[i] = inc.order
+			continue
+		}
+		created[i] = inc.revision.CreationTimestamp.Time
+		if !inc.revision.Spec.Failed {
+			requests[i] = inc.control.rollbackAt
+		}
+	}
+	target := release.LatestRequest(requests)
+	if target < 0 {
+		return
+	}
+	s.incarnations[target].rollbackTarget = true
+	for i, superseded := range release.Superseded(created, target, requests[target]) {
+		s.incarnations[i].superseded = superseded
+	}
+}
+
+// bringBack makes the build rolled back to eligible and released (peak
+// 100) in the run that acts on the request, as recommissioning does, and
+// says whether it did.
+func (s *snapshot) bringBack() bool {
+	for _, inc := range s.incarnations {
+		if inc.rolledBackNow() {
+			inc.recommissioned = !inc.eligible
+			inc.eligible, inc.peak = true, 100
+			return true
+		}
+	}
+	return false
+}
+
+// promoteActed says a pending promote request was acted on this run: the
+// canary ended, a release waiting on its schedule started, the ramp took
+// a step up, or the build is past where a promotion can move it.
+func (inc *incarnation) promoteActed(from release.State) bool {
+	to := inc.step.State
+	switch {
+	case !inc.promotePending():
+		return false
+	case from == release.Canarying && to == release.Canaried,
+		from == release.PendingRelease && to == release.Releasing:
+		return true
+	case inc.ramping && inc.weight > inc.status.CurrentPercent:
+		return true
+	}
+	return !release.Promotable(to)
+}
+
+// controlAction is a manual control of a build a run acted on.
+type controlAction struct {
+	inc *incarnation
+	// action is the picchu_release_controls_total action; reason and note
+	// the event's.
+	action, reason, note string
+}
+
+// recordControl writes in st what this run did of what a person asked of
+// the build and returns those actions: a pause (the canary's timer stops)
+// or resume (its start moves on by the pause), a promote request acted
+// on, a rollback to it, and a build aborted (failed by a person: Picchu's
+// own failures carry AnnotationFailedAt) or retried. A retry clears the
+// record that failed the build, keeping it in st.Retries, so the build is
+// canaried and judged again from the start.
+func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseManagerRevisionStatus) []controlAction {
+	if inc.revision == nil {
+		return nil
+	}
+	var out []controlAction
+	c := inc.control
+	acted := func(action, reason, format string, args ...any) {
+		note := fmt.Sprintf("%s %s in %s by %s", inc.tag, fmt.Sprintf(format, args...), s.rm.Spec.Target, c.by)
+		out = append(out, controlAction{inc: inc, action: action, reason: reason, note: note})
+	}
+	now := picchuv1alpha1.NewTimestamp(s.now)
+	switch {
+	case c.paused && st.Paused == nil:
+		st.Paused = &now
+		acted("pause", "Paused", "paused at %d%%", inc.status.CurrentPercent)
+	case !c.paused && st.Paused != nil:
+		if st.CanaryStartTimestamp != nil {
+			start := picchuv1alpha1.NewTimestamp(release.Resumed(st.CanaryStartTimestamp.Time, st.Paused.Time, s.now))
+			st.CanaryStartTimestamp = &start
+		}
+		st.Paused = nil
+		acted("resume", "Resumed", "resumed at %d%%", inc.status.CurrentPercent)
+	}
+	from := release.State(inc.status.State.Current)
+	if inc.promoteActed(from) {
+		st.Promoted = c.promote
+		mode := picchuv1alpha1.PromoteNext
+		if c.full {
+			mode = picchuv1alpha1.PromoteFull
+		}
+		acted("promote", "Promoted", "promoted (%s) from %s", mode, displayState(string(from)))
+	}
+	if inc.rolledBackNow() {
+		st.RolledBack = c.rollback
+		acted("rollback", "RolledBackTo", "brought back: the app is rolled back to it")
+	}
+	to := release.State(st.State.Current)
+	failedBefore := from == release.Failing || from == release.Failed
+	switch {
+	case to == release.Failing && !failedBefore && inc.revision.Spec.Failed &&
+		inc.revision.Annotations[picchuv1alpha1.AnnotationFailedAt] == "":
+		acted("abort", "Aborted", "aborted (%s)", inc.revision.Annotations[picchuv1alpha1.AnnotationFailedReason])
+	case failedBefore && to == release.Deploying:
+		st.Retries = append(st.Retries, picchuv1alpha1.ReleaseManagerRetryStatus{
+			Time: now, State: string(from), PeakPercent: inc.status.PeakPercent,
+			TriggeredAlerts: inc.status.TriggeredAlerts, Rejected: inc.status.Rejected,
+		})
+		if n := len(st.Retries); n > maxRetries {
+			st.Retries = st.Retries[n-maxRetries:]
+		}
+		st.TriggeredAlerts, st.Rejected, st.CanaryStartTimestamp, st.PeakPercent = nil, "", nil, 0
+		acted("retry", "Retried", "retried after it %s", from)
+	}
+	return out
+}
+
+// maxRetries is how many retries a build's status keeps.
+const maxRetries = 10

@@ -1,0 +1,232 @@
+package releasemanager
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/schedule"
+)
+
+// controlled is app shop in production on east and west, ramping
+// geometrically from 25 % every 10 s at any time, steered by a person
+// through its Revisions' annotations. A run is a decision and its report,
+// fed back as the next run's record.
+type controlled struct {
+	t      *testing.T
+	s      *snapshot
+	builds map[string]*incarnation
+	events []string
+}
+
+func newControlled(t *testing.T) *controlled {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	rm := &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}
+	c := &controlled{t: t, s: &snapshot{rm: rm, now: now}, builds: map[string]*incarnation{}}
+	for _, name := range []string{"east", "west"} {
+		c.s.fleet = append(c.s.fleet, &fleetCluster{obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, plans: &applier.Cluster{}})
+		c.s.observation = append(c.s.observation, release.ClusterObservation{Name: name, Live: true, Observed: true, Tags: map[string]release.Replicas{}})
+	}
+	return c
+}
+
+// add adds a build newer than those before, created an hour before now
+// (later builds a minute later each), recorded in state at percent.
+func (c *controlled) add(tag string, state release.State, percent int32) *incarnation {
+	created := c.s.now.Add(-time.Hour + time.Duration(len(c.builds))*time.Minute)
+	inc := &incarnation{tag: tag, order: created,
+		revision: &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "shop-" + tag, CreationTimestamp: metav1.NewTime(created), Annotations: map[string]string{}}},
+		target: &picchuv1alpha1.RevisionTarget{
+			Name:  "production",
+			Scale: picchuv1alpha1.ScaleInfo{Default: 10, Max: 10},
+			Release: picchuv1alpha1.ReleaseInfo{Max: 100, Eligible: true, Schedule: picchuv1alpha1.ScheduleAlways, GeometricScaling: picchuv1alpha1.GeometricScaling{
+				Start: 25, Factor: 2, Delay: &metav1.Duration{Duration: 10 * time.Second}}},
+		}}
+	stamp := picchuv1alpha1.NewTimestamp(c.s.now.Add(-time.Hour))
+	inc.status = picchuv1alpha1.ReleaseManagerRevisionStatus{Tag: tag, CurrentPercent: percent, PeakPercent: percent,
+		ReleaseEligible: true, LastUpdated: &stamp}
+	inc.status.State.Current = string(state)
+	c.s.incarnations = append([]*incarnation{inc}, c.s.incarnations...)
+	c.builds[tag] = inc
+	for i := range c.s.observation {
+		c.s.observation[i].Tags[tag] = release.Replicas{Desired: 5, Available: 5}
+	}
+	return inc
+}
+
+// ask sets a control annotation of a build's Revision, as alice ("" removes it).
+func (c *controlled) ask(tag, key, value string) {
+	rev := c.builds[tag].revision
+	if value == "" {
+		delete(rev.Annotations, key)
+	} else {
+		rev.Annotations[key] = value
+	}
+	rev.Annotations[picchuv1alpha1.AnnotationControlBy] = "alice"
+	c.builds[tag].control = controlOf(rev)
+}
+
+// run decides and reports once, d after the run before, and returns each
+// build's state and weight, as "v2 releasing 25".
+func (c *controlled) run(d time.Duration) string {
+	c.t.Helper()
+	s := c.s
+	s.now = s.now.Add(d)
+	for _, inc := range s.incarnations {
+		inc.decision = decision{}
+	}
+	cal, err := schedule.New(false)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	s.decide(release.DefaultTimeouts, cal)
+	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, time.Minute, 20*time.Second)
+	var got []string
+	for _, st := range out.status.Revisions {
+		c.builds[st.Tag].status = st
+		got = append(got, fmt.Sprintf("%s %s %d", st.Tag, st.State.Current, st.CurrentPercent))
+	}
+	c.events = nil
+	for _, a := range out.controls {
+		c.events = append(c.events, a.reason+": "+a.note)
+	}
+	return strings.Join(got, ", ")
+}
+
+// expect runs and checks the run's builds, and the controls acted on
+// when wantEvents is not nil.
+func (c *controlled) expect(d time.Duration, want string, wantEvents ...string) {
+	c.t.Helper()
+	if got := c.run(d); got != want {
+		c.t.Fatalf("at %s: %s, want %s", c.s.now.Format(time.TimeOnly), got, want)
+	}
+	if wantEvents != nil && !slices.Equal(c.events, wantEvents) {
+		c.t.Fatalf("at %s: controls %q, want %q", c.s.now.Format(time.TimeOnly), c.events, wantEvents)
+	}
+}
+
+const step = 10 * time.Second
+
+// TestControl_PauseHoldsAndResumeGoesOn: paused at 25 %, v2 holds past
+// many step delays; resumed, it takes its next step at once (it is long
+// due) and goes on at its pace.
+func TestControl_PauseHoldsAndResumeGoesOn(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Released, 100)
+	c.add("v2", release.Releasing, 0)
+	c.expect(0, "v2 releasing 25, v1 released 75")
+	c.ask("v2", picchuv1alpha1.AnnotationPause, "now")
+	c.expect(step, "v2 releasing 25, v1 released 75", "Paused: v2 paused at 25% in production by alice")
+	for range 5 {
+		c.expect(step, "v2 releasing 25, v1 released 75", []string{}...)
+	}
+	if c.builds["v2"].status.Paused == nil {
+		t.Fatal("status.paused not recorded")
+	}
+	c.ask("v2", picchuv1alpha1.AnnotationPause, "")
+	c.expect(step, "v2 releasing 50, v1 released 50", "Resumed: v2 resumed at 25% in production by alice")
+	c.expect(step, "v2 releasing 100, v1 released 0")
+}
+
+// TestControl_PauseStopsTheCanarysTimer: a canary of a minute paused for
+// ten passes a minute after it started, not counting the pause.
+func TestControl_PauseStopsTheCanarysTimer(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Released, 100)
+	v2 := c.add("v2", release.Deployed, 0)
+	v2.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 60}
+	v2.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	c.expect(0, "v2 canarying 10, v1 released 90")
+	c.expect(30*time.Second, "v2 canarying 10, v1 released 90")
+	c.ask("v2", picchuv1alpha1.AnnotationPause, "now")
+	c.expect(0, "v2 canarying 10, v1 released 90")
+	c.expect(10*time.Minute, "v2 canarying 10, v1 released 90")
+	c.ask("v2", picchuv1alpha1.AnnotationPause, "")
+	c.expect(0, "v2 canarying 10, v1 released 90", "Resumed: v2 resumed at 10% in production by alice")
+	c.expect(29*time.Second, "v2 canarying 10, v1 released 90")
+	c.expect(time.Second, "v2 canaried 0, v1 released 100")
+}
+
+// TestControl_Promote: a promotion ends the canary at once and is acted on
+// once; a full one then takes v2 to 100 % in one step.
+func TestControl_Promote(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Released, 100)
+	v2 := c.add("v2", release.Deployed, 0)
+	v2.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 600}
+	v2.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	c.expect(0, "v2 canarying 10, v1 released 90")
+	req := picchuv1alpha1.PromoteRequest(false, c.s.now)
+	c.ask("v2", picchuv1alpha1.AnnotationPromote, req)
+	c.expect(0, "v2 canaried 0, v1 released 100", "Promoted: v2 promoted (next) from canarying in production by alice")
+	if v2.status.Promoted != req {
+		t.Fatalf("status.promoted %q, want %q", v2.status.Promoted, req)
+	}
+	c.expect(0, "v2 pendingrelease 0, v1 released 100", []string{}...)
+	c.expect(0, "v2 releasing 25, v1 released 75", []string{}...)
+	c.ask("v2", picchuv1alpha1.AnnotationPromote, picchuv1alpha1.PromoteRequest(true, c.s.now))
+	c.expect(time.Second, "v2 releasing 100, v1 released 0", "Promoted: v2 promoted (full) from releasing in production by alice")
+	c.expect(0, "v2 released 100, v1 retiring 0")
+}
+
+// TestControl_RollbackToAnEarlierBuild: with v3 released and v1, v2
+// retired, a rollback to v1 brings it back and released, ramping straight
+// to 100 %, while v3 and v2 retire; a v4 applied after the request is
+// released as usual.
+func TestControl_RollbackToAnEarlierBuild(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Retired, 0).status.PeakPercent = 100
+	c.add("v2", release.Retired, 0).status.PeakPercent = 100
+	c.add("v3", release.Released, 100)
+	c.builds["v1"].status.ReleaseEligible, c.builds["v2"].status.ReleaseEligible = false, false
+	c.ask("v1", picchuv1alpha1.AnnotationRollback, picchuv1alpha1.RollbackRequest(c.s.now))
+	c.expect(0, "v3 retiring 100, v2 retired 0, v1 retired 0", "RolledBackTo: v1 brought back: the app is rolled back to it in production by alice")
+	if v1 := c.builds["v1"].status; !v1.ReleaseEligible || v1.PeakPercent != 100 || v1.RolledBack == "" {
+		t.Fatalf("v1 eligible %t, peak %d, rolledBack %q; want brought back", v1.ReleaseEligible, v1.PeakPercent, v1.RolledBack)
+	}
+	c.expect(0, "v3 retiring 100, v2 retired 0, v1 deploying 0", []string{}...)
+	c.expect(0, "v3 retiring 100, v2 retired 0, v1 deployed 0")
+	c.expect(0, "v3 retiring 100, v2 retired 0, v1 pendingrelease 0")
+	c.expect(0, "v3 retiring 0, v2 retired 0, v1 releasing 100")
+	c.expect(0, "v3 retired 0, v2 retired 0, v1 released 100")
+	v4 := c.add("v4", release.Created, 0)
+	v4.revision.CreationTimestamp = metav1.NewTime(c.s.now.Add(time.Second))
+	c.expect(0, "v4 deploying 0, v3 retired 0, v2 retired 0, v1 released 100")
+	if !c.builds["v4"].status.ReleaseEligible || c.builds["v3"].status.ReleaseEligible {
+		t.Fatalf("v4 eligible %t, v3 eligible %t; want v4 only", c.builds["v4"].status.ReleaseEligible, c.builds["v3"].status.ReleaseEligible)
+	}
+}
+
+// TestControl_AbortAndRetry: v2 aborted mid-ramp is rolled back; retried,
+// the alerts that failed it are cleared (kept in its retries) and it is
+// released again from the start.
+func TestControl_AbortAndRetry(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Released, 100)
+	v2 := c.add("v2", release.Releasing, 0)
+	c.expect(0, "v2 releasing 25, v1 released 75")
+	v2.revision.Spec.Failed = true
+	c.ask("v2", picchuv1alpha1.AnnotationFailedReason, "aborted: bad config")
+	c.expect(0, "v2 failing 25, v1 released 75", "Aborted: v2 aborted (aborted: bad config) in production by alice")
+	v2.status.TriggeredAlerts = []string{"shop_availability"}
+	c.expect(step, "v2 failing 0, v1 released 100")
+	c.expect(0, "v2 failed 0, v1 released 100")
+	v2.revision.Spec.Failed = false
+	c.ask("v2", picchuv1alpha1.AnnotationFailedReason, "")
+	c.expect(0, "v2 deploying 0, v1 released 100", "Retried: v2 retried after it failed in production by alice")
+	if len(v2.status.TriggeredAlerts) != 0 || v2.status.PeakPercent != 0 || len(v2.status.Retries) != 1 ||
+		!slices.Equal(v2.status.Retries[0].TriggeredAlerts, []string{"shop_availability"}) || v2.status.Retries[0].PeakPercent != 25 {
+		t.Fatalf("after retry: alerts %v, peak %d, retries %+v; want cleared and kept in retries", v2.status.TriggeredAlerts, v2.status.PeakPercent, v2.status.Retries)
+	}
+	c.expect(0, "v2 deployed 0, v1 released 100")
+	c.expect(0, "v2 pendingrelease 0, v1 released 100")
+	c.expect(0, "v2 releasing 25, v1 released 75")
+}
+
