@@ -229,4 +229,3 @@ func TestControl_AbortAndRetry(t *testing.T) {
 	c.expect(0, "v2 pendingrelease 0, v1 released 100")
 	c.expect(0, "v2 releasing 25, v1 released 75")
 }
-
