@@ -9,6 +9,7 @@ require (
 	github.com/slack-go/slack v0.35.0
 	github.com/slok/sloth v0.11.0
 	github.com/spf13/cobra v1.10.2
+	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/sync v0.20.0
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
 	istio.io/api v1.28.0
