@@ -52,7 +52,10 @@ func NewRootCommandWithOptions(o Options) *cobra.Command {
 	if o.WhoAmI == nil {
 		o.WhoAmI = SelfSubjectReviewUser
 	}
-	r := &runner{Options: o, flags: genericclioptions.NewConfigFlags(true)}
+	flags := genericclioptions.NewConfigFlags(true)
+	// The plugin uses no discovery cache: no --cache-dir.
+	flags.CacheDir = nil
+	r := &runner{Options: o, flags: flags}
 	root := &cobra.Command{
 		Use:   "kubectl-picchu",
 		Short: "Watch and steer Picchu's progressive releases",
