@@ -101,6 +101,10 @@ test-e2e: k8s-binaries prometheus-binary ## Run the end-to-end tests on their ow
 build: ## Build the operator into bin/picchu.
 	go build -o bin/picchu .
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-picchu: with bin/ on PATH, `kubectl picchu` runs it.
+	go build -o bin/kubectl-picchu ./cmd/kubectl-picchu
+
 .PHONY: run
 run: build install ## Install the CRDs and run the operator against the current kubeconfig's cluster, without webhooks.
 	bin/picchu --enable-webhooks=false --metrics-addr 127.0.0.1:8383 --health-probe-bind-address 127.0.0.1:8081
