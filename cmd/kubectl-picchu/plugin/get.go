@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -193,7 +192,7 @@ func next(b build, now time.Time) string {
 
 // finished says a build in state is done with: a pause no longer matters.
 func finished(state string) bool {
-	switch release.State(strings.ToLower(state)) {
+	switch release.State(state) {
 	case release.Retired, release.Failed, release.Deleting, release.Deleted:
 		return true
 	}

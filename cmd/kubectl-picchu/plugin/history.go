@@ -37,18 +37,23 @@ it was retried (the most retries any target's ReleaseManager records).`,
 			for _, target := range targets {
 				header = append(header, strings.ToUpper(target))
 			}
+			// builds[i] are the builds of targets[i] by tag.
+			builds := make([]map[string]build, len(targets))
+			for i, target := range targets {
+				builds[i] = map[string]build{}
+				for _, b := range a.builds(target) {
+					builds[i][b.tag] = b
+				}
+			}
 			t := newTable(r.Out, "", append(header, "FAILED", "RETRIES")...)
 			for _, rev := range a.revisions {
 				row := []string{rev.Spec.App.Tag, since(now, rev.CreationTimestamp.Time)}
 				retries := 0
-				for _, target := range targets {
-					row = append(row, targetHistory(a, target, rev.Spec.App.Tag))
-					if rm := a.manager(target); rm != nil {
-						for _, rec := range rm.Status.Revisions {
-							if rec.Tag == rev.Spec.App.Tag {
-								retries = max(retries, len(rec.Retries))
-							}
-						}
+				for i := range targets {
+					b, ok := builds[i][rev.Spec.App.Tag]
+					row = append(row, targetHistory(b, ok))
+					if ok && b.record != nil {
+						retries = max(retries, len(b.record.Retries))
 					}
 				}
 				failed := none
@@ -65,13 +70,11 @@ it was retried (the most retries any target's ReleaseManager records).`,
 	}
 }
 
-// targetHistory is the state and peak percent of tag in target:
-// "released (peak 100%)", or <none> when it is not released there.
-func targetHistory(a *app, target, tag string) string {
-	for _, b := range a.builds(target) {
-		if b.tag == tag && b.state() != "" {
-			return fmt.Sprintf("%s (peak %s)", b.state(), percent(b.peak()))
-		}
+// targetHistory is the state and peak percent of a build in a target:
+// "released (peak 100%)", or <none> when it has no state there.
+func targetHistory(b build, ok bool) string {
+	if !ok || b.state() == "" {
+		return none
 	}
-	return none
+	return fmt.Sprintf("%s (peak %s)", b.state(), percent(b.peak()))
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/cmd/kubectl-picchu/plugin"
 )
 
@@ -103,5 +104,29 @@ func TestHelp(t *testing.T) {
 		if c.Use == "" || c.Short == "" || c.Long == "" || c.Example == "" {
 			t.Errorf("command %q lacks Use, Short, Long or Example", c.CommandPath())
 		}
+	}
+}
+
+// TestGet_BuildNotYetInTheReleaseManager checks that a build no
+// ReleaseManager records yet is shown from its Revision's status.
+func TestGet_BuildNotYetInTheReleaseManager(t *testing.T) {
+	ns := newNamespace(t)
+	rev := revision(ns, "fresh", "v1")
+	rev.Spec.Targets = rev.Spec.Targets[:1]
+	create(t, rev)
+	rev.Status.Targets = []picchuv1alpha1.RevisionTargetStatus{{
+		Name: "production", State: "deploying",
+		Scale: picchuv1alpha1.RevisionScaleStatus{Current: 1, Desired: 3},
+	}}
+	if err := k8s.Status().Update(context.Background(), rev); err != nil {
+		t.Fatalf("writing the status of revision %s: %v", rev.Name, err)
+	}
+	res := kubectlPicchu(t, "get", "fresh", "-n", ns)
+	want := `Target: production
+TAG   STATE       WEIGHT   CLUSTERS   PODS   NEXT     ALERTS
+v1    deploying   0%       <none>     1/3    <none>   <none>
+`
+	if res.err != nil || res.out != want {
+		t.Errorf("kubectl picchu get fresh: err %v, output\n%s\nwant\n%s", res.err, res.out, want)
 	}
 }
