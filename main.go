@@ -96,6 +96,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.SlackTokenSecret, "slack-token-secret", "", "namespace/name of the Secret holding the Slack bot token under \"token\" (empty turns Slack notices off)")
 	fs.StringVar(&c.operator.SlackChannel, "slack-channel", "", "Slack channel of apps whose alerts name none with a \"channel\" label")
 	fs.StringVar(&c.operator.SlackAPIURL, "slack-api-url", "", "Slack Web API base URL (empty: Slack's own)")
+	fs.DurationVar(&c.operator.SlackStuckAfter, "slack-stuck-after", releasemanager.DefaultStuckAfter, "tell Slack a release is stuck once it has held this long because a cluster or the metrics provider cannot be reached (0: never)")
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.operator.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")

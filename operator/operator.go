@@ -89,6 +89,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		RemoteEvents:            remoteEvents,
 		Recorder:                mgr.GetEventRecorder("picchu"),
 		Notifier:                notices,
+		StuckAfter:              o.SlackStuckAfter,
 		SyncPeriod:              o.SyncPeriod,
 		ClusterTimeout:          o.ClusterTimeout,
 		MaxConcurrentReconciles: o.ConcurrentReleaseManagers,

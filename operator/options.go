@@ -63,6 +63,10 @@ type Options struct {
 	// (empty for Slack's own). Notifier, when set, is used in their place.
 	SlackTokenSecret, SlackChannel, SlackAPIURL string
 	Notifier                                    releasemanager.Notifier
+	// SlackStuckAfter is how long a release holds, because a cluster or
+	// the metrics provider cannot be reached, before Slack is told it is
+	// stuck; 0 never tells.
+	SlackStuckAfter time.Duration
 	// ProvenPercent is the peak in a Revision's proving target (its first
 	// acceptance or production target) from which SLO alerts no longer
 	// fail it.

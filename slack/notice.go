@@ -25,7 +25,7 @@ const (
 	// RolledBack: its traffic is back on the release before.
 	RolledBack Kind = "rolled-back"
 	// Recommissioned: an earlier build is brought back, no healthy one
-	// being left, or a person rolled back to it.
+	// being left.
 	Recommissioned Kind = "recommissioned"
 	// Paused and Resumed: a person paused or resumed the release (By).
 	Paused  Kind = "paused"
@@ -34,6 +34,11 @@ const (
 	Promoted Kind = "promoted"
 	// Retried: a person retried the failed build (By).
 	Retried Kind = "retried"
+	// RolledBackTo: a person rolled the app back to this build (By).
+	RolledBackTo Kind = "rolled back to"
+	// Stuck: the release has held, a cluster or the metrics provider
+	// being unreachable, for longer than a threshold (Reason says).
+	Stuck Kind = "stuck"
 )
 
 // Notice is one thing to tell about a release: an app's build in a target.
@@ -83,7 +88,9 @@ func (n Notice) Text() string {
 		return build + ": rolled back"
 	case Recommissioned:
 		return build + ": recommissioned, no healthy build being left"
-	case Paused, Resumed, Promoted, Retried:
+	case Stuck:
+		return build + ": stuck, " + n.Reason
+	case Paused, Resumed, Promoted, Retried, RolledBackTo:
 		return fmt.Sprintf("%s: %s by %s", build, n.Kind, n.By)
 	}
 	return fmt.Sprintf("%s: %s", build, n.Kind)

@@ -55,6 +55,11 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Notifier, when set, is told how releases go (package slack).
 	Notifier Notifier
+	// StuckAfter is how long a release holds, because a cluster or the
+	// metrics provider cannot be reached, before Notifier is told it is
+	// stuck; 0 never tells.
+	StuckAfter time.Duration
+	stuck      stuckClocks
 	// SyncPeriod is the safety resync: the longest a ReleaseManager goes
 	// without a run when nothing happens.
 	SyncPeriod time.Duration
@@ -188,6 +193,7 @@ func (r *Reconciler) forgetShard(ctx context.Context, s int) {
 		if shard.Of(shardKey(&rms.Items[i]), r.Shards.Set().Shards()) == s {
 			releasemetrics.Forget(rms.Items[i].Spec.App, rms.Items[i].Spec.Target)
 			r.lastRun.Delete(client.ObjectKeyFromObject(&rms.Items[i]))
+			r.stuck.forget(client.ObjectKeyFromObject(&rms.Items[i]).String())
 			r.superseded.forget(client.ObjectKeyFromObject(&rms.Items[i]))
 		}
 	}
@@ -332,6 +338,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				return ctrl.Result{}, fmt.Errorf("deleting release manager %s with no revisions left: %w", req.NamespacedName, err)
 			}
 			r.lastRun.Delete(req.NamespacedName)
+			r.stuck.forget(req.NamespacedName.String())
 			releasemetrics.Forget(rm.Spec.App, rm.Spec.Target)
 			return ctrl.Result{}, nil
 		}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
@@ -67,6 +68,9 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, results applier.Re
 		for _, n := range notices(s, rep.transitions, rep.controls, rm.Status.Revisions) {
 			r.Notifier.Notify(n)
 		}
+		if r.stuck.observe(client.ObjectKeyFromObject(rm).String(), rep.held.why != "", s.now, r.StuckAfter) {
+			r.Notifier.Notify(stuckNotice(s, rep.held.tag, rep.held.why, r.StuckAfter))
+		}
 	}
 	recordMetrics(rm, rm.Status.Revisions, s.now)
 	applied := r.Now()
@@ -88,6 +92,10 @@ type outcome struct {
 	// controls are the manual controls acted on, counted once the status
 	// is written.
 	controls []controlAction
+	// held says which build is in progress while a cluster or the metrics
+	// provider cannot be reached, and why: a release that holds so long
+	// enough is told stuck.
+	held struct{ tag, why string }
 	// next is when to run again.
 	next time.Duration
 	// stepsDue are when the ramp steps this run took on every live cluster
@@ -151,6 +159,7 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 		rm.Status.Revisions = append(rm.Status.Revisions, st)
 	}
 	rm.Status.ObservedGeneration = rm.Generation
+	out.held.tag, out.held.why = heldBy(s, c)
 	setConditions(rm, c.unavailable, c.progressing, c.timedOut, c.unknown)
 	setAlertsCondition(rm, c.judging, s.alertProblems)
 	setEvidenceCondition(rm, s.noEvidence)
