@@ -126,7 +126,7 @@ type controlAction struct {
 
 // recordControl writes in st what this run did of what a person asked of
 // the build and returns those actions: a pause (the canary's timer stops)
-// or resume (its start moves on by the pause), a promote request acted
+// or resume (a running canary's start moves on by the pause), a promote request acted
 // on, a rollback to it, and a build aborted (failed by a person: Picchu's
 // own failures carry AnnotationFailedAt) or retried. A retry clears the
 // record that failed the build, keeping it in st.Retries, so the build is
@@ -147,7 +147,7 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 		st.Paused = &now
 		acted("pause", "Paused", "paused at %d%%", inc.status.CurrentPercent)
 	case !c.paused && st.Paused != nil:
-		if st.CanaryStartTimestamp != nil {
+		if st.CanaryStartTimestamp != nil && inc.status.State.Current == string(release.Canarying) {
 			start := picchuv1alpha1.NewTimestamp(release.Resumed(st.CanaryStartTimestamp.Time, st.Paused.Time, s.now))
 			st.CanaryStartTimestamp = &start
 		}

@@ -42,7 +42,7 @@ func notices(s *snapshot, transitions []transition, controls []controlAction, st
 		}
 	}
 	for _, inc := range s.incarnations {
-		if inc.recommissioned {
+		if inc.recommissioned && !inc.rolledBackNow() {
 			notice(inc, slack.Recommissioned, nil)
 		}
 	}
@@ -56,10 +56,9 @@ func notices(s *snapshot, transitions []transition, controls []controlAction, st
 }
 
 // controlNotices are the notices of the manual controls Slack is told
-// of, with who asked: abort and rollback show as the failure and the
-// recommission they lead to.
+// of, with who asked (an abort shows as the failure it is, with its reason).
 var controlNotices = map[string]slack.Kind{
-	"pause": slack.Paused, "resume": slack.Resumed, "promote": slack.Promoted, "retry": slack.Retried,
+	"pause": slack.Paused, "resume": slack.Resumed, "promote": slack.Promoted, "retry": slack.Retried, "rollback": slack.RolledBackTo,
 }
 
 // noticeKind is what a build whose state went from one to another, having
