@@ -170,7 +170,9 @@ it.`,
 				return r.patch(cmd.Context(), s, rev, "aborted", func(rev *picchuv1alpha1.Revision) {
 					rev.Spec.Failed = true
 					rev.Annotations[picchuv1alpha1.AnnotationFailedReason] = "aborted: " + reason
-					rev.Annotations[picchuv1alpha1.AnnotationFailedAt] = r.Now().UTC().Format(time.RFC3339)
+					// failed-at-timestamp marks Picchu's own failures: an
+					// abort leaves it out, so Picchu tells it as an abort.
+					delete(rev.Annotations, picchuv1alpha1.AnnotationFailedAt)
 				})
 			})
 		},

@@ -85,7 +85,7 @@ func TestControl(t *testing.T) {
 			want: "revision.picchu.medium.engineering/demo-v4 aborted\n",
 			tag:  "v4", failed: true, changed: map[string]*string{
 				picchuv1alpha1.AnnotationFailedReason: ptr("aborted: p99 latency doubled"),
-				picchuv1alpha1.AnnotationFailedAt:     &stamp,
+				picchuv1alpha1.AnnotationFailedAt:     nil,
 			},
 		},
 		{
