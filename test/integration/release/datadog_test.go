@@ -247,3 +247,42 @@ func TestSLO_DatadogCanaryWithoutAGroupHolds(t *testing.T) {
 		t.Errorf("invalid requests to Datadog: %v", problems)
 	}
 }
+
+// TestRetry_AFalsePositiveIsReleasedAfterARetry: v2's monitor alerts, so
+// its canary fails it; the alert was a false positive (the monitor is OK
+// again). A retry (spec.failed back to false, as kubectl picchu retry
+// does) clears the alert it was failed on, keeping it in its retries, and
+// v2 canaries again and is released, not failed again on the old record.
+func TestRetry_AFalsePositiveIsReleasedAfterARetry(t *testing.T) {
+	ctx := context.Background()
+	const app = "ledger"
+	create(t, datadogBuild(build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond}))
+	state(t, 30*time.Second, app, "v1", "released")
+
+	dd.set(app, "v2", "Alert")
+	v2 := create(t, datadogBuild(build{app: app, tag: "v2", commit: 2, delay: 300 * time.Millisecond, canary: 2 * time.Second}))
+	state(t, 60*time.Second, app, "v2", "failed")
+	dd.set(app, "v2", "OK")
+
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v2), v2); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(v2.DeepCopy())
+	v2.Spec.Failed = false
+	delete(v2.Annotations, picchuv1alpha1.AnnotationFailedReason)
+	delete(v2.Annotations, picchuv1alpha1.AnnotationFailedAt)
+	if err := env.Delivery.Client.Patch(ctx, v2, patch); err != nil {
+		t.Fatal(err)
+	}
+	st := state(t, 60*time.Second, app, "v2", "released")
+	routes(t, app, map[string]int32{"v2": 100})
+	if len(st.TriggeredAlerts) != 0 || len(st.Retries) != 1 || !slices.Equal(st.Retries[0].TriggeredAlerts, []string{app + " error rate"}) {
+		t.Errorf("after the retry: alerts %v, retries %+v; want none, and one retry keeping the alert", st.TriggeredAlerts, st.Retries)
+	}
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v2), v2); err != nil {
+		t.Fatal(err)
+	}
+	if v2.Spec.Failed {
+		t.Errorf("v2 failed again: %s", v2.Annotations[picchuv1alpha1.AnnotationFailedReason])
+	}
+}
