@@ -114,7 +114,7 @@ install: ## Install the CRDs into the current kubeconfig's cluster (server-side:
 	kubectl apply --server-side -k config/crd
 
 .PHONY: deploy
-deploy: ## Deploy the operator with its webhooks into the current kubeconfig's cluster (needs cert-manager).
+deploy: ## Deploy the operator with its webhooks into the current kubeconfig's cluster (needs cert-manager, and prometheus-operator's CRDs for its ServiceMonitor: docs/gitops.md).
 	kubectl apply --server-side -k config/default
 
 .PHONY: docker-build
