@@ -106,6 +106,12 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
 	}
+	if err := setupClusterSecrets(mgr, registry, o); err != nil {
+		return nil, err
+	}
+	if err := setupMirrors(mgr, registry, o); err != nil {
+		return nil, err
+	}
 	if o.Shards != nil {
 		if err := mgr.Add(o.Shards); err != nil {
 			return nil, fmt.Errorf("adding the shard coordinator: %w", err)

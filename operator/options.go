@@ -63,6 +63,14 @@ type Options struct {
 	// (empty for Slack's own). Notifier, when set, is used in their place.
 	SlackTokenSecret, SlackChannel, SlackAPIURL string
 	Notifier                                    releasemanager.Notifier
+	// DevRoutesServiceHost and DevRoutesServicePort are the service the
+	// "00_dev-<app>" routes send to, on Clusters that enable dev routes
+	// (both must be set).
+	DevRoutesServiceHost string
+	DevRoutesServicePort int
+	// ClusterPrometheusAddress is the in-cluster Prometheus the KEDA
+	// Prometheus trigger of ambient-mesh apps asks for request rates.
+	ClusterPrometheusAddress string
 	// SlackStuckAfter is how long a release holds, because a cluster or
 	// the metrics provider cannot be reached, before Slack is told it is
 	// stuck; 0 never tells.
