@@ -96,13 +96,17 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		Timeouts:                o.Timeouts,
 		Calendar:                calendar,
 		ServiceLevelsNamespace:  o.ServiceLevelsNamespace,
-		Prometheus:              prom,
-		Datadog:                 dd,
-		ProvenPercent:           int32(o.ProvenPercent),
-		AlertCheckInterval:      o.PrometheusQueryTTL,
-		RemovalGrace:            o.RemovalGrace,
-		KeepDone:                o.KeepDone,
-		Shards:                  o.Shards,
+		Services: releasemanager.Services{
+			DevRoutesHost: o.DevRoutesServiceHost, DevRoutesPort: o.DevRoutesServicePort,
+			ClusterPrometheus: o.ClusterPrometheusAddress,
+		},
+		Prometheus:         prom,
+		Datadog:            dd,
+		ProvenPercent:      int32(o.ProvenPercent),
+		AlertCheckInterval: o.PrometheusQueryTTL,
+		RemovalGrace:       o.RemovalGrace,
+		KeepDone:           o.KeepDone,
+		Shards:             o.Shards,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
 	}

@@ -71,6 +71,8 @@ type Reconciler struct {
 	// Calendar decides release windows; one with humane releases enabled
 	// when nil.
 	Calendar *schedule.Calendar
+	// Services are the operator's settings the fleet's objects refer to.
+	Services Services
 	// ServiceLevelsNamespace is where Sloth service levels are written on
 	// target clusters; empty turns them off.
 	ServiceLevelsNamespace string
@@ -206,6 +208,18 @@ func shardKey(obj client.Object) string {
 		return ""
 	}
 	return shard.AppKey(rm.Namespace, rm.Spec.App)
+}
+
+// Services are services outside the app that its objects on the fleet
+// send to, as the operator's flags name them.
+type Services struct {
+	// DevRoutesHost and DevRoutesPort are the service "00_dev-<app>"
+	// routes send to on Clusters that enable dev routes; both must be set.
+	DevRoutesHost string
+	DevRoutesPort int
+	// ClusterPrometheus is the address of the in-cluster Prometheus that
+	// the KEDA Prometheus trigger of ambient-mesh apps asks.
+	ClusterPrometheus string
 }
 
 // metadataOrSpecChanged lets through creations, deletions and updates that

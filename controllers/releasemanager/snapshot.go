@@ -36,6 +36,8 @@ type snapshot struct {
 	// serviceLevels is the namespace of Sloth service levels on targets;
 	// empty when they are off.
 	serviceLevels string
+	// services are the operator's settings the fleet's objects refer to.
+	services Services
 	// alertProblems are the alert checks of this run that could not be made.
 	alertProblems []string
 	// noEvidence says which canaries no request reached (checkEvidence).
@@ -85,7 +87,7 @@ type fleetCluster struct {
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
-	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace}
+	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace, services: r.Services}
 	revs := &picchuv1alpha1.RevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		return nil, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
