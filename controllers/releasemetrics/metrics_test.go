@@ -163,6 +163,7 @@ func TestEveryMetricHasNameAndHelp(t *testing.T) {
 		"picchu_incarnation_count":                  true,
 		"picchu_revision_oldest_age_seconds":        true,
 		"picchu_revision_failed":                    true,
+		"picchu_release_controls_total":             true,
 	}
 	if len(collectors) != len(want) {
 		t.Fatalf("%d collectors, want %d", len(collectors), len(want))
