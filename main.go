@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,6 +65,8 @@ type config struct {
 	shards                  shardFlags
 	operator                operator.Options
 	zap                     zap.Options
+	// ignored are the flags of ignoredFlags the command line set.
+	ignored []string
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -100,6 +103,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.operator.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
+	fs.StringVar(&c.operator.DevRoutesServiceHost, "dev-routes-service-host", "", "service the \"00_dev-<app>\" routes of Clusters with enableDevRoutes send to (empty: no dev routes)")
+	fs.IntVar(&c.operator.DevRoutesServicePort, "dev-routes-service-port", 80, "port of --dev-routes-service-host")
+	fs.StringVar(&c.operator.ClusterPrometheusAddress, "cluster-prometheus-address", "", "in-cluster Prometheus the KEDA Prometheus trigger of ambient-mesh apps with a targetRequestsRate asks for request rates (empty: such apps keep their HPA)")
+	for _, f := range ignoredFlags {
+		f.bind(fs)
+	}
 	fs.DurationVar(&c.operator.Timeouts.Created, "created-timeout", release.DefaultTimeouts.Created, "how long a build may stay in created before it times out")
 	fs.DurationVar(&c.operator.Timeouts.Deploying, "deploying-timeout", release.DefaultTimeouts.Deploying, "how long a build may take to deploy on every live cluster before it times out")
 	fs.IntVar(&c.operator.KeepDone, "keep-done-builds", release.DefaultKeepDone, "builds of a target that are done with (retired, failed) kept at most, whatever their ttl: older ones are garbage collected")
@@ -113,6 +122,11 @@ func parseFlags(args []string) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if slices.ContainsFunc(ignoredFlags, func(i ignoredFlag) bool { return i.name == f.Name }) {
+			c.ignored = append(c.ignored, f.Name)
+		}
+	})
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -124,6 +138,49 @@ func parseFlags(args []string) (*config, error) {
 		c.operator.PrometheusQueryAddress = ""
 	}
 	return c, nil
+}
+
+// ignoredFlag is a flag of the original operator that Picchu accepts, so
+// that the original's command line still starts it, and ignores, saying why
+// at start-up: the original never read it either, or what it tuned is not
+// done here.
+type ignoredFlag struct {
+	name, why string
+	// bind declares the flag with the original's type and default.
+	bind func(fs *flag.FlagSet)
+}
+
+var ignoredFlags = []ignoredFlag{
+	{
+		name: "manage-route53", why: "the original declared it and never read it; Picchu manages no DNS records",
+		bind: func(fs *flag.FlagSet) {
+			fs.Bool("manage-route53", false, "ignored: accepted for the original's command line, which never read it")
+		},
+	},
+	{
+		name: "service-levels-fleet", why: "the original declared it and never read it; service levels go to every cluster of each target's fleet, in --service-levels-namespace",
+		bind: func(fs *flag.FlagSet) {
+			fs.String("service-levels-fleet", "delivery", "ignored: accepted for the original's command line, which never read it")
+		},
+	},
+	{
+		name: "slack-query-ttl", why: "it cached the original's scan of a Slack channel's last messages, made to skip duplicate posts; Picchu skips a notice that repeats its release's last one from memory and reads no channel history, so there is nothing to cache",
+		bind: func(fs *flag.FlagSet) {
+			fs.Duration("slack-query-ttl", 120*time.Second, "ignored: accepted for the original's command line; it cached a scan of Slack messages Picchu does not make")
+		},
+	},
+}
+
+// logIgnored logs, for each ignored flag the command line set, that it is
+// ignored and why.
+func (c *config) logIgnored(log logr.Logger) {
+	for _, name := range c.ignored {
+		for _, f := range ignoredFlags {
+			if f.name == name {
+				log.Info("flag --"+name+" is ignored: "+f.why, "flag", name)
+			}
+		}
+	}
 }
 
 // check says what is wrong with the flags parsed, naming the flag.
@@ -148,6 +205,9 @@ func (c *config) check() error {
 	}
 	if c.operator.ProvenPercent < 1 || c.operator.ProvenPercent > 100 {
 		return fmt.Errorf("--slo-proven-percent must be from 1 to 100, got %d", c.operator.ProvenPercent)
+	}
+	if c.operator.DevRoutesServicePort < 1 || c.operator.DevRoutesServicePort > 65535 {
+		return fmt.Errorf("--dev-routes-service-port must be a port number from 1 to 65535, got %d", c.operator.DevRoutesServicePort)
 	}
 	if c.operator.PrometheusQueryTTL <= 0 || c.operator.PrometheusQueryTimeout <= 0 || c.operator.DatadogQueryTTL <= 0 {
 		return errors.New("--prometheus-query-ttl, --prometheus-query-timeout and --datadog-query-ttl must be positive")
@@ -223,6 +283,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap)))
 	log := ctrl.Log.WithName("setup")
+	c.logIgnored(log)
 
 	cfg, err := restConfig(c.kubeconfig)
 	if err != nil {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/integration/harness"
@@ -181,6 +184,10 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--shards", "2", "--enable-leader-election"},
 		{"--shards", "2", "--shard-renew-deadline", "20s"},
 		{"--shards", "2", "--shard-retry-period", "0s"},
+		{"--dev-routes-service-port", "0"},
+		{"--dev-routes-service-port", "65536"},
+		{"--manage-route53=maybe"},
+		{"--slack-query-ttl", "soon"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -202,5 +209,131 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 	if c.kubeAPIQPS != 50 || c.kubeAPIBurst != 300 || c.operator.ClusterQPS != 50 || c.operator.ClusterBurst != 300 {
 		t.Errorf("rate limits: delivery %v/%d, clusters %v/%d; want 50/300 (Flux's) for both",
 			c.kubeAPIQPS, c.kubeAPIBurst, c.operator.ClusterQPS, c.operator.ClusterBurst)
+	}
+}
+
+// originalCommandLine is the command line the original operator's
+// Deployment passes (every flag of the original, as its manifests spell
+// them), with the values a production install gives them.
+var originalCommandLine = []string{
+	"--enable-leader-election",
+	"--sync-period-seconds=15",
+	"--prometheus-query-address=http://thanos-query.monitoring.svc.cluster.local:9090",
+	"--prometheus-query-ttl=10s",
+	"--prometheus-enabled=true",
+	"--slack-query-ttl=120s",
+	"--humane-releases-enabled=true",
+	"--service-levels-namespace=service-level-objectives",
+	"--service-levels-fleet=delivery",
+	"--manage-route53=false",
+	"--concurrent-revisions=20",
+	"--concurrent-release-managers=50",
+	"--dev-routes-service-host=dev-router.dev.svc.cluster.local",
+	"--dev-routes-service-port=8080",
+	"--cluster-prometheus-address=http://prometheus.monitoring.svc.cluster.local:9090",
+	"--metrics-addr=:8383",
+}
+
+// TestParseFlags_TheOriginalsCommandLine checks that the original's command
+// line starts Picchu, each flag setting what it set in the original.
+func TestParseFlags_TheOriginalsCommandLine(t *testing.T) {
+	c, err := parseFlags(originalCommandLine)
+	if err != nil {
+		t.Fatalf("the original's command line is refused: %v", err)
+	}
+	o := c.operator
+	checks := []struct {
+		flag      string
+		got, want any
+	}{
+		{"--enable-leader-election", c.enableLeaderElection, true},
+		{"--sync-period-seconds", o.SyncPeriod, 15 * time.Second},
+		{"--prometheus-query-address", o.PrometheusQueryAddress, "http://thanos-query.monitoring.svc.cluster.local:9090"},
+		{"--prometheus-query-ttl", o.PrometheusQueryTTL, 10 * time.Second},
+		{"--humane-releases-enabled", o.HumaneReleasesDisabled, false},
+		{"--service-levels-namespace", o.ServiceLevelsNamespace, "service-level-objectives"},
+		{"--concurrent-revisions", o.ConcurrentRevisions, 20},
+		{"--concurrent-release-managers", o.ConcurrentReleaseManagers, 50},
+		{"--dev-routes-service-host", o.DevRoutesServiceHost, "dev-router.dev.svc.cluster.local"},
+		{"--dev-routes-service-port", o.DevRoutesServicePort, 8080},
+		{"--cluster-prometheus-address", o.ClusterPrometheusAddress, "http://prometheus.monitoring.svc.cluster.local:9090"},
+		{"--metrics-addr", c.metricsAddr, ":8383"},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s: got %v, want %v", ch.flag, ch.got, ch.want)
+		}
+	}
+	if want := []string{"manage-route53", "service-levels-fleet", "slack-query-ttl"}; !slices.Equal(sorted(c.ignored), want) {
+		t.Errorf("ignored flags set: %v, want %v", c.ignored, want)
+	}
+
+	// The original's switches, the other way round.
+	c, err = parseFlags([]string{"--prometheus-enabled=false", "--prometheus-query-address=http://thanos:9090",
+		"--humane-releases-enabled=false", "--service-levels-namespace=", "--manage-route53"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.operator.PrometheusQueryAddress != "" {
+		t.Errorf("--prometheus-enabled=false kept the query address %q: Prometheus checks stay on", c.operator.PrometheusQueryAddress)
+	}
+	if !c.operator.HumaneReleasesDisabled {
+		t.Error("--humane-releases-enabled=false did not turn the kill switch on")
+	}
+	if c.operator.ServiceLevelsNamespace != "" {
+		t.Errorf("--service-levels-namespace= left %q: service levels stay on", c.operator.ServiceLevelsNamespace)
+	}
+
+	// The original's defaults where Picchu has the same.
+	c, err = parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.operator.DevRoutesServicePort != 80 || c.operator.DevRoutesServiceHost != "" || c.operator.ClusterPrometheusAddress != "" {
+		t.Errorf("dev routes %q:%d, cluster Prometheus %q; want no host, port 80 and no address",
+			c.operator.DevRoutesServiceHost, c.operator.DevRoutesServicePort, c.operator.ClusterPrometheusAddress)
+	}
+	if len(c.ignored) != 0 {
+		t.Errorf("ignored flags recorded though none was set: %v", c.ignored)
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// TestLogIgnored_NamesEachIgnoredFlag checks that each flag of the original
+// that Picchu ignores is logged at start-up, named, as ignored, and only
+// when the command line sets it.
+func TestLogIgnored_NamesEachIgnoredFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{originalCommandLine, []string{"manage-route53", "service-levels-fleet", "slack-query-ttl"}},
+		{[]string{"--manage-route53"}, []string{"manage-route53"}},
+		{[]string{"--slack-query-ttl", "2m"}, []string{"slack-query-ttl"}},
+		{[]string{"--enable-leader-election"}, nil},
+	} {
+		c, err := parseFlags(tc.args)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		var out bytes.Buffer
+		c.logIgnored(zap.New(zap.WriteTo(&out)))
+		logged := out.String()
+		for _, f := range ignoredFlags {
+			notice := `"flag --` + f.name + ` is ignored: `
+			switch {
+			case slices.Contains(tc.want, f.name) && !strings.Contains(logged, notice):
+				t.Errorf("%q: no notice that --%s is ignored in:\n%s", tc.args, f.name, logged)
+			case slices.Contains(tc.want, f.name) && !strings.Contains(logged, `"flag":"`+f.name+`"`):
+				t.Errorf("%q: the notice for --%s does not carry flag=%s:\n%s", tc.args, f.name, f.name, logged)
+			case !slices.Contains(tc.want, f.name) && strings.Contains(logged, notice):
+				t.Errorf("%q: --%s is said to be ignored though it was not set:\n%s", tc.args, f.name, logged)
+			}
+		}
 	}
 }
