@@ -65,11 +65,13 @@ type Options struct {
 	Notifier                                    releasemanager.Notifier
 	// DevRoutesServiceHost and DevRoutesServicePort are the service the
 	// "00_dev-<app>" routes send to, on Clusters that enable dev routes
-	// (both must be set).
+	// (both must be set): --dev-routes-service-host and
+	// --dev-routes-service-port, whose default is 80.
 	DevRoutesServiceHost string
 	DevRoutesServicePort int
 	// ClusterPrometheusAddress is the in-cluster Prometheus the KEDA
-	// Prometheus trigger of ambient-mesh apps asks for request rates.
+	// Prometheus trigger of ambient-mesh apps asks for request rates
+	// (--cluster-prometheus-address).
 	ClusterPrometheusAddress string
 	// SlackStuckAfter is how long a release holds, because a cluster or
 	// the metrics provider cannot be reached, before Slack is told it is
