@@ -33,6 +33,16 @@ type Scaler struct {
 	// Min and Max are the build's replica range on this cluster (its share
 	// of scale.min and scale.max times the cluster's scaling factor).
 	Min, Max int32
+	// Ambient is the build's ambientMesh, and ClusterPrometheus the
+	// address of the cluster's Prometheus (the operator's
+	// --cluster-prometheus-address): with a request-rate target they make
+	// the build scale with PrometheusScaledObject rather than an HPA
+	// (ScalesOnClusterPrometheus).
+	Ambient           bool
+	ClusterPrometheus string
+	// DatadogAgent is where KEDA's datadog triggers reach the Datadog
+	// Cluster Agent (DatadogConfig).
+	DatadogAgent DatadogClusterAgent
 }
 
 func (s Scaler) meta() metav1.ObjectMeta {
@@ -88,20 +98,34 @@ func HorizontalPodAutoscaler(s Scaler) (*autoscalingv2.HorizontalPodAutoscaler, 
 
 // TriggerAuthentication is the build's KEDA TriggerAuthentication: the
 // pod's AWS identity (EKS pod identity), for the triggers that name no
-// authentication of their own.
+// authentication of their own. When a trigger is of type datadog it also
+// gives the Datadog Cluster Agent's settings, from the build's ConfigMap
+// DatadogConfig, and the token of the app's service account, from the
+// Secret ServiceAccountToken (key "token"), as KEDA's datadog scaler takes
+// them in Cluster Agent mode.
 func TriggerAuthentication(s Scaler) *kedav1alpha1.TriggerAuthentication {
-	return &kedav1alpha1.TriggerAuthentication{
+	ta := &kedav1alpha1.TriggerAuthentication{
 		ObjectMeta: s.meta(),
 		Spec: kedav1alpha1.TriggerAuthenticationSpec{
 			PodIdentity: &kedav1alpha1.AuthPodIdentity{Provider: kedav1alpha1.PodIdentityProviderAws},
 		},
 	}
+	if HasDatadogTrigger(s) {
+		for _, key := range datadogConfigKeys {
+			ta.Spec.ConfigMapTargetRef = append(ta.Spec.ConfigMapTargetRef,
+				kedav1alpha1.AuthConfigMapTargetRef{Parameter: key, Name: DatadogConfigName(s.Tag), Key: key})
+		}
+		ta.Spec.SecretTargetRef = []kedav1alpha1.AuthSecretTargetRef{{Parameter: "token", Name: ServiceAccountTokenName, Key: corev1.ServiceAccountTokenKey}}
+	}
+	return ta
 }
 
 // ScaledObject is the build's KEDA ScaledObject on its ReplicaSet, from
 // scale.kedaWorker, over the build's replica range on this cluster. Triggers
 // without an authentication use the build's TriggerAuthentication, with the
-// pod's identity. Nil without kedaWorker. The input is not modified.
+// pod's identity. A datadog trigger that names neither a query nor a
+// DatadogMetric reads the build's DatadogMetric (datadogMetricTrigger).
+// Nil without kedaWorker. The input is not modified.
 func ScaledObject(s Scaler) *kedav1alpha1.ScaledObject {
 	k := s.Scale.KedaWorker
 	if k == nil {
@@ -119,15 +143,15 @@ func ScaledObject(s Scaler) *kedav1alpha1.ScaledObject {
 	}
 	for _, trigger := range k.Triggers {
 		tr := *trigger.DeepCopy()
+		tr.Metadata = maps.Clone(tr.Metadata)
+		if tr.Metadata == nil {
+			tr.Metadata = map[string]string{}
+		}
 		if tr.AuthenticationRef == nil {
 			tr.AuthenticationRef = &kedav1alpha1.AuthenticationRef{Name: s.Tag}
-			tr.Metadata = maps.Clone(tr.Metadata)
-			if tr.Metadata == nil {
-				tr.Metadata = map[string]string{}
-			}
 			tr.Metadata["identityOwner"] = "pod"
 		}
-		so.Spec.Triggers = append(so.Spec.Triggers, tr)
+		so.Spec.Triggers = append(so.Spec.Triggers, datadogMetricTrigger(s, tr))
 	}
 	return so
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
@@ -41,6 +42,13 @@ type Build struct {
 	Autoscaler string
 	// ConfigMaps and Secrets are the build's config copies, exposed with envFrom.
 	ConfigMaps, Secrets []string
+	// ExternalSecrets are the Secrets the build's ExternalSecret copies
+	// make (ExternalSecretTarget), exposed with envFrom after the others.
+	// ExternalSecretsOptional marks those references optional: on a
+	// cluster that does not serve ExternalSecrets nothing makes them, and
+	// the pods start without them rather than never.
+	ExternalSecrets         []string
+	ExternalSecretsOptional bool
 }
 
 // ReplicaSet is a build's ReplicaSet, named after its tag.
@@ -97,12 +105,19 @@ func podAnnotations(b Build) map[string]string {
 
 func podSpec(b Build, selector map[string]string) corev1.PodSpec {
 	t := b.Spec
-	envFrom := make([]corev1.EnvFromSource, 0, len(b.ConfigMaps)+len(b.Secrets))
+	envFrom := make([]corev1.EnvFromSource, 0, len(b.ConfigMaps)+len(b.Secrets)+len(b.ExternalSecrets))
 	for _, name := range b.ConfigMaps {
 		envFrom = append(envFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}})
 	}
 	for _, name := range b.Secrets {
 		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}})
+	}
+	for _, name := range b.ExternalSecrets {
+		ref := &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}
+		if b.ExternalSecretsOptional {
+			ref.Optional = ptr.To(true)
+		}
+		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: ref})
 	}
 	app := corev1.Container{
 		Name:           b.App,
