@@ -255,7 +255,7 @@ func TestSLO_DatadogCanaryWithoutAGroupHolds(t *testing.T) {
 // v2 canaries again and is released, not failed again on the old record.
 func TestRetry_AFalsePositiveIsReleasedAfterARetry(t *testing.T) {
 	ctx := context.Background()
-	const app = "ledger"
+	const app = "retried"
 	create(t, datadogBuild(build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond}))
 	state(t, 30*time.Second, app, "v1", "released")
 
