@@ -78,3 +78,23 @@ func (o Observation) Live(tag string) Replicas {
 	}
 	return sum
 }
+
+// Excluding is the fleet as a build sees it that runs no pod on the named
+// clusters (an event-driven build on the clusters that disable such
+// builds): they are not live for it, as hot standby clusters are not, so
+// they count neither for the division of its replicas nor for its
+// readiness (Deployment) nor for the pods the capacity gate waits for. The
+// observation itself is not modified.
+func (o Observation) Excluding(clusters map[string]bool) Observation {
+	if len(clusters) == 0 {
+		return o
+	}
+	out := make(Observation, len(o))
+	for i, c := range o {
+		out[i] = c
+		if clusters[c.Name] {
+			out[i].Live = false
+		}
+	}
+	return out
+}

@@ -236,3 +236,8 @@ func unfactor(pods int64, factors []float64) int64 {
 	}
 	return int64(math.Ceil(float64(pods) * float64(len(factors)) / sum))
 }
+
+// Idle is the plan of a build on a cluster that runs none of it (an
+// event-driven build where event-driven builds are disabled): Picchu sets
+// its replicas to 0 there, and its autoscaler is removed.
+func Idle() ScalePlan { return ScalePlan{SetReplicas: true} }
