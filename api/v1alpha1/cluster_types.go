@@ -56,10 +56,18 @@ type ClusterSpec struct {
 	// ingresses are the cluster's ingress gateways and their default domains.
 	// +optional
 	Ingresses ClusterIngresses `json:"ingresses,omitempty"`
-	// enableDevRoutes adds routes to a developer service on this cluster.
+	// enableDevRoutes adds to each app's VirtualService on this cluster a
+	// route "00_dev-<app>", ahead of its other routes, that sends a request
+	// carrying the dev-route header (devRouteTagTemplate), whatever its
+	// value, to the developer service the operator's
+	// --dev-routes-service-host and --dev-routes-service-port name. Without
+	// both flags it adds nothing.
 	// +optional
 	EnableDevRoutes bool `json:"enableDevRoutes,omitempty"`
-	// devRouteTagTemplate renders the name of the header that selects the dev route.
+	// devRouteTagTemplate is a Go template rendering the name of the
+	// header that selects the dev route, given .App, .Target, .Fleet and
+	// .Namespace, such as "x-dev-{{.App}}" (the default when empty). It must
+	// render an HTTP header name; it is lower-cased.
 	// +optional
 	DevRouteTagTemplate string `json:"devRouteTagTemplate,omitempty"`
 	// disableEventDriven runs no replicas of event-driven revisions on this cluster.

@@ -83,18 +83,22 @@ func (validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, erro
 	return nil, nil
 }
 
-// Validate checks that the CA data, when set, holds PEM certificates.
+// Validate checks that the CA data, when set, holds PEM certificates, and
+// that devRouteTagTemplate renders a header name (for a sample app).
 func (c *Cluster) Validate() (warnings []string, err error) {
-	if c.Spec.Config == nil || len(c.Spec.Config.CertificateAuthorityData) == 0 {
+	var errs field.ErrorList
+	if c.Spec.Config != nil && len(c.Spec.Config.CertificateAuthorityData) > 0 &&
+		!x509.NewCertPool().AppendCertsFromPEM(c.Spec.Config.CertificateAuthorityData) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "config", "certificate-authority-data"), "<bytes>",
+			"holds no PEM certificate"))
+	}
+	if _, err := c.DevRouteHeader("app", "target", "fleet"); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "devRouteTagTemplate"), c.Spec.DevRouteTagTemplate, err.Error()))
+	}
+	if len(errs) == 0 {
 		return nil, nil
 	}
-	if x509.NewCertPool().AppendCertsFromPEM(c.Spec.Config.CertificateAuthorityData) {
-		return nil, nil
-	}
-	return nil, apierrors.NewInvalid(GroupVersion.WithKind("Cluster").GroupKind(), c.Name, field.ErrorList{
-		field.Invalid(field.NewPath("spec", "config", "certificate-authority-data"), "<bytes>",
-			"holds no PEM certificate"),
-	})
+	return nil, apierrors.NewInvalid(GroupVersion.WithKind("Cluster").GroupKind(), c.Name, errs)
 }
 
 // Validate checks that the label and field selectors parse.

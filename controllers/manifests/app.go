@@ -1,6 +1,8 @@
 package manifests
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,10 +11,12 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
 
-// AppNamespace is the namespace of an app's target, with Istio sidecar injection.
-func AppNamespace(app, target string) *corev1.Namespace {
+// AppNamespace is the namespace of an app's target, labelled for its
+// mesh mode: sidecar injection, ambient mode with its waypoint, or both
+// while builds of each run (ModeOf).
+func AppNamespace(app, target string, mode MeshMode) *corev1.Namespace {
 	l := appLabels(app, target)
-	l[labelIstioInj] = "enabled"
+	maps.Copy(l, meshLabels(mode))
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: picchuv1alpha1.AppNamespace(app, target), Labels: l}}
 }
 

@@ -88,7 +88,7 @@ func TestAutoscalers_TheTargetAcceptsThem(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
-	if err := c.Apply(ctx, manifests.AppNamespace("jobs", "production")); err != nil {
+	if err := c.Apply(ctx, manifests.AppNamespace("jobs", "production", manifests.MeshSidecar)); err != nil {
 		t.Fatal(err)
 	}
 	s := manifests.Scaler{App: "jobs", Target: "production", Tag: "v3", Min: 2, Max: 30, Scale: picchuv1alpha1.ScaleInfo{

@@ -27,6 +27,16 @@ type Routing struct {
 	// Faults are the FaultInjector faults that apply to the app in this
 	// target, in order; when several match a port, the last wins.
 	Faults []picchuv1alpha1.HTTPPortFault
+	// DevRoutes is the developer service that dev routes send to, on
+	// clusters that enable them (--dev-routes-service-host and -port).
+	DevRoutes DevRoutes
+}
+
+// DevRoutes is a developer service: a request carrying the header a
+// cluster's devRouteTagTemplate names goes to it instead of the app.
+type DevRoutes struct {
+	Host string
+	Port int
 }
 
 // Release is one deployed build as routing sees it.

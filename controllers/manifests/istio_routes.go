@@ -17,6 +17,7 @@ import (
 // Route name prefixes. Routes are sorted by name, so tagged routes, which
 // match a header, come before the release routes they would otherwise shadow.
 const (
+	devRoutePrefix     = "00_dev-"
 	taggedRoutePrefix  = "00_tagged-"
 	releaseRoutePrefix = "01_release-"
 )
@@ -50,6 +51,13 @@ func VirtualService(r Routing, cluster *picchuv1alpha1.Cluster) (*istionetworkin
 	}
 	if len(routes) == 0 {
 		return nil, nil
+	}
+	dev, err := r.devRoute(cluster, routes)
+	if err != nil {
+		return nil, err
+	}
+	if dev != nil {
+		routes = append(routes, dev)
 	}
 	slices.SortFunc(routes, func(a, b *istioapi.HTTPRoute) int { return strings.Compare(a.Name, b.Name) })
 	return &istionetworking.VirtualService{
@@ -245,4 +253,38 @@ func sortedSet(values []string, except ...string) []string {
 	out := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return slices.Contains(except, v) })
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// devRoute is the route "00_dev-<app>" to the developer service, on a
+// cluster that enables dev routes when the service is set: every match of
+// the app's routes, with the header the cluster's devRouteTagTemplate
+// names present (any value). Nil otherwise.
+func (r Routing) devRoute(cluster *picchuv1alpha1.Cluster, routes []*istioapi.HTTPRoute) (*istioapi.HTTPRoute, error) {
+	if cluster == nil || !cluster.Spec.EnableDevRoutes || r.DevRoutes.Host == "" || r.DevRoutes.Port <= 0 {
+		return nil, nil
+	}
+	header, err := cluster.DevRouteHeader(r.App, r.Target, r.Fleet)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+	}
+	var matches []*istioapi.HTTPMatchRequest
+	for _, route := range routes {
+		if !strings.HasPrefix(route.Name, releaseRoutePrefix) {
+			continue
+		}
+		for _, m := range cloneMatches(route.Match) {
+			m.Headers = map[string]*istioapi.StringMatch{header: {MatchType: &istioapi.StringMatch_Regex{Regex: ".*"}}}
+			matches = append(matches, m)
+		}
+	}
+	if len(matches) == 0 {
+		return nil, nil
+	}
+	return &istioapi.HTTPRoute{
+		Name:  devRoutePrefix + r.App,
+		Match: matches,
+		Route: []*istioapi.HTTPRouteDestination{{Destination: &istioapi.Destination{
+			Host: r.DevRoutes.Host, Port: &istioapi.PortSelector{Number: uint32(r.DevRoutes.Port)},
+		}}},
+	}, nil
 }

@@ -609,7 +609,7 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []client.Object{manifests.AppNamespace(r.App, r.Target), dr, vs, manifests.Sidecar(r)}
+		return []client.Object{manifests.AppNamespace(r.App, r.Target, manifests.MeshSidecar), dr, vs, manifests.Sidecar(r)}
 	}
 
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)

@@ -298,7 +298,7 @@ func TestMonitoringPlans_TheTargetAcceptsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	objects := []client.Object{
-		manifests.AppNamespace("shop", "production"),
+		manifests.AppNamespace("shop", "production", manifests.MeshSidecar),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "service-level-objectives"}},
 		slo, canary, manifests.AlertRules(m), psl, sms[0], sms[1],
 	}

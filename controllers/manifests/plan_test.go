@@ -143,7 +143,7 @@ func TestPlans_ApplyToARealCluster(t *testing.T) {
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
 	spec := target()
 	objects := []client.Object{
-		manifests.AppNamespace("shop", "production"),
+		manifests.AppNamespace("shop", "production", manifests.MeshSidecar),
 		manifests.ServiceAccount("shop", "production", spec.AWS.IAM.RoleARN),
 		manifests.Service("shop", "production", spec.Ports),
 		manifests.PodDisruptionBudget("shop", "production", spec.PodDisruptionBudget),

@@ -60,6 +60,11 @@ func ReplicaSet(b Build) *appsv1.ReplicaSet {
 	podLabels[labelIstioVer] = b.Tag
 	rsLabels := maps.Clone(podLabels)
 	delete(rsLabels, picchuv1alpha1.LabelPodTag)
+	if b.Spec.AmbientMesh {
+		// While builds of both modes run, the namespace asks for sidecars:
+		// an ambient build's pods opt out.
+		podLabels[LabelSidecarInject] = "false"
+	}
 
 	annotations := map[string]string{}
 	if b.Ramping {

@@ -147,7 +147,7 @@ func TestService_RenamedPortOnARealCluster(t *testing.T) {
 	const app = "renamed"
 	v1 := []picchuv1alpha1.PortInfo{port("http", 80, 8080, corev1.ProtocolTCP), port("status", 4444, 4444, corev1.ProtocolTCP)}
 	v2 := []picchuv1alpha1.PortInfo{port("web", 80, 8080, corev1.ProtocolTCP), port("status", 4444, 4444, corev1.ProtocolTCP)}
-	if err := c.Apply(ctx, manifests.AppNamespace(app, "production")); err != nil {
+	if err := c.Apply(ctx, manifests.AppNamespace(app, "production", manifests.MeshSidecar)); err != nil {
 		t.Fatal(err)
 	}
 	// v1 alone, then v2 routable (first) with v1 still there, then v2 alone.

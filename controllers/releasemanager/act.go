@@ -96,9 +96,10 @@ func (s *snapshot) applyTo(ctx context.Context, c *applier.Cluster, fc *fleetClu
 	ns := picchuv1alpha1.AppNamespace(app, target)
 	errs := &applyErrors{builds: map[string]error{}}
 	newest := s.newestRevision()
+	mode := s.meshMode()
 	if newest != nil {
 		for _, obj := range []client.Object{
-			manifests.AppNamespace(app, target),
+			manifests.AppNamespace(app, target, mode),
 			manifests.ServiceAccount(app, target, newest.target.AWS.IAM.RoleARN),
 			manifests.ExternalMetricsRole(app, target),
 			manifests.ExternalMetricsRoleBinding(app, target),
@@ -129,6 +130,10 @@ func (s *snapshot) applyTo(ctx context.Context, c *applier.Cluster, fc *fleetClu
 		return errs.orNil()
 	}
 	if err := s.syncRouting(ctx, c, fc, newest); err != nil {
+		errs.app = err
+		return errs
+	}
+	if err := syncWaypoint(ctx, c, app, target, newest.target, mode); err != nil {
 		errs.app = err
 		return errs
 	}
@@ -364,6 +369,7 @@ func (s *snapshot) routing(newest *incarnation, wave int) manifests.Routing {
 		App: s.rm.Spec.App, Target: s.rm.Spec.Target, Fleet: s.rm.Spec.Fleet,
 		DefaultIngressPorts: newest.target.DefaultIngressPorts,
 		Faults:              s.faults,
+		DevRoutes:           manifests.DevRoutes{Host: s.services.DevRoutesHost, Port: s.services.DevRoutesPort},
 	}
 	if newest.target.Istio != nil && newest.target.Istio.Sidecar != nil {
 		r.EgressHosts = newest.target.Istio.Sidecar.EgressHosts

@@ -350,5 +350,5 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 
 // appNamespace is the app's namespace object on every cluster.
 func appNamespace(rm *picchuv1alpha1.ReleaseManager) *corev1.Namespace {
-	return manifests.AppNamespace(rm.Spec.App, rm.Spec.Target)
+	return manifests.AppNamespace(rm.Spec.App, rm.Spec.Target, manifests.MeshSidecar)
 }

@@ -98,6 +98,9 @@ var thirdPartyCRDs = []struct {
 	{"github.com/slok/sloth", "github.com/slok/sloth", []string{
 		"pkg/kubernetes/gen/crd/sloth.slok.dev_prometheusservicelevels.yaml",
 	}},
+	{"sigs.k8s.io/gateway-api", "sigs.k8s.io/gateway-api", []string{
+		"config/crd/standard/gateway.networking.k8s.io_gateways.yaml",
+	}},
 }
 
 var (
@@ -106,8 +109,8 @@ var (
 	crdErr   error
 )
 
-// ThirdPartyCRDPaths returns the CRD files of Istio, prometheus-operator, KEDA
-// and Sloth, read from their Go modules at the versions go.mod pins (located,
+// ThirdPartyCRDPaths returns the CRD files of Istio, prometheus-operator, KEDA,
+// Sloth and the Gateway API, read from their Go modules at the versions go.mod pins (located,
 // and downloaded when missing, with "go mod download -json").
 func ThirdPartyCRDPaths(ctx context.Context) ([]string, error) {
 	crdOnce.Do(func() {

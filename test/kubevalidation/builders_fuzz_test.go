@@ -129,7 +129,7 @@ func targetObjects(newest, older *picchuv1alpha1.Revision, live int, factor floa
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: app + "-" + tag + "-secrets"}, Data: map[string][]byte{"TOKEN": []byte("s3cret")}}
 	autoscaler := release.AutoscalerKind(t.Scale)
 	objs := []runtime.Object{
-		manifests.AppNamespace(app, target),
+		manifests.AppNamespace(app, target, manifests.MeshSidecar),
 		manifests.ServiceAccount(app, target, t.AWS.IAM.RoleARN),
 		manifests.ExternalMetricsRole(app, target),
 		manifests.ExternalMetricsRoleBinding(app, target),
