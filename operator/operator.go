@@ -96,6 +96,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		Timeouts:                o.Timeouts,
 		Calendar:                calendar,
 		ServiceLevelsNamespace:  o.ServiceLevelsNamespace,
+		ConfigNamespaces:        o.Namespaces,
 		Services: releasemanager.Services{
 			DevRoutesHost: o.DevRoutesServiceHost, DevRoutesPort: o.DevRoutesServicePort,
 			ClusterPrometheus: o.ClusterPrometheusAddress,

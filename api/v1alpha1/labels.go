@@ -83,6 +83,12 @@ const (
 	// removes such an app from its clusters only once none of its builds has
 	// traffic and the removal grace period has passed.
 	ConditionOrphaned = "Orphaned"
+	// ConditionExternalSecretsServed is set on a ReleaseManager while its
+	// builds' configSelectors select ExternalSecrets: False, naming them,
+	// while clusters of the fleet do not serve external-secrets.io/v1
+	// ExternalSecret (the builds run there without those Secrets, their
+	// envFrom references optional), True when every cluster synced does.
+	ConditionExternalSecretsServed = "ExternalSecretsServed"
 )
 
 // RevisionAppField is the field selector, and the cache index, that finds

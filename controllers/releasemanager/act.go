@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -160,32 +161,66 @@ func (s *snapshot) newestRevision() *incarnation {
 	return first
 }
 
-// syncBuild applies a build's config copies and ReplicaSet, and deletes
-// config copies its selector no longer selects.
+// syncBuild applies a build's config copies (ConfigMaps, Secrets and
+// ExternalSecrets) and ReplicaSet, and deletes config copies its selector
+// no longer selects. A cluster that does not serve ExternalSecrets gets
+// none, and the rest of the build still syncs there.
 func (s *snapshot) syncBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := picchuv1alpha1.AppNamespace(app, target)
 	selector := manifests.TagSelector(app, target, inc.tag)
-	configMaps, err := syncCopies(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("ConfigMap"), inc.configMaps,
-		func(cm *corev1.ConfigMap) client.Object { return manifests.ConfigMapCopy(app, target, inc.tag, cm) })
+	var cfg buildConfig
+	var served bool
+	var err error
+	cfg.externalSecrets, served, err = s.syncExternalSecrets(ctx, c, ns, selector, inc)
 	if err != nil {
 		return err
 	}
-	secrets, err := syncCopies(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("Secret"), inc.secrets,
-		func(secret *corev1.Secret) client.Object { return manifests.SecretCopy(app, target, inc.tag, secret) })
+	cfg.externalSecretsOptional = !served
+	// The build's Datadog settings are a ConfigMap of its own, applied and
+	// deleted with its autoscaler (syncAutoscaler).
+	var keepConfigMaps []string
+	if manifests.HasDatadogTrigger(manifests.Scaler{Scale: inc.target.Scale}) {
+		keepConfigMaps = append(keepConfigMaps, manifests.DatadogConfigName(inc.tag))
+	}
+	cfg.configMaps, err = syncCopies(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("ConfigMap"), inc.configMaps,
+		func(cm *corev1.ConfigMap) client.Object { return manifests.ConfigMapCopy(app, target, inc.tag, cm) }, keepConfigMaps...)
 	if err != nil {
 		return err
 	}
-	return s.scaleBuild(ctx, c, fc, inc, liveClusters, configMaps, secrets)
+	// The Secrets the ExternalSecrets make are External Secrets Operator's.
+	cfg.secrets, err = syncCopies(ctx, c, ns, selector, corev1.SchemeGroupVersion.WithKind("Secret"), inc.secrets,
+		func(secret *corev1.Secret) client.Object { return manifests.SecretCopy(app, target, inc.tag, secret) }, cfg.externalSecrets...)
+	if err != nil {
+		return err
+	}
+	if idle := s.idleClusters(inc); len(idle) > 0 {
+		// The build's replicas are divided over the live clusters that run it.
+		liveClusters = s.observationOf(inc).LiveClusters()
+	}
+	return s.scaleBuild(ctx, c, fc, inc, liveClusters, cfg)
+}
+
+// buildConfig is what a build's pods read their config from on a cluster.
+type buildConfig struct {
+	// configMaps and secrets are the names of the build's copies.
+	configMaps, secrets []string
+	// externalSecrets are the Secrets its ExternalSecret copies make;
+	// externalSecretsOptional says the cluster does not serve them.
+	externalSecrets         []string
+	externalSecretsOptional bool
 }
 
 // syncCopies applies the copy copyOf makes of each of srcs, prunes the
-// build's other copies of kind (those selector selects in ns), and returns
-// the copies' names.
+// build's other copies of kind (those selector selects in ns) but for
+// those named in keep, and returns the copies' names.
 func syncCopies[T any](ctx context.Context, c *applier.Cluster, ns string, selector map[string]string,
-	kind schema.GroupVersionKind, srcs []T, copyOf func(*T) client.Object) ([]string, error) {
+	kind schema.GroupVersionKind, srcs []T, copyOf func(*T) client.Object, keep ...string) ([]string, error) {
 	var names []string
 	want := map[string]bool{}
+	for _, name := range keep {
+		want[name] = true
+	}
 	for i := range srcs {
 		obj := copyOf(&srcs[i])
 		if err := c.Apply(ctx, obj); err != nil {
@@ -203,20 +238,31 @@ func syncCopies[T any](ctx context.Context, c *applier.Cluster, ns string, selec
 // scaleBuild applies a build's ReplicaSet and autoscaler as its ScalePlan
 // says. Picchu writes the replicas (with their own field manager) only when
 // it sizes the build; when the autoscaler does, they are left to it, and
-// handing them over resets nothing.
-func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int, configMaps, secrets []string) error {
+// handing them over resets nothing. On a cluster that runs none of the
+// build (runsOn) it is idle: 0 replicas, set by Picchu, and no autoscaler.
+func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleetCluster, inc *incarnation, liveClusters int, cfg buildConfig) error {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := picchuv1alpha1.AppNamespace(app, target)
 	sp := inc.scale
+	if !runsOn(inc, fc) {
+		sp = release.Idle()
+	}
 	perCluster := func(n int32) int32 {
 		if n <= 0 {
 			return 0
 		}
 		return release.ReplicasPerCluster(n, 100, liveClusters, fc.factor)
 	}
+	sc := manifests.Scaler{
+		App: app, Target: target, Tag: inc.tag, Scale: inc.target.Scale,
+		Min: perCluster(sp.Min), Max: perCluster(sp.Max),
+		Ambient: inc.target.AmbientMesh, ClusterPrometheus: s.services.ClusterPrometheus, DatadogAgent: s.services.DatadogAgent,
+	}
+	kind := autoscalerAnnotation(sp.Kind, sc)
 	rs := manifests.ReplicaSet(manifests.Build{
 		App: app, Target: target, Tag: inc.tag, Image: inc.revision.Spec.App.Image,
-		Spec: inc.target, Autoscaler: sp.Kind, Ramping: sp.Ramping, ConfigMaps: configMaps, Secrets: secrets,
+		Spec: inc.target, Autoscaler: kind, Ramping: sp.Ramping, ConfigMaps: cfg.configMaps, Secrets: cfg.secrets,
+		ExternalSecrets: cfg.externalSecrets, ExternalSecretsOptional: cfg.externalSecretsOptional,
 	})
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(replicaSetKind)
@@ -265,53 +311,125 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleet
 			return err
 		}
 	}
-	if sp.Kind == "" && inc.step.Action != release.Retire && live.GetAnnotations()[manifests.AnnotationAutoscaler] == "" {
+	if kind == "" && inc.step.Action != release.Retire && live.GetAnnotations()[manifests.AnnotationAutoscaler] == "" {
 		// Never had an autoscaler: nothing to apply or delete.
 		return nil
 	}
-	return s.syncAutoscaler(ctx, c, inc, manifests.Scaler{
-		App: app, Target: target, Tag: inc.tag, Scale: inc.target.Scale,
-		Min: perCluster(sp.Min), Max: perCluster(sp.Max),
-	})
+	return s.syncAutoscaler(ctx, c, sp, sc)
 }
 
-// syncAutoscaler applies the build's autoscaler objects while its ScalePlan
-// wants them, and deletes the others (all of them while it ramps or
-// retires).
-func (s *snapshot) syncAutoscaler(ctx context.Context, c *applier.Cluster, inc *incarnation, sc manifests.Scaler) error {
-	ns := picchuv1alpha1.AppNamespace(sc.App, sc.Target)
+// autoscalerAnnotation is the autoscaler a build's ReplicaSet names on a
+// cluster: its plan's kind, but keda for an HPA build that scales with a
+// KEDA ScaledObject on the cluster's Prometheus instead
+// (manifests.ScalesOnClusterPrometheus).
+func autoscalerAnnotation(kind string, sc manifests.Scaler) string {
+	if kind == release.AutoscalerHPA && manifests.ScalesOnClusterPrometheus(sc) {
+		return release.AutoscalerKEDA
+	}
+	return kind
+}
+
+// autoscalerObjects are a build's autoscaler objects on one cluster, by
+// kind, as its plan wants them (none unless plan.Autoscaler), in the
+// original's order of cases:
+//
+//  1. wpa: its WorkerPodAutoScaler;
+//  2. keda: its ScaledObject and TriggerAuthentication; with a datadog
+//     trigger, also its ConfigMap dd-cfg-<tag> and the app's Secret
+//     service-account-token, which the TriggerAuthentication refers to;
+//     with a request-rate target, its DatadogMetric;
+//  3. hpa in ambient mesh with a request-rate target and the cluster's
+//     Prometheus known: a KEDA ScaledObject on Prometheus, no HPA;
+//  4. hpa: its HPA (none when it sets no target).
+func autoscalerObjects(plan release.ScalePlan, sc manifests.Scaler) (map[schema.GroupVersionKind]client.Object, error) {
 	want := map[schema.GroupVersionKind]client.Object{}
-	if inc.scale.Autoscaler {
-		switch inc.scale.Kind {
-		case release.AutoscalerHPA:
-			hpa, err := manifests.HorizontalPodAutoscaler(sc)
+	if !plan.Autoscaler {
+		return want, nil
+	}
+	switch plan.Kind {
+	case release.AutoscalerWPA:
+		want[manifests.WorkerPodAutoscalerKind] = nilIfNil(manifests.WorkerPodAutoscaler(sc))
+	case release.AutoscalerKEDA:
+		want[scaledObjectKind] = nilIfNil(manifests.ScaledObject(sc))
+		want[triggerAuthenticationKind] = manifests.TriggerAuthentication(sc)
+		if cm := manifests.DatadogConfig(sc); cm != nil {
+			want[configMapKind] = cm
+			want[secretKind] = manifests.ServiceAccountToken(sc.App, sc.Target)
+		}
+		want[manifests.DatadogMetricKind] = nilIfNil(manifests.DatadogMetric(sc))
+	case release.AutoscalerHPA:
+		if manifests.ScalesOnClusterPrometheus(sc) {
+			so, err := manifests.PrometheusScaledObject(sc)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			want[hpaKind] = nilIfNil(hpa)
-		case release.AutoscalerKEDA:
-			want[scaledObjectKind] = manifests.ScaledObject(sc)
-			want[triggerAuthenticationKind] = manifests.TriggerAuthentication(sc)
-		case release.AutoscalerWPA:
-			want[manifests.WorkerPodAutoscalerKind] = manifests.WorkerPodAutoscaler(sc)
+			want[scaledObjectKind] = nilIfNil(so)
+			break
+		}
+		hpa, err := manifests.HorizontalPodAutoscaler(sc)
+		if err != nil {
+			return nil, err
+		}
+		want[hpaKind] = nilIfNil(hpa)
+	}
+	for kind, obj := range want {
+		if obj == nil {
+			delete(want, kind)
 		}
 	}
-	var gone []schema.GroupVersionKind
-	for _, kind := range autoscalerKinds {
-		if kind == manifests.WorkerPodAutoscalerKind && inc.scale.Kind != release.AutoscalerWPA {
-			// Few clusters serve the worker autoscaler; asking one that
-			// does not costs a discovery request every run.
-			continue
-		}
+	return want, nil
+}
+
+// syncAutoscaler applies the build's autoscaler objects (autoscalerObjects)
+// while its ScalePlan wants them, and deletes the others (all of them while
+// it ramps or retires, and where it is idle). The Datadog settings are
+// applied before the TriggerAuthentication refers to them, and deleted by
+// name; the app's service-account-token Secret stays with the namespace,
+// for the other builds. Kinds a cluster does not serve are skipped when
+// deleting, and so is a DatadogMetric when applying (its trigger then has
+// no metric, which KEDA reports on the ScaledObject).
+func (s *snapshot) syncAutoscaler(ctx context.Context, c *applier.Cluster, plan release.ScalePlan, sc manifests.Scaler) error {
+	ns := picchuv1alpha1.AppNamespace(sc.App, sc.Target)
+	want, err := autoscalerObjects(plan, sc)
+	if err != nil {
+		return err
+	}
+	for _, kind := range []schema.GroupVersionKind{secretKind, configMapKind} {
 		if obj := want[kind]; obj != nil {
 			if err := c.Apply(ctx, obj); err != nil {
 				return err
 			}
+		}
+	}
+	configured := release.AutoscalerKind(sc.Scale)
+	var gone []schema.GroupVersionKind
+	for _, kind := range autoscalerKinds {
+		if (kind == manifests.WorkerPodAutoscalerKind && configured != release.AutoscalerWPA) ||
+			(kind == manifests.DatadogMetricKind && configured != release.AutoscalerKEDA) {
+			// Few clusters serve the worker autoscaler or DatadogMetrics,
+			// and only builds of its kind have them; asking a cluster that
+			// does not serve one costs a discovery request every run.
 			continue
 		}
-		gone = append(gone, kind)
+		obj := want[kind]
+		if obj == nil {
+			gone = append(gone, kind)
+			continue
+		}
+		if err := c.Apply(ctx, obj); err != nil {
+			if kind == manifests.DatadogMetricKind && isNoKind(err) {
+				continue
+			}
+			return err
+		}
 	}
-	return c.DeleteAllOf(ctx, ns, manifests.TagSelector(sc.App, sc.Target, sc.Tag), gone...)
+	if err := c.DeleteAllOf(ctx, ns, manifests.TagSelector(sc.App, sc.Target, sc.Tag), gone...); err != nil {
+		return err
+	}
+	if want[configMapKind] == nil && configured == release.AutoscalerKEDA {
+		return c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: manifests.DatadogConfigName(sc.Tag), Namespace: ns}})
+	}
+	return nil
 }
 
 // isNoKind says an error means the cluster does not serve a kind.

@@ -27,6 +27,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
@@ -76,6 +77,13 @@ type Reconciler struct {
 	// ServiceLevelsNamespace is where Sloth service levels are written on
 	// target clusters; empty turns them off.
 	ServiceLevelsNamespace string
+	// ConfigNamespaces are the namespaces of the delivery cluster whose
+	// ExternalSecrets configSelectors may select (every namespace when
+	// empty), as the operator reads Secrets and ConfigMaps only there.
+	ConfigNamespaces []string
+	// externalSecrets reads the delivery cluster's ExternalSecrets; nil
+	// when it does not serve them (watchExternalSecrets).
+	externalSecrets client.Reader
 	// Prometheus and Datadog answer which alerts fire for a build; nil
 	// turns Prometheus checks off, and makes builds that ask for Datadog
 	// checks hold.
@@ -172,6 +180,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.RemoteEvents != nil {
 		b = b.WatchesRawSource(r.RemoteEvents)
 	}
+	externalSecrets, err := r.watchExternalSecrets(mgr)
+	if err != nil {
+		return err
+	}
+	if externalSecrets != nil {
+		b = b.WatchesRawSource(externalSecrets)
+	}
 	if r.Shards != nil {
 		b = b.WatchesRawSource(r.Shards.SourceOf("release managers", mgr.GetClient(),
 			func() client.ObjectList { return &picchuv1alpha1.ReleaseManagerList{} }, shardKey))
@@ -220,6 +235,9 @@ type Services struct {
 	// ClusterPrometheus is the address of the in-cluster Prometheus that
 	// the KEDA Prometheus trigger of ambient-mesh apps asks.
 	ClusterPrometheus string
+	// DatadogAgent is where the KEDA datadog triggers of builds reach the
+	// Datadog Cluster Agent (its zero value: the agent's defaults).
+	DatadogAgent manifests.DatadogClusterAgent
 }
 
 // metadataOrSpecChanged lets through creations, deletions and updates that
@@ -269,8 +287,8 @@ func (r *Reconciler) releaseManagersOfApp(ctx context.Context, obj client.Object
 	return r.listReleaseManagers(ctx, obj.GetNamespace(), client.MatchingLabels{picchuv1alpha1.LabelApp: app})
 }
 
-// releaseManagersOfConfig maps a ConfigMap or Secret to the ReleaseManagers
-// of the Revisions whose configSelector selects it.
+// releaseManagersOfConfig maps a ConfigMap, Secret or ExternalSecret to the
+// ReleaseManagers of the Revisions whose configSelector selects it.
 func (r *Reconciler) releaseManagersOfConfig(ctx context.Context, obj client.Object) []reconcile.Request {
 	if len(obj.GetLabels()) == 0 {
 		return nil

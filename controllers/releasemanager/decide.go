@@ -101,41 +101,17 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 	if !s.bringBack() {
 		s.recommission()
 	}
-	factors := s.liveFactors()
 	for _, inc := range s.incarnations {
 		if inc.target == nil {
 			continue
 		}
 		inc.scale = release.Scale(release.ScaleInput{
 			Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
-			Percent: inc.weight, Others: s.others(inc), Factors: factors,
-			Desired: s.observation.Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && inc.step.State != release.Failing,
+			Percent: inc.weight, Others: s.others(inc), Factors: s.liveFactorsOf(inc),
+			Desired: s.observationOf(inc).Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && inc.step.State != release.Failing,
 			Full: inc.rampsFull(),
 		})
 	}
-}
-
-// liveFactors are the scaling factors of the fleet's live clusters.
-func (s *snapshot) liveFactors() []float64 {
-	var out []float64
-	for _, fc := range s.fleet {
-		if fc.live {
-			out = append(out, fc.factor)
-		}
-	}
-	return out
-}
-
-// liveObserved says, for each live cluster in the order of liveFactors,
-// whether this run could read its pods.
-func (s *snapshot) liveObserved() []bool {
-	var out []bool
-	for _, c := range s.observation {
-		if c.Live {
-			out = append(out, c.Observed)
-		}
-	}
-	return out
 }
 
 // others are the builds other than inc that take traffic, with the pods
@@ -160,7 +136,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		State:          release.State(st.State.Current),
 		Since:          stampOf(st.State.LastUpdated),
 		RevisionExists: inc.revision != nil,
-		Deployment:     s.observation.Deployment(inc.tag),
+		Deployment:     s.observationOf(inc).Deployment(inc.tag),
 		Percent:        st.CurrentPercent,
 		PeakPercent:    st.PeakPercent,
 		Eligible:       st.ReleaseEligible,
@@ -212,12 +188,13 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 // gate asks for that share to be available: 90 % of it for the next
 // percent. A build with an autoscaler is sized from the other builds' pods
 // while it ramps (release.RampReplicas), and the gate asks for the same
-// base capacity (release.BaseCapacity).
+// base capacity (release.BaseCapacity). Only the live clusters that run
+// the build count (observationOf).
 func (s *snapshot) capacity(inc *incarnation) release.CapacityInput {
-	factors := s.liveFactors()
+	factors := s.liveFactorsOf(inc)
 	in := release.CapacityInput{
 		LiveClusters: len(factors), Factors: factors,
-		Available: s.observation.Live(inc.tag).Available, Observed: s.liveObserved(),
+		Available: s.observationOf(inc).Live(inc.tag).Available, Observed: s.liveObservedOf(inc),
 	}
 	if release.AutoscalerKind(inc.target.Scale) == "" {
 		count := release.DefaultReplicas(inc.target.Scale)

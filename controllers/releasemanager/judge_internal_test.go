@@ -111,7 +111,7 @@ func TestScale_StaleStatus_SizesFromThisRunsObservation(t *testing.T) {
 	ramping.step = release.Step{State: release.Releasing, Action: release.Sync}
 	plan := release.Scale(release.ScaleInput{Step: ramping.step, Scale: target.Scale, Release: picchuv1alpha1.ReleaseInfo{
 		Max: 100, GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2},
-	}, Percent: 20, Others: others, Factors: s.liveFactors()})
+	}, Percent: 20, Others: others, Factors: s.liveFactorsOf(ramping)})
 	if plan.Replicas != 20 {
 		t.Errorf("ramp replicas %d, want 20", plan.Replicas)
 	}

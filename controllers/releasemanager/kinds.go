@@ -4,6 +4,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/medium/picchu/controllers/manifests"
@@ -12,6 +13,8 @@ import (
 // The kinds of what Picchu applies and prunes on a target.
 var (
 	replicaSetKind            = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+	configMapKind             = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	secretKind                = corev1.SchemeGroupVersion.WithKind("Secret")
 	hpaKind                   = autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler")
 	scaledObjectKind          = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
 	triggerAuthenticationKind = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"}
@@ -20,12 +23,14 @@ var (
 )
 
 // autoscalerKinds are the kinds of a build's autoscaler objects, removed
-// while it ramps and when it retires.
-var autoscalerKinds = []schema.GroupVersionKind{hpaKind, scaledObjectKind, triggerAuthenticationKind, manifests.WorkerPodAutoscalerKind}
+// while it ramps, when it retires and where it is idle, by the build's
+// labels. Its Datadog settings (a ConfigMap) are removed by name.
+var autoscalerKinds = []schema.GroupVersionKind{
+	hpaKind, scaledObjectKind, triggerAuthenticationKind, manifests.WorkerPodAutoscalerKind, manifests.DatadogMetricKind,
+}
 
-// buildKinds are the kinds of a build's objects on a cluster, deleted with it.
+// buildKinds are the kinds of a build's objects on a cluster, deleted with
+// it; kinds a cluster does not serve are skipped.
 var buildKinds = append([]schema.GroupVersionKind{
-	{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "Secret"},
+	replicaSetKind, configMapKind, secretKind, manifests.ExternalSecretKind,
 }, autoscalerKinds...)

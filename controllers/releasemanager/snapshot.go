@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,12 @@ type snapshot struct {
 	serviceLevels string
 	// services are the operator's settings the fleet's objects refer to.
 	services Services
+	// externalSecretsServed says the delivery cluster serves ExternalSecrets
+	// (asked once, when the controller is set up), and
+	// externalSecretsMissing are the clusters where a build had some to
+	// copy this run and the cluster does not serve them.
+	externalSecretsServed  bool
+	externalSecretsMissing clusterSet
 	// alertProblems are the alert checks of this run that could not be made.
 	alertProblems []string
 	// noEvidence says which canaries no request reached (checkEvidence).
@@ -69,6 +76,8 @@ type incarnation struct {
 	// configMaps and secrets are the build's config on the delivery cluster.
 	configMaps []corev1.ConfigMap
 	secrets    []corev1.Secret
+	// externalSecrets are the ExternalSecrets it selects there, by name.
+	externalSecrets []unstructured.Unstructured
 
 	// The decision of this run.
 	decision
@@ -87,7 +96,8 @@ type fleetCluster struct {
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
-	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace, services: r.Services}
+	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace, services: r.Services,
+		externalSecretsServed: r.externalSecrets != nil}
 	revs := &picchuv1alpha1.RevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		return nil, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
@@ -211,7 +221,8 @@ func parseTimestamp(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// readConfig reads the ConfigMaps and Secrets the build's configSelector selects.
+// readConfig reads the ConfigMaps, Secrets and ExternalSecrets the build's
+// configSelector selects.
 func (r *Reconciler) readConfig(ctx context.Context, inc *incarnation) error {
 	sel, err := configSelector(inc.target.ConfigSelector)
 	if err != nil || sel == nil {
@@ -230,6 +241,9 @@ func (r *Reconciler) readConfig(ctx context.Context, inc *incarnation) error {
 	kept, err := r.withoutCredentials(ctx, inc, secrets.Items)
 	if err != nil {
 		return err
+	}
+	if inc.externalSecrets, err = r.readExternalSecrets(ctx, ns, sel); err != nil {
+		return fmt.Errorf("reading the config of %s/%s: %w", ns, inc.revision.Name, err)
 	}
 	inc.configMaps, inc.secrets = cms.Items, kept
 	slices.SortFunc(inc.configMaps, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })

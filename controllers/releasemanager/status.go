@@ -164,6 +164,7 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 	setAlertsCondition(rm, c.judging, s.alertProblems)
 	setEvidenceCondition(rm, s.noEvidence)
 	setOrphanedCondition(rm, s, rm.Status.Revisions)
+	setExternalSecretsCondition(rm, s.copiesExternalSecrets(), s.externalSecretsMissing.sorted())
 	// State changes first, then warnings, each in the order of the builds.
 	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
 		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))

@@ -1,0 +1,190 @@
+package releasemanager
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/manifests"
+)
+
+// Reasons of the ExternalSecretsServed condition.
+const (
+	ReasonExternalSecretsServed    = "Served"
+	ReasonExternalSecretsNotServed = "NotServed"
+)
+
+// watchExternalSecrets sets up the reading and watching of ExternalSecrets
+// on the delivery cluster when it serves the kind, asked once: a cache of
+// their own (in the namespaces of ConfigNamespaces, like the Secrets and
+// ConfigMaps of configSelector), read by readExternalSecrets, whose changes
+// run the ReleaseManagers of the Revisions that select them. A delivery
+// cluster that does not serve them has none to copy; one that starts to
+// serve them is seen when the operator restarts.
+func (r *Reconciler) watchExternalSecrets(mgr ctrl.Manager) (source.Source, error) {
+	served, err := servesKind(mgr.GetRESTMapper(), manifests.ExternalSecretKind)
+	if err != nil || !served {
+		return nil, err
+	}
+	opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
+	if len(r.ConfigNamespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range r.ConfigNamespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	c, err := cache.New(mgr.GetConfig(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of ExternalSecrets: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the cache of ExternalSecrets: %w", err)
+	}
+	r.externalSecrets = c
+	es := &unstructured.Unstructured{}
+	es.SetGroupVersionKind(manifests.ExternalSecretKind)
+	return source.Kind[client.Object](c, es, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)), nil
+}
+
+// servesKind asks the cluster's discovery whether it serves kind.
+func servesKind(mapper meta.RESTMapper, kind schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("asking the delivery cluster whether it serves %s: %w", kind, err)
+	}
+	return true, nil
+}
+
+// readExternalSecrets reads the ExternalSecrets sel selects in ns, sorted by
+// name: none when the delivery cluster does not serve them.
+func (r *Reconciler) readExternalSecrets(ctx context.Context, ns string, sel labels.Selector) ([]unstructured.Unstructured, error) {
+	if r.externalSecrets == nil {
+		return nil, nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(manifests.ExternalSecretKind.GroupVersion().WithKind(manifests.ExternalSecretKind.Kind + "List"))
+	if err := r.externalSecrets.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing external secrets in %s: %w", ns, err)
+	}
+	items := list.Items
+	slices.SortFunc(items, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return items, nil
+}
+
+// externalSecretTargets are the Secrets the build's ExternalSecrets make,
+// each once, in the order of the ExternalSecrets.
+func externalSecretTargets(srcs []unstructured.Unstructured) []string {
+	var out []string
+	for i := range srcs {
+		if name := manifests.ExternalSecretTarget(&srcs[i]); !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// syncExternalSecrets applies the build's ExternalSecret copies, prunes
+// the copies its configSelector no longer selects, and returns the Secrets
+// they make and whether the cluster serves ExternalSecrets. A cluster that
+// does not is recorded in s.externalSecretsMissing when the build has
+// some, and gets none: the build's other objects still sync there, its
+// pods referring to those Secrets as optional. The kind is not asked for
+// on behalf of builds without a configSelector, nor when the delivery
+// cluster does not serve it: a build can have no copies then.
+func (s *snapshot) syncExternalSecrets(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, inc *incarnation) ([]string, bool, error) {
+	if !s.externalSecretsServed || inc.target.ConfigSelector == nil {
+		return nil, true, nil
+	}
+	app, target := s.rm.Spec.App, s.rm.Spec.Target
+	targets := externalSecretTargets(inc.externalSecrets)
+	_, err := syncCopies(ctx, c, ns, selector, manifests.ExternalSecretKind, inc.externalSecrets,
+		func(es *unstructured.Unstructured) client.Object {
+			return manifests.ExternalSecretCopy(app, target, inc.tag, es)
+		})
+	switch {
+	case err != nil && isNoKind(err):
+		if len(targets) > 0 {
+			s.externalSecretsMissing.add(c.Name())
+		}
+		return targets, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("external secrets: %w", err)
+	}
+	return targets, true, nil
+}
+
+// clusterSet is a set of cluster names that the clusters' applies, which
+// run at once, add to.
+type clusterSet struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (cs *clusterSet) add(name string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.names == nil {
+		cs.names = map[string]bool{}
+	}
+	cs.names[name] = true
+}
+
+// sorted are the names in the set, sorted.
+func (cs *clusterSet) sorted() []string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	out := make([]string, 0, len(cs.names))
+	for name := range cs.names {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// copiesExternalSecrets says a build synced this run has ExternalSecrets.
+func (s *snapshot) copiesExternalSecrets() bool {
+	return slices.ContainsFunc(s.incarnations, func(inc *incarnation) bool {
+		return inc.revision != nil && len(inc.externalSecrets) > 0
+	})
+}
+
+// setExternalSecretsCondition sets ExternalSecretsServed: False naming the
+// clusters that do not serve ExternalSecrets while builds have some, True
+// when every cluster synced this run does, and removes it when no build
+// has any.
+func setExternalSecretsCondition(rm *picchuv1alpha1.ReleaseManager, copies bool, missing []string) {
+	switch {
+	case len(missing) > 0:
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionExternalSecretsServed, Status: metav1.ConditionFalse, Reason: ReasonExternalSecretsNotServed,
+			Message: fmt.Sprintf("%s do not serve %s: the builds run there without the Secrets of their ExternalSecrets (their envFrom is optional there)",
+				strings.Join(missing, ", "), manifests.ExternalSecretKind.GroupVersion().String()+" ExternalSecret"),
+			ObservedGeneration: rm.Generation,
+		})
+	case copies:
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionExternalSecretsServed, Status: metav1.ConditionTrue, Reason: ReasonExternalSecretsServed,
+			Message: "every cluster synced copies the builds' ExternalSecrets", ObservedGeneration: rm.Generation,
+		})
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionExternalSecretsServed)
+	}
+}
