@@ -1,12 +1,29 @@
 package operator
 
 import (
+	"fmt"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/medium/picchu/controllers/clustersecrets"
 	"github.com/medium/picchu/controllers/remote"
 )
 
-// setupClusterSecrets adds the ClusterSecrets controller to mgr.
-func setupClusterSecrets(ctrl.Manager, *remote.Registry, Options) error {
-	return nil // issue 20: the ClusterSecrets controller lands here
+// setupClusterSecrets adds the ClusterSecrets controller to mgr: it copies
+// the Secrets of the delivery cluster's watched namespaces (o.Namespaces)
+// that each ClusterSecrets selects to the Clusters it selects, reaching
+// them through registry.
+func setupClusterSecrets(mgr ctrl.Manager, registry *remote.Registry, o Options) error {
+	if err := (&clustersecrets.Reconciler{
+		Client:         mgr.GetClient(),
+		Registry:       registry,
+		Recorder:       mgr.GetEventRecorder("picchu"),
+		Namespaces:     o.Namespaces,
+		SyncPeriod:     o.SyncPeriod,
+		ClusterTimeout: o.ClusterTimeout,
+		Shards:         o.Shards,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the clustersecrets controller: %w", err)
+	}
+	return nil
 }
