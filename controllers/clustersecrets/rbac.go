@@ -11,7 +11,7 @@ package clustersecrets
 // and clustersecrets/finalizers where owner references are enforced), and
 // their status written (patch).
 // +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clustersecrets,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clustersecrets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clustersecrets/status,verbs=patch
 // +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clustersecrets/finalizers,verbs=update
 //
 // Clusters, to know which are enabled and selected.
