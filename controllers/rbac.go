@@ -31,5 +31,10 @@ package controllers
 // Revisions there (see DeliveryCache and --namespaces), the leader-election
 // Lease and the events leader election records.
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets;configmaps,verbs=get;list;watch
+//
+// The ExternalSecrets configSelectors select there too, read when the
+// delivery cluster serves them (copied to the target clusters, never
+// written here).
+// +kubebuilder:rbac:groups=external-secrets.io,namespace=system,resources=externalsecrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch
