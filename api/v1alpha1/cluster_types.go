@@ -70,7 +70,10 @@ type ClusterSpec struct {
 	// render an HTTP header name; it is lower-cased.
 	// +optional
 	DevRouteTagTemplate string `json:"devRouteTagTemplate,omitempty"`
-	// disableEventDriven runs no replicas of event-driven revisions on this cluster.
+	// disableEventDriven runs no pod of event-driven Revisions
+	// (spec.eventDriven) on this cluster: their ReplicaSets stay at 0
+	// replicas with no autoscaler, and the cluster is left out of their
+	// replica division and readiness. Other Revisions are not affected.
 	// +optional
 	DisableEventDriven bool `json:"disableEventDriven,omitempty"`
 }

@@ -54,7 +54,10 @@ type RevisionTarget struct {
 	// +optional
 	// +kubebuilder:default={}
 	Release ReleaseInfo `json:"release,omitempty"`
-	// scale sets the replicas and the autoscaler of this build.
+	// scale sets the replicas and the autoscaler of this build: the first
+	// of worker, kedaWorker, ambient mesh with targetRequestsRate and the
+	// cluster's Prometheus known (a KEDA ScaledObject on Prometheus), and
+	// the CPU, memory and request-rate targets (an HPA).
 	// +optional
 	// +kubebuilder:default={}
 	Scale ScaleInfo `json:"scale,omitempty"`
@@ -87,9 +90,20 @@ type RevisionTarget struct {
 	// +optional
 	DatadogMonitoring DatadogMonitoring `json:"datadogMonitoring,omitempty"`
 
-	// configSelector selects Secrets and ConfigMaps (and ExternalSecrets) in
-	// the Revision's namespace. Picchu copies them next to the build on every
-	// cluster and exposes them to its containers with envFrom.
+	// configSelector selects Secrets, ConfigMaps and ExternalSecrets
+	// (external-secrets.io/v1, when the delivery cluster serves them) in the
+	// Revision's namespace. Picchu copies each next to the build on every
+	// cluster of the fleet: same name, its labels replaced by the build's,
+	// its data (an ExternalSecret's spec) copied; a copy goes when the
+	// selector no longer selects its source and with the build. Credentials
+	// (a Cluster's Secret, a Secret labelled
+	// picchu.medium.engineering/credentials, a service-account token) are
+	// never copied. The build's containers get the ConfigMaps, the Secrets
+	// and the Secret each ExternalSecret makes (its spec.target.name, else
+	// its name) with envFrom, in that order. A cluster that does not serve
+	// ExternalSecrets gets none: its pods refer to those Secrets as
+	// optional, and the ReleaseManager's ExternalSecretsServed condition
+	// names the cluster.
 	// +optional
 	ConfigSelector *metav1.LabelSelector `json:"configSelector,omitempty"`
 	// aws holds AWS settings for the pods, such as an IAM role.

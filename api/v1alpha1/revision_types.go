@@ -79,7 +79,12 @@ type RevisionSpec struct {
 	DisableMirroring bool `json:"disableMirroring,omitempty"`
 
 	// eventDriven marks an event-driven workload (a queue worker). A Cluster
-	// with disableEventDriven runs no replicas of it.
+	// with disableEventDriven runs none of it: there its ReplicaSets stay at
+	// 0 replicas and have no autoscaler, and the cluster does not count for
+	// it: its replicas are divided over the other live clusters, and its
+	// deployment and the capacity its release waits for are those of the
+	// other clusters alone. Its routes there, if it has ports, reach no pod.
+	// A build that every live cluster disables never deploys (it times out).
 	// +optional
 	EventDriven bool `json:"eventDriven,omitempty"`
 

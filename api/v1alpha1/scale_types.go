@@ -4,9 +4,13 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 )
 
-// ScaleInfo sets the replicas of a build and its autoscaler. With any target
-// (CPU, memory or request rate) Picchu writes an HorizontalPodAutoscaler; with
-// worker or kedaWorker it writes a worker autoscaler or a KEDA ScaledObject.
+// ScaleInfo sets the replicas of a build and its autoscaler, the first that
+// applies: with worker, a worker autoscaler; with kedaWorker, a KEDA
+// ScaledObject; in ambient mesh with a targetRequestsRate, when the operator
+// knows the cluster's Prometheus (--cluster-prometheus-address), a KEDA
+// ScaledObject asking it for the build's request rate (and its CPU and
+// memory utilisation when targets are set) instead of an HPA; with any
+// target (CPU, memory or request rate), an HorizontalPodAutoscaler.
 // Replica counts are for the whole fleet: Picchu divides them across the live
 // clusters and multiplies each share by the cluster's scaling factor.
 type ScaleInfo struct {
@@ -40,7 +44,12 @@ type ScaleInfo struct {
 	// +kubebuilder:validation:Minimum=1
 	TargetMemoryUtilizationPercentage *int32 `json:"targetMemoryUtilizationPercentage,omitempty"`
 	// targetRequestsRate is the autoscaler's target of requestsRateMetric per
-	// pod, as a quantity such as "50" or "500m".
+	// pod, as a quantity such as "50" or "500m". In ambient mesh with the
+	// cluster's Prometheus known it is the target of
+	// sum(rate(istio_requests_total{destination_workload_namespace="<app>-<target>",
+	// destination_workload="<tag>",reporter!="source"}[2m])) per pod
+	// instead. With kedaWorker it makes the DatadogMetric "<tag>" (see
+	// kedaWorker.triggers).
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="must be a positive quantity such as 50 or 2500m"
@@ -55,7 +64,11 @@ type ScaleInfo struct {
 	// worker scales a queue worker with the worker pod autoscaler.
 	// +optional
 	Worker *WorkerScaleInfo `json:"worker,omitempty"`
-	// kedaWorker scales the build with KEDA.
+	// kedaWorker scales the build with a KEDA ScaledObject "<tag>" and a
+	// TriggerAuthentication "<tag>", over scale.min to scale.max divided
+	// over the clusters like the replicas (and for Datadog triggers, see
+	// triggers). They are removed while the build ramps (Picchu sizes it
+	// then), when it retires, and on clusters that run none of it.
 	// +optional
 	KedaWorker *KedaScaleInfo `json:"kedaWorker,omitempty"`
 }
@@ -79,11 +92,26 @@ type WorkerScaleInfo struct {
 	MaxDisruption *string `json:"maxDisruption"`
 }
 
-// KedaScaleInfo configures a KEDA ScaledObject for the build. Its replica
-// range comes from scale.min and scale.max.
+// KedaScaleInfo configures a KEDA ScaledObject "<tag>" on the build's
+// ReplicaSet, with a TriggerAuthentication "<tag>". Its replica range comes
+// from scale.min and scale.max (divided over the clusters like the
+// replicas). Both are removed while the build ramps (Picchu sizes it then),
+// when it retires, and on clusters that run none of it.
 type KedaScaleInfo struct {
 	// triggers of the ScaledObject. Triggers without an authentication
-	// reference use the build's TriggerAuthentication.
+	// reference use the build's TriggerAuthentication (EKS pod identity) and
+	// get metadata identityOwner=pod. When one is of type datadog, Picchu
+	// also writes the ConfigMap "dd-cfg-<tag>" (the Datadog Cluster Agent's
+	// datadogNamespace, datadogMetricsService, datadogMetricsServicePort,
+	// unsafeSsl and authMode "bearer") and the Secret
+	// "service-account-token" (a token of the app's service account), and
+	// the TriggerAuthentication reads them: KEDA's Cluster Agent mode. With
+	// scale.targetRequestsRate Picchu writes the DatadogMetric "<tag>"
+	// (datadoghq.com/v1alpha1) of the build's requests per second,
+	// sum:istio.mesh.request.count.total{destination_workload:<tag>,destination_workload_namespace:<app>-<target>}.as_rate(),
+	// and a datadog trigger that names neither a query nor a
+	// datadogMetricName reads it through the Cluster Agent, its targetValue
+	// defaulting to targetRequestsRate.
 	// +required
 	Triggers []kedav1alpha1.ScaleTriggers `json:"triggers"`
 	// cooldownPeriod is KEDA's wait, in seconds, after the last active trigger
