@@ -310,12 +310,31 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleet
 		if err := c.Apply(ctx, rs); err != nil {
 			return err
 		}
+		if n := perCluster(sp.Min); kind == release.AutoscalerHPA && n > 0 && replicasOf(live) == 0 {
+			// Left at 0 (the build was idle on this cluster): an HPA
+			// takes 0 replicas as scaling turned off, so it starts at
+			// its min. KEDA and the worker autoscaler scale from 0
+			// themselves.
+			if err := setReplicas(n); err != nil {
+				return err
+			}
+		}
 	}
 	if kind == "" && inc.step.Action != release.Retire && live.GetAnnotations()[manifests.AnnotationAutoscaler] == "" {
 		// Never had an autoscaler: nothing to apply or delete.
 		return nil
 	}
 	return s.syncAutoscaler(ctx, c, sp, sc)
+}
+
+// replicasOf is a live ReplicaSet's spec.replicas (1 when unset, as the
+// API server defaults it).
+func replicasOf(live *unstructured.Unstructured) int64 {
+	n, found, err := unstructured.NestedInt64(live.Object, "spec", "replicas")
+	if err != nil || !found {
+		return 1
+	}
+	return n
 }
 
 // autoscalerAnnotation is the autoscaler a build's ReplicaSet names on a
