@@ -1,12 +1,33 @@
 package operator
 
 import (
-	ctrl "sigs.k8s.io/controller-runtime"
+	"fmt"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/medium/picchu/controllers/mirror"
 	"github.com/medium/picchu/controllers/remote"
 )
 
-// setupMirrors adds the Mirror controller to mgr.
-func setupMirrors(ctrl.Manager, *remote.Registry, Options) error {
-	return nil // issue 20: the Mirror controller lands here
+// setupMirrors adds the Mirror controller to mgr, and registers its
+// failure counter with the metrics the operator serves. Its resync is the
+// operator's, and its requests to one mirror in one run are bounded by
+// o.ClusterTimeout (the controller's defaults when 0).
+func setupMirrors(mgr ctrl.Manager, registry *remote.Registry, o Options) error {
+	if err := mirror.Register(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering the mirror metrics: %w", err)
+	}
+	if err := (&mirror.Reconciler{
+		Client:                  mgr.GetClient(),
+		ConfigNamespaces:        o.Namespaces,
+		Registry:                registry,
+		Resync:                  o.SyncPeriod,
+		Timeout:                 o.ClusterTimeout,
+		MaxConcurrentReconciles: 2,
+		Shards:                  o.Shards,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the mirror controller: %w", err)
+	}
+	return nil
 }
