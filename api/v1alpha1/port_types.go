@@ -15,8 +15,9 @@ const (
 	PortModeLocal PortMode = "local"
 )
 
-// Ingress names an ingress gateway of a Cluster.
-// +kubebuilder:validation:Enum=public;private
+// Ingress names an ingress gateway of a Cluster: public or private. A
+// port's ingresses may name others, as the original allowed: they are
+// ignored, with an admission warning.
 type Ingress string
 
 const (
@@ -73,11 +74,13 @@ type PortInfo struct {
 	// ingress has several ports.
 	// +optional
 	Default bool `json:"default,omitempty"`
-	// ingresses the port is exposed on. The webhook fills it from mode:
-	// private gives [private], public gives [private, public].
+	// ingresses the port is exposed on: public or private (other names
+	// are ignored, with a warning). The webhook fills it from mode: private
+	// gives [private], public gives [private, public].
 	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=2
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
 	Ingresses []Ingress `json:"ingresses,omitempty"`
 	// istio holds the mesh's HTTP settings for this port.
 	// +optional

@@ -13,8 +13,9 @@ const (
 	ScalingStrategyGeometric ScalingStrategy = "geometric"
 )
 
-// Schedule says when a release may start.
-// +kubebuilder:validation:Enum=humane;inhumane;always
+// Schedule says when a release may start: humane, inhumane or always.
+// Any other string is accepted, with an admission warning, and behaves as
+// always, as in the original.
 type Schedule string
 
 const (
@@ -34,11 +35,11 @@ type ReleaseInfo struct {
 	// deployed (and can be tested through its tag route) but takes no traffic.
 	// +optional
 	Eligible bool `json:"eligible,omitempty"`
-	// max is the highest percent of traffic the build may take.
+	// max is the highest percent of traffic the build may take. 0 and
+	// anything above 100 (accepted with a warning) mean 100.
 	// +optional
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
 	Max int32 `json:"max,omitempty"`
 	// scalingStrategy is how traffic grows: linear or geometric.
 	// +optional
@@ -54,6 +55,9 @@ type ReleaseInfo struct {
 	LinearScaling LinearScaling `json:"linearScaling,omitempty"`
 	// schedule says when a release may start: always, inhumane (weekdays that
 	// are not holidays) or humane (weekday business hours in America/Los_Angeles).
+	// Any other value behaves as always (with an admission warning), as in
+	// the original; the kill switch --humane-releases-enabled=false lets
+	// only "always" itself release.
 	// +optional
 	// +kubebuilder:default=inhumane
 	Schedule Schedule `json:"schedule,omitempty"`
@@ -99,16 +103,19 @@ type ReleaseWave struct {
 // GeometricScaling starts a release at start percent and multiplies the
 // traffic by factor every delay.
 type GeometricScaling struct {
-	// start is the first percent of traffic.
+	// start is the first percent of traffic. 0 means the default, 10, as in
+	// the original; above release.max (accepted with a warning) the first
+	// step goes to release.max.
 	// +optional
 	// +kubebuilder:default=10
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:validation:Minimum=0
 	Start int32 `json:"start,omitempty"`
-	// factor multiplies the traffic at each step; it must be greater than 1.
+	// factor multiplies the traffic at each step; it must be greater than 1
+	// (a factor of 1 or less never ramps). 0 means the default, 2, as in the
+	// original.
 	// +optional
 	// +kubebuilder:default=2
-	// +kubebuilder:validation:XValidation:rule="self > 1",message="must be greater than 1: traffic is multiplied by factor at each step"
+	// +kubebuilder:validation:XValidation:rule="self == 0 || self > 1",message="must be greater than 1 (or 0 for the default, 2): traffic is multiplied by factor at each step, and a factor of 1 or less never ramps"
 	Factor int32 `json:"factor,omitempty"`
 	// delay between steps, as a duration such as 10s or 5m.
 	// +optional
@@ -121,11 +128,12 @@ type GeometricScaling struct {
 
 // LinearScaling adds increment percent of traffic every delay.
 type LinearScaling struct {
-	// increment is the percent of traffic added at each step.
+	// increment is the percent of traffic added at each step. 0 means the
+	// default, 5, as in the original; above 100 (accepted with a warning) a
+	// step goes to release.max.
 	// +optional
 	// +kubebuilder:default=5
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:validation:Minimum=0
 	Increment int32 `json:"increment,omitempty"`
 	// delay between steps, as a duration such as 10s or 5m.
 	// +optional

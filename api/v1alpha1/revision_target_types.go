@@ -32,14 +32,16 @@ type RevisionTarget struct {
 	AcceptanceTarget bool `json:"acceptanceTarget,omitempty"`
 
 	// ports the app listens on and how each is exposed through the mesh and
-	// the ingress gateways. Port names are unique, and so are port and
-	// containerPort numbers.
+	// the ingress gateways. Port names are unique, and so are containerPort
+	// numbers per protocol (a container's ports are keyed by both). Two
+	// ports with the same port number and protocol are accepted, with a
+	// warning, as the original accepted them: the app's Service has that
+	// port once, named after the first.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.port == p.port))",message="port numbers must be unique within a target"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.containerPort == p.containerPort))",message="containerPort numbers must be unique within a target"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.containerPort == p.containerPort && q.protocol == p.protocol))",message="containerPort numbers must be unique per protocol within a target: the container's ports are keyed by number and protocol"
 	Ports []PortInfo `json:"ports,omitempty"`
 	// defaultIngressPorts maps an ingress ("public" or "private") to the name
 	// of the port that serves the ingress's default hosts. The webhook fills it
@@ -194,14 +196,14 @@ type RevisionTarget struct {
 
 // Canary sends a share of traffic to a new build for a while before its release.
 type Canary struct {
-	// percent of traffic the canary takes. 0 disables the canary.
+	// percent of traffic the canary takes. 0 (or less) disables the
+	// canary; above release.max, or 100, it takes release.max (both
+	// accepted with a warning, as the original accepted them).
 	// +optional
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
 	Percent int32 `json:"percent,omitempty"`
-	// ttl is how long, in seconds, the canary runs before the release may start.
+	// ttl is how long, in seconds, the canary runs before the release may
+	// start. 0 (or less, accepted with a warning) disables the canary.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
 	TTL int64 `json:"ttl,omitempty"`
 	// allowNoTraffic lets a canary pass that no request reached. By default
 	// a canary holds, past its ttl, until the total query of each of its

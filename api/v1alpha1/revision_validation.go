@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +34,8 @@ func (r *Revision) Validate() (warnings []string, err error) {
 }
 
 func (t *RevisionTarget) validate(path *field.Path) (warnings []string, errs field.ErrorList) {
-	errs = append(errs, t.validateIngressPorts(path)...)
+	w, e := t.validateIngressPorts(path)
+	warnings, errs = append(warnings, w...), append(errs, e...)
 	errs = append(errs, t.validateSLONames(path.Child("serviceLevelObjectives"))...)
 	errs = append(errs, t.validatePod(path)...)
 	if t.ConfigSelector != nil {
@@ -46,17 +48,113 @@ func (t *RevisionTarget) validate(path *field.Path) (warnings []string, errs fie
 		warnings = append(warnings, fmt.Sprintf("%s: min (%d) is above max (%d); the autoscaler will run max replicas",
 			path.Child("scale"), *t.Scale.Min, t.Scale.Max))
 	}
-	if t.Canary.Percent > t.Release.Max {
+	if maxPercent := percentCap(t.Release.Max); t.Canary.Percent > maxPercent {
 		warnings = append(warnings, fmt.Sprintf("%s: canary percent (%d) is above release max (%d); the canary is capped at max",
-			path.Child("canary", "percent"), t.Canary.Percent, t.Release.Max))
+			path.Child("canary", "percent"), t.Canary.Percent, maxPercent))
 	}
+	warnings = append(warnings, t.compatWarnings(path)...)
 	return warnings, errs
 }
 
+// percentCap is the most traffic a build whose release.max is m takes: 0
+// and anything above 100 mean 100.
+func percentCap(m int32) int32 {
+	if m <= 0 || m > 100 {
+		return 100
+	}
+	return m
+}
+
+// compatWarnings are the warnings about values the original accepted and
+// so does Picchu, where it reads them as the original did, but they are
+// likely mistakes: docs/api.md lists them ("Where Picchu's admission
+// differs from the original's").
+func (t *RevisionTarget) compatWarnings(path *field.Path) []string {
+	var warnings []string
+	warn := func(p *field.Path, format string, args ...any) {
+		warnings = append(warnings, p.String()+": "+fmt.Sprintf(format, args...))
+	}
+	release := path.Child("release")
+	switch s := t.Release.Schedule; s {
+	case "", ScheduleAlways, ScheduleInhumane, ScheduleHumane:
+	default:
+		warn(release.Child("schedule"), "unknown schedule %q behaves as %q, as in the original (known: %s, %s, %s); with --humane-releases-enabled=false only %q itself releases",
+			s, ScheduleAlways, ScheduleHumane, ScheduleInhumane, ScheduleAlways, ScheduleAlways)
+	}
+	if m := t.Release.Max; m > 100 {
+		warn(release.Child("max"), "%d is above 100: the build takes at most 100 percent", m)
+	}
+	if s := t.Release.GeometricScaling.Start; s > 100 {
+		warn(release.Child("geometricScaling", "start"), "%d is above 100: the first step goes to release.max", s)
+	}
+	if i := t.Release.LinearScaling.Increment; i > 100 {
+		warn(release.Child("linearScaling", "increment"), "%d is above 100: the first step goes to release.max", i)
+	}
+	canary := path.Child("canary")
+	if p := t.Canary.Percent; p < 0 {
+		warn(canary.Child("percent"), "%d is negative: no canary runs, as with 0", p)
+	}
+	if ttl := t.Canary.TTL; ttl < 0 {
+		warn(canary.Child("ttl"), "%d is negative: no canary runs, as with 0", ttl)
+	}
+	for i, slo := range t.ServiceLevelObjectives {
+		c := slo.ServiceLevelIndicator.Canary
+		p := path.Child("serviceLevelObjectives").Index(i).Child("serviceLevelIndicator", "canary")
+		if c.AllowancePercentString != "" {
+			if pct, err := strconv.ParseFloat(c.AllowancePercentString, 64); err == nil && pct >= 100 {
+				warn(p.Child("allowancePercentString"), "%s is 100 or more: this SLO's canary alert cannot fire (an error ratio is at most 100%%)", c.AllowancePercentString)
+			}
+		} else if c.AllowancePercent >= 100 {
+			warn(p.Child("allowancePercent"), "%g is 100 or more: this SLO's canary alert cannot fire (an error ratio is at most 100%%)", c.AllowancePercent)
+		}
+	}
+	warnings = append(warnings, t.portWarnings(path.Child("ports"))...)
+	return warnings
+}
+
+// portWarnings are the warnings about ports that share a port number
+// (the schema rejects a shared containerPort), and about ingresses that
+// are not public or private or are listed twice.
+func (t *RevisionTarget) portWarnings(path *field.Path) []string {
+	var warnings []string
+	type number struct {
+		port     int32
+		protocol string
+	}
+	ports := map[number]int{}
+	for i := range t.Ports {
+		p := &t.Ports[i]
+		protocol := string(p.Protocol)
+		if protocol == "" {
+			protocol = "TCP"
+		}
+		// 0 is unset (the schema defaults it): nothing to compare.
+		if j, ok := ports[number{p.Port, protocol}]; ok && p.Port != 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: %d/%s is also the port of ports[%d] (%s), as the original allowed: the app's Service has it once, named %s, and the routes of both send to it",
+				path.Index(i).Child("port"), p.Port, protocol, j, t.Ports[j].Name, t.Ports[j].Name))
+		} else {
+			ports[number{p.Port, protocol}] = i
+		}
+		seen := map[Ingress]bool{}
+		for k, ingress := range p.Ingresses {
+			switch {
+			case seen[ingress]:
+				warnings = append(warnings, fmt.Sprintf("%s: %q is listed twice", path.Index(i).Child("ingresses").Index(k), ingress))
+			case ingress != IngressPublic && ingress != IngressPrivate:
+				warnings = append(warnings, fmt.Sprintf("%s: %q is not an ingress (%s or %s): ignored, as in the original",
+					path.Index(i).Child("ingresses").Index(k), ingress, IngressPublic, IngressPrivate))
+			}
+			seen[ingress] = true
+		}
+	}
+	return warnings
+}
+
 // validateIngressPorts checks that every ingress that has ports has one
-// default port, and that at most one port per ingress is flagged default.
-func (t *RevisionTarget) validateIngressPorts(path *field.Path) field.ErrorList {
-	var errs field.ErrorList
+// default port. Several ports of an ingress flagged default are an error
+// unless defaultIngressPorts names the ingress's port, which makes the
+// flags moot (a warning), as in the original.
+func (t *RevisionTarget) validateIngressPorts(path *field.Path) (warnings []string, errs field.ErrorList) {
 	for _, ingress := range []Ingress{IngressPrivate, IngressPublic} {
 		var exposed, flagged []string
 		for i := range t.Ports {
@@ -68,8 +166,13 @@ func (t *RevisionTarget) validateIngressPorts(path *field.Path) field.ErrorList 
 			}
 		}
 		if len(flagged) > 1 {
+			if name, ok := t.DefaultIngressPorts[string(ingress)]; ok {
+				warnings = append(warnings, fmt.Sprintf("%s: ports %s exposed on the %s ingress are all flagged default: the flags are ignored, defaultIngressPorts names %s",
+					path.Child("ports"), strings.Join(flagged, ", "), ingress, name))
+				continue
+			}
 			errs = append(errs, field.Invalid(path.Child("ports"), strings.Join(flagged, ", "),
-				fmt.Sprintf("only one port exposed on the %s ingress may be flagged default", ingress)))
+				fmt.Sprintf("only one port exposed on the %s ingress may be flagged default, unless defaultIngressPorts names its default port", ingress)))
 			continue
 		}
 		if len(exposed) > 0 && t.DefaultIngressPort(ingress) == "" {
@@ -78,7 +181,7 @@ func (t *RevisionTarget) validateIngressPorts(path *field.Path) field.ErrorList 
 					ingress, strings.Join(exposed, ", "), DefaultPortName)))
 		}
 	}
-	return errs
+	return warnings, errs
 }
 
 // validateSLONames checks that enabled SLOs have unique, non-empty names:

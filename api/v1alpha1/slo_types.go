@@ -55,15 +55,15 @@ type SLICanaryConfig struct {
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 	// allowancePercent is how many percentage points the canary's error ratio
-	// may exceed the fleet's. allowancePercentString takes precedence.
+	// may exceed the fleet's. allowancePercentString takes precedence. From
+	// 100 up (accepted with a warning) the canary alert cannot fire.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
 	AllowancePercent float64 `json:"allowancePercent,omitempty"`
 	// allowancePercentString is allowancePercent as a string, such as "0.5".
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$') && double(self) <= 100.0",message="must be a percent from 0 to 100 such as 0.5"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$')",message="must be a non-negative percent such as 0.5"
 	AllowancePercentString string `json:"allowancePercentString,omitempty"`
 	// failAfter is how long the canary alert must hold before it fires, as a
 	// duration such as 1m (a Prometheus "for").

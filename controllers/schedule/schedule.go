@@ -45,9 +45,10 @@ func New(humaneReleasesEnabled bool) (*Calendar, error) {
 	return &Calendar{la: la, holidays: newHolidayCalendar(), humaneEnabled: humaneReleasesEnabled}, nil
 }
 
-// normalize maps a schedule to one of the three known ones. The CRD admits
-// only those, but as the original did, an empty string is the default
-// (inhumane) and any other string behaves as always.
+// normalize maps a schedule to one of the three known ones. As in the
+// original, an empty string is the default (inhumane) and any other string
+// behaves as always: admission accepts one, with a warning, as the
+// original did.
 func normalize(s picchuv1alpha1.Schedule) picchuv1alpha1.Schedule {
 	switch s {
 	case "":

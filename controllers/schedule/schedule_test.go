@@ -303,6 +303,7 @@ func TestNextWindow(t *testing.T) {
 	}{
 		{"inside a window is now", humane, la(2025, time.March, 11, 10, 17), la(2025, time.March, 11, 10, 17)},
 		{"always is now", always, la(2025, time.December, 25, 3, 0), la(2025, time.December, 25, 3, 0)},
+		{"an unknown schedule is now, as always", "weekly", la(2025, time.December, 27, 3, 0), la(2025, time.December, 27, 3, 0)},
 		{"before opening", humane, la(2025, time.March, 11, 5, 30), la(2025, time.March, 11, 7, 0)},
 		{"after closing", humane, la(2025, time.March, 11, 16, 0), la(2025, time.March, 12, 7, 0)},
 		{"friday 14:00 to monday 07:00", humane, la(2025, time.March, 14, 14, 0), la(2025, time.March, 17, 7, 0)},

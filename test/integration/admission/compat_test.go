@@ -1,13 +1,18 @@
 package admission_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/medium/picchu/test/crdfields"
@@ -149,4 +154,115 @@ func upstream(path string) bool {
 		}
 	}
 	return false
+}
+
+// TestRevision_AcceptsWhatTheOriginalAccepted sends values the original
+// accepted, and that are likely mistakes, to the API server with and
+// without webhooks: each is stored as sent, and the webhook warns, naming
+// the field and saying what Picchu does with it (the same as the
+// original). docs/api.md lists them under "Where Picchu's admission differs
+// from the original's"; what it still rejects is in
+// TestRevision_SchemaRejectsInvalidSpecs, each a value the original broke on
+// at run time.
+func TestRevision_AcceptsWhatTheOriginalAccepted(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		fields   string
+		stored   []string // a field path within the target (such as ports[1].port), then its value as stored
+		warnings []string
+	}{
+		{"unknown schedule", `"release": {"schedule": "weekly"}`,
+			[]string{"release.schedule", "weekly"},
+			[]string{`spec.targets[0].release.schedule: unknown schedule "weekly" behaves as "always"`}},
+		{"release max above 100", `"release": {"max": 150}`,
+			[]string{"release.max", "150"},
+			[]string{"spec.targets[0].release.max: 150 is above 100"}},
+		{"canary percent above 100", `"canary": {"percent": 150, "ttl": 600}`,
+			[]string{"canary.percent", "150"},
+			[]string{"spec.targets[0].canary.percent: canary percent (150) is above release max (100)"}},
+		{"negative canary", `"canary": {"percent": -10, "ttl": -60}`,
+			[]string{"canary.ttl", "-60"},
+			[]string{"spec.targets[0].canary.percent: -10 is negative: no canary runs", "spec.targets[0].canary.ttl: -60 is negative: no canary runs"}},
+		{"geometric start above 100", `"release": {"geometricScaling": {"start": 150}}`,
+			[]string{"release.geometricScaling.start", "150"},
+			[]string{"spec.targets[0].release.geometricScaling.start: 150 is above 100"}},
+		{"linear increment above 100", `"release": {"scalingStrategy": "linear", "linearScaling": {"increment": 150}}`,
+			[]string{"release.linearScaling.increment", "150"},
+			[]string{"spec.targets[0].release.linearScaling.increment: 150 is above 100"}},
+		// 0 is the original's "unset": its defaults (start 10, factor 2,
+		// increment 5) apply. Nothing to warn about.
+		{"steps of 0", `"release": {"geometricScaling": {"start": 0, "factor": 0}, "linearScaling": {"increment": 0}}`,
+			[]string{"release.geometricScaling.factor", "0"}, nil},
+		{"SLO allowance above 100", `"serviceLevelObjectives": [{"name": "availability", "serviceLevelIndicator": {"canary": {"enabled": true, "allowancePercent": 150}}},
+				{"name": "latency", "serviceLevelIndicator": {"canary": {"enabled": true, "allowancePercentString": "150"}}}]`,
+			[]string{"serviceLevelObjectives[0].serviceLevelIndicator.canary.allowancePercent", "150"},
+			[]string{
+				"spec.targets[0].serviceLevelObjectives[0].serviceLevelIndicator.canary.allowancePercent: 150 is 100 or more: this SLO's canary alert cannot fire",
+				"spec.targets[0].serviceLevelObjectives[1].serviceLevelIndicator.canary.allowancePercentString: 150 is 100 or more",
+			}},
+		{"duplicate port numbers", `"ports": [{"name": "http", "port": 80, "containerPort": 8080}, {"name": "grpc", "port": 80, "containerPort": 8081}], "defaultIngressPorts": {"private": "http"}`,
+			[]string{"ports[1].port", "80"},
+			[]string{"spec.targets[0].ports[1].port: 80/TCP is also the port of ports[0] (http)"}},
+		{"one port number over two protocols", `"ports": [{"name": "dns", "port": 53, "containerPort": 5353, "protocol": "UDP", "mode": "local"}, {"name": "dns-tcp", "port": 53, "containerPort": 5353, "mode": "local"}]`,
+			[]string{"ports[1].containerPort", "5353"}, nil},
+		{"unknown and repeated ingresses", `"ports": [{"name": "http", "ingresses": ["private", "internet", "private"]}]`,
+			[]string{"ports[0].ingresses[1]", "internet"},
+			[]string{`spec.targets[0].ports[0].ingresses[1]: "internet" is not an ingress`, `spec.targets[0].ports[0].ingresses[2]: "private" is listed twice`}},
+		{"ports all flagged default, the default port named", `"ports": [{"name": "a", "default": true, "port": 80, "containerPort": 80}, {"name": "b", "default": true, "port": 81, "containerPort": 81}], "defaultIngressPorts": {"private": "b"}`,
+			[]string{"ports[1].default", "true"},
+			[]string{"spec.targets[0].ports: ports a, b exposed on the private ingress are all flagged default: the flags are ignored"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := create(ctx, bare.Delivery.Client, object(t, "Revision", revisionJSON(tt.fields))); err != nil {
+				t.Fatalf("the schema rejects what the original accepted: %v", err)
+			}
+			warnings.take()
+			u := object(t, "Revision", revisionJSON(tt.fields))
+			if err := hookedClient.Create(ctx, u); err != nil {
+				t.Fatalf("the webhook rejects what the original accepted: %v", err)
+			}
+			got := warnings.take()
+			joined := strings.Join(got, "\n")
+			for _, want := range tt.warnings {
+				if !strings.Contains(joined, want) {
+					t.Errorf("warnings lack %q:\n%s", want, joined)
+				}
+			}
+			if len(got) != len(tt.warnings) {
+				t.Errorf("%d warnings, want %d:\n%s", len(got), len(tt.warnings), joined)
+			}
+			stored := &unstructured.Unstructured{}
+			stored.SetGroupVersionKind(u.GroupVersionKind())
+			if err := hookedClient.Get(ctx, client.ObjectKeyFromObject(u), stored); err != nil {
+				t.Fatal(err)
+			}
+			targets, _, _ := unstructured.NestedSlice(stored.Object, "spec", "targets")
+			if len(targets) != 1 {
+				t.Fatalf("stored targets %v", targets)
+			}
+			if v := lookup(targets[0], tt.stored[0]); fmt.Sprint(v) != tt.stored[1] {
+				t.Errorf("stored %s = %v, want %s as sent", tt.stored[0], v, tt.stored[1])
+			}
+		})
+	}
+}
+
+// lookup follows a path such as "ports[1].port" in a decoded JSON value.
+func lookup(v any, path string) any {
+	for part := range strings.SplitSeq(path, ".") {
+		name, index, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
+		m, _ := v.(map[string]any)
+		v = m[name]
+		if indexed {
+			i, err := strconv.Atoi(index)
+			list, _ := v.([]any)
+			if err != nil || i >= len(list) {
+				return nil
+			}
+			v = list[i]
+		}
+	}
+	return v
 }
