@@ -24,8 +24,9 @@ type Cluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec says how to reach the cluster and how to route on it.
-	// +required
+	// spec says how to reach the cluster and how to route on it. A Cluster
+	// without one is disabled (the original accepted it too).
+	// +optional
 	Spec ClusterSpec `json:"spec"`
 	// status reports whether the cluster is reachable.
 	// +optional

@@ -18,8 +18,9 @@ type FaultInjector struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec lists the faults per port.
-	// +required
+	// spec lists the faults per port. A FaultInjector without one injects
+	// nothing (the original accepted it too).
+	// +optional
 	Spec FaultInjectorSpec `json:"spec"`
 	// status reports where the faults were applied.
 	// +optional

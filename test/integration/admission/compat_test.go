@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/crdfields"
 	"github.com/medium/picchu/test/kit"
 )
@@ -265,4 +266,27 @@ func lookup(v any, path string) any {
 		}
 	}
 	return v
+}
+
+// TestCRDs_KindsWithNothingToDoWithoutASpecAcceptNone: a Cluster or a
+// FaultInjector without spec was accepted by the original and did nothing
+// (a disabled Cluster, no fault): so here. The other kinds still need one:
+// without it the original failed (no app, no cluster to mirror to, no
+// source namespace).
+func TestCRDs_KindsWithNothingToDoWithoutASpecAcceptNone(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"Cluster", "FaultInjector", "Revision", "Mirror", "ClusterSecrets", "ReleaseManager"} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(picchuv1alpha1.GroupVersion.String())
+		u.SetKind(kind)
+		u.SetNamespace("picchu")
+		u.SetName(uniqueName(strings.ToLower(kind)))
+		err := hookedClient.Create(ctx, u)
+		switch want := kind == "Cluster" || kind == "FaultInjector"; {
+		case want && err != nil:
+			t.Errorf("%s without spec rejected: %v", kind, err)
+		case !want && err == nil:
+			t.Errorf("%s without spec accepted", kind)
+		}
+	}
 }
