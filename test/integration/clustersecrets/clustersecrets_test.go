@@ -162,6 +162,46 @@ func TestClusterSecrets_ARotatedSecretReachesEveryClusterWithinSeconds(t *testin
 	}
 }
 
+func TestClusterSecrets_PutsBackACopyChangedOnATarget(t *testing.T) {
+	const ns = "shared-drift"
+	db := source(t, "drift-db", map[string]string{"copy": "drift"}, corev1.SecretTypeOpaque, map[string]string{"a": "1"})
+	create(t, "drift", specOf("drift", ns))
+	landed(t, enabled(), "drift", ns, db)
+	ctx := context.Background()
+
+	// Deleted on target-0, its data and labels changed on target-1.
+	deleted, err := copyOn(ctx, env.Targets[0], ns, db.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Targets[0].Client.Delete(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := copyOn(ctx, env.Targets[1], ns, db.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.Data["a"] = []byte("tampered")
+	changed.Labels["extra"] = "x"
+	if err := env.Targets[1].Client.Update(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	landed(t, enabled(), "drift", ns, db)
+
+	// Its ownership label removed: it leaves the cache of copies, and is
+	// still recognised as Picchu's by its annotation.
+	unlabelled, err := copyOn(ctx, env.Targets[0], ns, db.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(unlabelled.Labels, clustersecrets.LabelOwner)
+	if err := env.Targets[0].Client.Update(ctx, unlabelled); err != nil {
+		t.Fatal(err)
+	}
+	landed(t, enabled(), "drift", ns, db)
+	condition(t, "drift", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced)
+}
+
 func TestClusterSecrets_RemovesWhatIsNoLongerSelected(t *testing.T) {
 	const ns = "shared-unselected"
 	db := source(t, "unselected-db", map[string]string{"copy": "unselected"}, corev1.SecretTypeOpaque, map[string]string{"a": "1"})
