@@ -20,7 +20,9 @@ package controllers
 // +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=picchu.medium.engineering,resources=clusters/status,verbs=patch
 //
-// FaultInjectors are only read; ClusterSecrets and Mirrors not at all.
+// FaultInjectors are only read. The ClusterSecrets and Mirror controllers'
+// permissions are in their own packages (controllers/clustersecrets,
+// controllers/mirror).
 // +kubebuilder:rbac:groups=picchu.medium.engineering,resources=faultinjectors,verbs=get;list;watch
 //
 // Events on Revisions and ReleaseManagers.
