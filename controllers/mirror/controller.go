@@ -271,11 +271,14 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 			continue
 		}
 		var notServed *notServedError
-		if errors.As(err, &notServed) {
+		if errors.As(err, &notServed) && notServed.gvk == ExternalSecretKind {
+			// Said served, then refused: the next run copies the build
+			// without them.
 			r.kinds.notServed(t.key.String(), notServed.gvk, now)
-			notes[esNote(cl.Name)] = true
 			next = min(next, r.kindRecheck())
 		}
+		// A kind not served (Picchu's CRDs not installed there) is refused
+		// until a person installs it.
 		reason := Classify(err)
 		if reason == ReasonRejected || notServed != nil {
 			o.Failures = append(o.Failures, Failure{Build: b.rev.Name, App: b.rev.Spec.App.Name, Reason: ReasonRejected, Message: err.Error()})

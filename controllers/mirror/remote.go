@@ -148,7 +148,7 @@ type notServedError struct {
 }
 
 func (e *notServedError) Error() string {
-	return fmt.Sprintf("cluster %s does not serve %s", e.cluster, e.gvk)
+	return fmt.Sprintf("cluster %s does not serve %s %s: install its CRD there", e.cluster, e.gvk.GroupVersion(), e.gvk.Kind)
 }
 
 // ensureNamespace creates namespace on the mirror unless it is there.
