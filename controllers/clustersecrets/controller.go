@@ -419,9 +419,9 @@ func (r *Reconciler) onCluster(ctx context.Context, owner string, cl *picchuv1al
 		run.result.Problem = problem
 		return run
 	}
-	copies, err := r.copies.get(client.ObjectKeyFromObject(cl), rc)
+	copies, err := r.copies.get(ctx, client.ObjectKeyFromObject(cl), rc)
 	if err != nil {
-		run.result.Problem = err.Error()
+		run.result.Problem = timedOut(ctx, err, r.ClusterTimeout)
 		return run
 	}
 	live, err := copies.list(ctx)

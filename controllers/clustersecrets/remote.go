@@ -30,6 +30,18 @@ type copies struct {
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*copyCache
+	// building are the caches being built, by cluster: building one may
+	// ask the cluster which resources it serves, and is done without the
+	// lock, so that a cluster that hangs holds up only its own runs.
+	building map[types.NamespacedName]*build
+}
+
+// build is a cache being built, done when done is closed.
+type build struct {
+	remote cluster.Cluster
+	done   chan struct{}
+	cache  *copyCache
+	err    error
 }
 
 // copyCache is the cache of one cluster's copies.
@@ -46,46 +58,69 @@ type copyCache struct {
 }
 
 func newCopies(log logr.Logger, notify func(types.NamespacedName)) *copies {
-	return &copies{log: log, notify: notify, clusters: map[types.NamespacedName]*copyCache{}}
+	return &copies{
+		log: log, notify: notify,
+		clusters: map[types.NamespacedName]*copyCache{},
+		building: map[types.NamespacedName]*build{},
+	}
 }
 
 // get returns the cache of the cluster key for the registry's current
 // cluster remote, building and starting it when there is none or it was
-// built on another.
-func (c *copies) get(key types.NamespacedName, remote cluster.Cluster) (*copyCache, error) {
+// built on another. It waits for a build at most until ctx ends; the
+// build goes on, for the next run.
+func (c *copies) get(ctx context.Context, key types.NamespacedName, remote cluster.Cluster) (*copyCache, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cc, ok := c.clusters[key]; ok {
-		if cc.remote == remote {
-			return cc, nil
-		}
-		cc.stop()
-		delete(c.clusters, key)
+	if cc, ok := c.clusters[key]; ok && cc.remote == remote {
+		c.mu.Unlock()
+		return cc, nil
 	}
-	cc, err := c.start(key, remote)
-	if err != nil {
-		return nil, err
+	b, ok := c.building[key]
+	if !ok || b.remote != remote {
+		b = &build{remote: remote, done: make(chan struct{})}
+		c.building[key] = b
+		go c.build(key, b)
 	}
-	c.clusters[key] = cc
-	return cc, nil
+	c.mu.Unlock()
+	select {
+	case <-b.done:
+		return b.cache, b.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the cache of copies on the cluster is not built yet: %w", ctx.Err())
+	}
 }
 
-// forget stops and drops the cache of the cluster key: the registry
-// stopped or replaced its cluster.
+// build builds the cache of b, and keeps it unless the cluster was
+// forgotten or another build started meanwhile.
+func (c *copies) build(key types.NamespacedName, b *build) {
+	cc, err := c.start(key, b.remote)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.cache, b.err = cc, err
+	close(b.done)
+	if c.building[key] != b {
+		if cc != nil {
+			cc.stop()
+		}
+		return
+	}
+	delete(c.building, key)
+	if err != nil {
+		return
+	}
+	if old, ok := c.clusters[key]; ok {
+		old.stop()
+	}
+	c.clusters[key] = cc
+}
+
+// forget stops and drops the cache of the cluster key, and any being
+// built: the registry stopped or replaced its cluster.
 func (c *copies) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.building, key)
 	if cc, ok := c.clusters[key]; ok {
-		cc.stop()
-		delete(c.clusters, key)
-	}
-}
-
-// stopAll stops every cache.
-func (c *copies) stopAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for key, cc := range c.clusters {
 		cc.stop()
 		delete(c.clusters, key)
 	}
