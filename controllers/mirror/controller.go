@@ -280,8 +280,11 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 		// A kind not served (Picchu's CRDs not installed there) is refused
 		// until a person installs it.
 		reason := Classify(err)
-		if reason == ReasonRejected || notServed != nil {
-			o.Failures = append(o.Failures, Failure{Build: b.rev.Name, App: b.rev.Spec.App.Name, Reason: ReasonRejected, Message: err.Error()})
+		if notServed != nil {
+			reason = ReasonRejected
+		}
+		if reason != ReasonUnreachable {
+			o.Failures = append(o.Failures, Failure{Build: b.rev.Name, App: b.rev.Spec.App.Name, Reason: reason, Message: err.Error()})
 			failedApps = append(failedApps, b.rev.Spec.App.Name)
 			continue
 		}

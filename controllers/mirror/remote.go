@@ -151,6 +151,21 @@ func (e *notServedError) Error() string {
 	return fmt.Sprintf("cluster %s does not serve %s %s: install its CRD there", e.cluster, e.gvk.GroupVersion(), e.gvk.Kind)
 }
 
+// NotOwnedError is an object on a mirror, where a copy would go, that the
+// Mirror did not write: it is neither overwritten nor deleted.
+type NotOwnedError struct {
+	// Object is the kind, namespace and name of the object.
+	Object  string
+	Cluster types.NamespacedName
+	Mirror  types.NamespacedName
+}
+
+func (e *NotOwnedError) Error() string {
+	return fmt.Sprintf("%s exists on cluster %s and was not copied by Mirror %s: it is not overwritten; "+
+		"delete it there, or label it %s=true and annotate it %s=%s for the Mirror to keep it",
+		e.Object, e.Cluster, e.Mirror, LabelMirrored, AnnotationMirror, e.Mirror)
+}
+
 // ensureNamespace creates namespace on the mirror unless it is there.
 func (r *Reconciler) ensureNamespace(ctx context.Context, t *target, mirror types.NamespacedName, namespace string, now time.Time) error {
 	key := copyKey{cluster: t.key, gvk: namespaceKind, name: namespace}
@@ -178,7 +193,8 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, t *target, mirror type
 // written or found current within the resync period and has not changed
 // since; otherwise the live object is read, and applied only when it does
 // not hold the copy (Unchanged). A live object labelled
-// picchu.medium.engineering/ignore is left as it is.
+// picchu.medium.engineering/ignore is left as it is; one the Mirror did
+// not write is a *NotOwnedError.
 func (r *Reconciler) put(ctx context.Context, t *target, mirror types.NamespacedName, desired *unstructured.Unstructured, now time.Time) error {
 	gvk := desired.GroupVersionKind()
 	key := copyKey{cluster: t.key, gvk: gvk, namespace: desired.GetNamespace(), name: desired.GetName()}
@@ -198,6 +214,8 @@ func (r *Reconciler) put(ctx context.Context, t *target, mirror types.Namespaced
 	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
 		r.memo.put(key, written{mirror: mirror, hash: hash, at: now})
 		return nil
+	case !Ours(live, mirror):
+		return &NotOwnedError{Object: fmt.Sprintf("%s %s/%s", gvk.Kind, key.namespace, key.name), Cluster: t.key, Mirror: mirror}
 	case Unchanged(desired, live):
 		r.memo.put(key, written{mirror: mirror, hash: hash, at: now})
 		return nil

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,6 +30,9 @@ const (
 	// ReasonRejected: Stalled, the mirror's API server refused a copy
 	// (invalid, forbidden, unauthorized): a person must act.
 	ReasonRejected = "Rejected"
+	// ReasonNotOwned: Stalled, an object the Mirror did not write is where
+	// a copy would go on the mirror: it is left as it is.
+	ReasonNotOwned = "NotOwned"
 	// ReasonConfigUnreadable: Stalled, a build's config could not be read
 	// at home (a selector that does not parse, or a namespace outside
 	// --namespaces).
@@ -66,13 +70,16 @@ type Outcome struct {
 	Notes []string
 }
 
-// Classify says what an error of a request to the mirror means: Rejected
-// for the answers that the same request will get again (invalid,
+// Classify says what an error of a request to the mirror means: NotOwned
+// for an object the Mirror did not write, Rejected for the answers that the same request will get again (invalid,
 // forbidden, unauthorized, too large, a conflict on create), Unreachable
 // for everything else (no answer, a timeout, a server error, an open
 // circuit breaker), which is retried.
 func Classify(err error) string {
+	var notOwned *NotOwnedError
 	switch {
+	case errors.As(err, &notOwned):
+		return ReasonNotOwned
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
 		apierrors.IsUnauthorized(err), apierrors.IsRequestEntityTooLargeError(err),
 		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
@@ -83,7 +90,7 @@ func Classify(err error) string {
 }
 
 // stalls are the reasons a person must act on.
-var stalls = map[string]bool{ReasonClusterNotFound: true, ReasonRejected: true, ReasonConfigUnreadable: true}
+var stalls = map[string]bool{ReasonClusterNotFound: true, ReasonRejected: true, ReasonNotOwned: true, ReasonConfigUnreadable: true}
 
 // SetConditions sets a Mirror's observedGeneration and its Ready,
 // Reconciling and Stalled conditions from a run's outcome. Ready is True

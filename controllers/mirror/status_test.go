@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,14 @@ func TestSetConditions(t *testing.T) {
 			}},
 			ready:   cond{metav1.ConditionFalse, ReasonRejected, "revision echo-v2: applying Revision picchu/echo-v2: invalid; 1 build copied to cluster dr"},
 			stalled: ReasonRejected,
+		},
+		{
+			name: "an object the mirror did not write",
+			outcome: Outcome{Cluster: "dr", Copied: 1, Failures: []Failure{
+				{Build: "echo-v1", App: "echo", Reason: ReasonNotOwned, Message: "ConfigMap picchu/env exists"},
+			}},
+			ready:   cond{metav1.ConditionFalse, ReasonNotOwned, "revision echo-v1: ConfigMap picchu/env exists; 1 build copied to cluster dr"},
+			stalled: ReasonNotOwned,
 		},
 		{
 			name: "the whole mirror's failure first, then builds in order",
@@ -122,6 +131,7 @@ func TestClassify(t *testing.T) {
 		{"timeout", apierrors.NewTimeoutError("slow", 1), ReasonUnreachable},
 		{"conflict", apierrors.NewConflict(gr, "x", errors.New("changed")), ReasonUnreachable},
 		{"no answer", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonUnreachable},
+		{"not the mirror's", fmt.Errorf("copying: %w", &NotOwnedError{Object: "ConfigMap picchu/env"}), ReasonNotOwned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Classify(tc.err); got != tc.want {

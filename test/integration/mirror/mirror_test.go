@@ -503,6 +503,48 @@ func TestMirror_CopiesFollowTheirSources(t *testing.T) {
 	}
 }
 
+// TestMirror_LeavesAnObjectItDidNotWrite finds on the mirror a ConfigMap
+// of the name of a build's config that the Mirror did not write: it is
+// left as it is, the Mirror says NotOwned, and once it is deleted there
+// the copy is made.
+func TestMirror_LeavesAnObjectItDidNotWrite(t *testing.T) {
+	ctx := context.Background()
+	ensureDRMirror(t)
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "clash-env", Namespace: env.Namespace},
+		Data: map[string]string{"OWNER": "the mirror's team"}}
+	if err := secondClient.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	create(t,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "clash-env", Namespace: env.Namespace,
+			Labels: map[string]string{"config": "clash"}}, Data: map[string]string{"OWNER": "home"}},
+		build{app: "clash", tag: "v1", commit: 1, config: "clash"}.revision())
+	ready := mirrorReady(t, 60*time.Second, drMirror, metav1.ConditionFalse, "revision clash-v1", "clash-env")
+	if ready.Reason != mirror.ReasonNotOwned {
+		t.Errorf("Ready %+v, want NotOwned", ready)
+	}
+	got := &corev1.ConfigMap{}
+	if err := secondClient.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil || got.Data["OWNER"] != "the mirror's team" {
+		t.Errorf("the mirror's own config map: %+v, %v", got.Data, err)
+	}
+	absentFromMirror(t, &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "clash-v1", Namespace: env.Namespace}})
+
+	if err := secondClient.Delete(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	onMirror(t, 30*time.Second, &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "clash-v1", Namespace: env.Namespace}})
+	kit.Eventually(t, 10*time.Second, "the copy made", func() error {
+		if err := secondClient.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil {
+			return err
+		}
+		if got.Data["OWNER"] != "home" {
+			return fmt.Errorf("data %v", got.Data)
+		}
+		return nil
+	})
+	mirrorReady(t, 10*time.Second, drMirror, metav1.ConditionTrue)
+}
+
 // TestMirror_ExternalSecretsOnceTheMirrorServesThem installs the
 // ExternalSecret CRD on the mirror: the build's ExternalSecret is copied
 // within the recheck period, and the note leaves the Mirror's condition.
