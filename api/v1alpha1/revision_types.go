@@ -74,7 +74,9 @@ type RevisionSpec struct {
 	// +optional
 	TagRoutingHeader string `json:"tagRoutingHeader,omitempty"`
 
-	// disableMirroring keeps this revision from being copied by Mirror objects.
+	// disableMirroring keeps this build from being copied by the Mirrors of
+	// its namespace. Set once a copy exists, it stops the copy's updates and
+	// leaves it on the mirror, until the Revision is deleted.
 	// +optional
 	DisableMirroring bool `json:"disableMirroring,omitempty"`
 
