@@ -406,7 +406,11 @@ func autoscalerObjects(plan release.ScalePlan, sc manifests.Scaler) (map[schema.
 // name; the app's service-account-token Secret stays with the namespace,
 // for the other builds. Kinds a cluster does not serve are skipped when
 // deleting, and so is a DatadogMetric when applying (its trigger then has
-// no metric, which KEDA reports on the ScaledObject).
+// no metric, which KEDA reports on the ScaledObject). The worker
+// autoscaler and DatadogMetric kinds are not asked for on behalf of builds
+// whose settings have none (another kind of autoscaler; no request-rate
+// target): one such a build had before its Revision changed goes with the
+// build.
 func (s *snapshot) syncAutoscaler(ctx context.Context, c *applier.Cluster, plan release.ScalePlan, sc manifests.Scaler) error {
 	ns := picchuv1alpha1.AppNamespace(sc.App, sc.Target)
 	want, err := autoscalerObjects(plan, sc)
@@ -424,10 +428,11 @@ func (s *snapshot) syncAutoscaler(ctx context.Context, c *applier.Cluster, plan 
 	var gone []schema.GroupVersionKind
 	for _, kind := range autoscalerKinds {
 		if (kind == manifests.WorkerPodAutoscalerKind && configured != release.AutoscalerWPA) ||
-			(kind == manifests.DatadogMetricKind && configured != release.AutoscalerKEDA) {
+			(kind == manifests.DatadogMetricKind && (configured != release.AutoscalerKEDA || sc.Scale.TargetRequestsRate == nil)) {
 			// Few clusters serve the worker autoscaler or DatadogMetrics,
-			// and only builds of its kind have them; asking a cluster that
-			// does not serve one costs a discovery request every run.
+			// and only builds that ask for one have them; asking a
+			// cluster that does not serve the kind costs a discovery
+			// request every run.
 			continue
 		}
 		obj := want[kind]

@@ -271,7 +271,8 @@ func TestExternalSecrets_CopiedWhereServedAndExposedToThePods(t *testing.T) {
 // token Secret, a TriggerAuthentication reading both, a ScaledObject whose
 // trigger reads its DatadogMetric, and the DatadogMetric where the kind is
 // served (target-0); target-1 gets all but the DatadogMetric. Without the
-// datadog trigger and the rate they go.
+// datadog trigger the Datadog settings go, and once the build retires its
+// KEDA objects and DatadogMetric go.
 func TestKEDADatadog_ConfigTokenAndMetric(t *testing.T) {
 	const app = "dogs"
 	rev := revision(app, "v1", func(_ *picchuv1alpha1.Revision, tg *picchuv1alpha1.RevisionTarget) {
@@ -331,18 +332,15 @@ func TestKEDADatadog_ConfigTokenAndMetric(t *testing.T) {
 		})
 	}
 
+	// Without the datadog trigger: no Datadog settings.
 	update(t, rev, func(tg *picchuv1alpha1.RevisionTarget) {
-		tg.Scale.TargetRequestsRate = nil
 		tg.Scale.KedaWorker.Triggers = []kedav1alpha1.ScaleTriggers{{Type: "cron", Metadata: map[string]string{
 			"timezone": "UTC", "start": "0 6 * * *", "end": "0 20 * * *", "desiredReplicas": "3",
 		}}}
 	})
 	served := env.Targets[0]
-	kit.Eventually(t, watchTimeout, "the Datadog objects gone", func() error {
+	kit.Eventually(t, watchTimeout, "the Datadog settings gone", func() error {
 		if err := gone(served, app, "dd-cfg-v1", &corev1.ConfigMap{}); err != nil {
-			return err
-		}
-		if err := gone(served, app, "v1", object(datadogMetricKind)); err != nil {
 			return err
 		}
 		ta := &kedav1alpha1.TriggerAuthentication{}
@@ -360,6 +358,25 @@ func TestKEDADatadog_ConfigTokenAndMetric(t *testing.T) {
 			return fmt.Errorf("triggers %+v", so.Spec.Triggers)
 		}
 		return nil
+	})
+
+	// Retired once v2 is released: v1's KEDA objects and DatadogMetric go.
+	v2 := revision(app, "v2", func(r *picchuv1alpha1.Revision, tg *picchuv1alpha1.RevisionTarget) {
+		r.Annotations = map[string]string{picchuv1alpha1.AnnotationGitCommitterTimestamp: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+		tg.Scale.TargetRequestsRate = ptrString("25")
+		tg.Scale.KedaWorker = &picchuv1alpha1.KedaScaleInfo{Triggers: []kedav1alpha1.ScaleTriggers{
+			{Type: "datadog", Metadata: map[string]string{}},
+		}}
+	})
+	create(t, v2)
+	released(t, app, "v2")
+	kit.Eventually(t, releaseTimeout, "v1's objects gone", func() error {
+		for _, obj := range []client.Object{object(datadogMetricKind), &kedav1alpha1.ScaledObject{}, &kedav1alpha1.TriggerAuthentication{}} {
+			if err := gone(served, app, "v1", obj); err != nil {
+				return err
+			}
+		}
+		return get(served, app, "v2", object(datadogMetricKind))
 	})
 }
 
