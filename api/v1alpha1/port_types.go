@@ -45,19 +45,19 @@ type PortInfo struct {
 	// ingressPort is the port the ingress gateways listen on for this port.
 	// +optional
 	// +kubebuilder:default=443
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=65535
 	IngressPort int32 `json:"ingressPort,omitempty"`
 	// port is the Service port.
 	// +optional
 	// +kubebuilder:default=80
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port,omitempty"`
 	// containerPort is the port the app container listens on.
 	// +optional
 	// +kubebuilder:default=80
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=65535
 	ContainerPort int32 `json:"containerPort,omitempty"`
 	// protocol of the port.

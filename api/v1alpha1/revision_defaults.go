@@ -31,8 +31,9 @@ func (p *PortInfo) ExposedOn(ingress Ingress) bool {
 
 // DefaultIngressPort chooses the default port of an ingress among the
 // target's ports: the one named in defaultIngressPorts; else the only port on
-// that ingress; else the one flagged default; else the one named "http". It
-// returns "" when there is no single choice.
+// that ingress; else the one flagged default; else the one named "http"
+// (also when several are flagged, as in the original). It returns "" when
+// there is no single choice.
 func (t *RevisionTarget) DefaultIngressPort(ingress Ingress) string {
 	if name, ok := t.DefaultIngressPorts[string(ingress)]; ok {
 		return name
@@ -57,16 +58,26 @@ func (t *RevisionTarget) DefaultIngressPort(ingress Ingress) string {
 		return exposed[0]
 	case len(flagged) == 1:
 		return flagged[0]
-	case len(flagged) == 0 && hasHTTP:
+	case hasHTTP:
+		// No flag, or several (which the original let "http" settle).
 		return DefaultPortName
 	default:
 		return ""
 	}
 }
 
+// The port numbers an explicit 0 stands for, as in the original, which
+// read 0 as unset.
+const (
+	defaultPortNumber        = 80
+	defaultIngressPortNumber = 443
+)
+
 // DefaultRouting fills what the schema cannot default because it depends on
-// other fields: each port's ingresses (from its mode) and, per ingress that
-// has ports, its default port. Entries already set are kept. It is
+// other fields or is an explicit 0: each port's numbers (0 reads as unset, as
+// in the original: port and containerPort 80, ingressPort 443), its
+// ingresses (from its mode) and, per ingress that has ports, its default
+// port. Entries already set are kept. It is
 // idempotent; the mutating webhook runs it on admission and the controllers
 // run it again on what they read, so routing is right even when the webhook
 // did not run.
@@ -75,6 +86,15 @@ func (t *RevisionTarget) DefaultRouting() {
 		p := &t.Ports[i]
 		if p.Mode == "" {
 			p.Mode = PortModePrivate
+		}
+		if p.Port == 0 {
+			p.Port = defaultPortNumber
+		}
+		if p.ContainerPort == 0 {
+			p.ContainerPort = defaultPortNumber
+		}
+		if p.IngressPort == 0 {
+			p.IngressPort = defaultIngressPortNumber
 		}
 		if len(p.Ingresses) == 0 {
 			p.Ingresses = p.DefaultIngresses()

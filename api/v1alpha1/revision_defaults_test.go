@@ -104,18 +104,29 @@ func Test_RevisionValidate(t *testing.T) {
 		wantErrs     []string // substrings, each naming a field
 		wantWarnings []string
 	}{
-		{name: "valid", target: RevisionTarget{Ports: []PortInfo{port("http", PortModePublic), port("status", PortModeLocal)}}},
+		{name: "valid", target: RevisionTarget{Ports: []PortInfo{
+			{Name: "http", Mode: PortModePublic}, {Name: "status", Port: 4444, ContainerPort: 4444, Mode: PortModeLocal},
+		}}},
 		{
-			name:     "ingress with ports and no default",
-			target:   RevisionTarget{Ports: []PortInfo{port("a", PortModePrivate), port("b", PortModePrivate)}},
+			name: "ingress with ports and no default",
+			target: RevisionTarget{Ports: []PortInfo{
+				{Name: "a", Port: 80, Mode: PortModePrivate}, {Name: "b", Port: 81, ContainerPort: 81, Mode: PortModePrivate},
+			}},
 			wantErrs: []string{"spec.targets[0].defaultIngressPorts[private]: Required value: the private ingress has ports a, b"},
 		},
 		{
 			name: "two ports flagged default on one ingress",
 			target: RevisionTarget{Ports: []PortInfo{
-				{Name: "a", Mode: PortModePrivate, Default: true}, {Name: "b", Mode: PortModePrivate, Default: true},
+				{Name: "a", Port: 80, Mode: PortModePrivate, Default: true}, {Name: "b", Port: 81, ContainerPort: 81, Mode: PortModePrivate, Default: true},
 			}},
 			wantErrs: []string{"spec.targets[0].ports: Invalid value: \"a, b\": only one port exposed on the private ingress may be flagged default"},
+		},
+		{
+			name: "ports flagged default on one ingress, one named http: http, as the original chose",
+			target: RevisionTarget{Ports: []PortInfo{
+				{Name: "a", Port: 80, Mode: PortModePrivate, Default: true}, {Name: "http", Port: 81, ContainerPort: 81, Mode: PortModePrivate, Default: true},
+			}},
+			wantWarnings: []string{"spec.targets[0].ports: ports a, http exposed on the private ingress are all flagged default: the flags are ignored, http is its default port"},
 		},
 		{
 			name: "invalid config selector",
@@ -186,5 +197,19 @@ func TestDefaultScale_DefaultIsMinWhenUnset(t *testing.T) {
 		if got := r.Spec.Targets[i].Scale.Default; got != want {
 			t.Errorf("target %s: default %d, want %d", r.Spec.Targets[i].Name, got, want)
 		}
+	}
+}
+
+// TestDefaultRouting_ZeroPortsReadAsUnset: an explicit 0 port number is
+// read as the original read it, unset: port and containerPort 80,
+// ingressPort 443; numbers that are set are kept.
+func TestDefaultRouting_ZeroPortsReadAsUnset(t *testing.T) {
+	tg := RevisionTarget{Ports: []PortInfo{{Name: "http"}, {Name: "grpc", Port: 9000, ContainerPort: 9001, IngressPort: 9002}}}
+	tg.DefaultRouting()
+	if p := tg.Ports[0]; p.Port != 80 || p.ContainerPort != 80 || p.IngressPort != 443 {
+		t.Errorf("zeros read as %d/%d/%d, want 80/80/443", p.Port, p.ContainerPort, p.IngressPort)
+	}
+	if p := tg.Ports[1]; p.Port != 9000 || p.ContainerPort != 9001 || p.IngressPort != 9002 {
+		t.Errorf("set numbers changed to %d/%d/%d", p.Port, p.ContainerPort, p.IngressPort)
 	}
 }

@@ -152,8 +152,8 @@ func (t *RevisionTarget) portWarnings(path *field.Path) []string {
 
 // validateIngressPorts checks that every ingress that has ports has one
 // default port. Several ports of an ingress flagged default are an error
-// unless defaultIngressPorts names the ingress's port, which makes the
-// flags moot (a warning), as in the original.
+// unless defaultIngressPorts names the ingress's port or one is named
+// "http", which makes the flags moot (a warning), as in the original.
 func (t *RevisionTarget) validateIngressPorts(path *field.Path) (warnings []string, errs field.ErrorList) {
 	for _, ingress := range []Ingress{IngressPrivate, IngressPublic} {
 		var exposed, flagged []string
@@ -166,13 +166,13 @@ func (t *RevisionTarget) validateIngressPorts(path *field.Path) (warnings []stri
 			}
 		}
 		if len(flagged) > 1 {
-			if name, ok := t.DefaultIngressPorts[string(ingress)]; ok {
-				warnings = append(warnings, fmt.Sprintf("%s: ports %s exposed on the %s ingress are all flagged default: the flags are ignored, defaultIngressPorts names %s",
+			if name := t.DefaultIngressPort(ingress); name != "" {
+				warnings = append(warnings, fmt.Sprintf("%s: ports %s exposed on the %s ingress are all flagged default: the flags are ignored, %s is its default port",
 					path.Child("ports"), strings.Join(flagged, ", "), ingress, name))
 				continue
 			}
 			errs = append(errs, field.Invalid(path.Child("ports"), strings.Join(flagged, ", "),
-				fmt.Sprintf("only one port exposed on the %s ingress may be flagged default, unless defaultIngressPorts names its default port", ingress)))
+				fmt.Sprintf("only one port exposed on the %s ingress may be flagged default, unless defaultIngressPorts names its default port or one is named %q", ingress, DefaultPortName)))
 			continue
 		}
 		if len(exposed) > 0 && t.DefaultIngressPort(ingress) == "" {

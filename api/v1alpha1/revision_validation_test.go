@@ -99,7 +99,7 @@ func TestValidate_AcceptsWhatTheOriginalAcceptedWithAWarning(t *testing.T) {
 				Ports:               []PortInfo{{Name: "a", Port: 80, Default: true}, {Name: "b", Port: 81, Default: true}},
 				DefaultIngressPorts: map[string]string{"private": "b"},
 			},
-			want: []string{"spec.targets[0].ports: ports a, b exposed on the private ingress are all flagged default: the flags are ignored, defaultIngressPorts names b"},
+			want: []string{"spec.targets[0].ports: ports a, b exposed on the private ingress are all flagged default: the flags are ignored, b is its default port"},
 		},
 		{
 			name:   "known schedules and percents within 100 warn of nothing",

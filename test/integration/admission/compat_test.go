@@ -213,6 +213,12 @@ func TestRevision_AcceptsWhatTheOriginalAccepted(t *testing.T) {
 		{"ports all flagged default, the default port named", `"ports": [{"name": "a", "default": true, "port": 80, "containerPort": 80}, {"name": "b", "default": true, "port": 81, "containerPort": 81}], "defaultIngressPorts": {"private": "b"}`,
 			[]string{"ports[1].default", "true"},
 			[]string{"spec.targets[0].ports: ports a, b exposed on the private ingress are all flagged default: the flags are ignored"}},
+		{"ports all flagged default, one named http", `"ports": [{"name": "a", "default": true, "port": 80, "containerPort": 80}, {"name": "http", "default": true, "port": 81, "containerPort": 81}]`,
+			[]string{"defaultIngressPorts.private", "http"},
+			[]string{"spec.targets[0].ports: ports a, http exposed on the private ingress are all flagged default: the flags are ignored, http is its default port"}},
+		// 0 is the original's "unset": the webhook stores what it read it as.
+		{"port numbers of 0", `"ports": [{"name": "http", "port": 0, "containerPort": 0, "ingressPort": 0}]`,
+			[]string{"ports[0].ingressPort", "443"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -244,7 +250,7 @@ func TestRevision_AcceptsWhatTheOriginalAccepted(t *testing.T) {
 				t.Fatalf("stored targets %v", targets)
 			}
 			if v := lookup(targets[0], tt.stored[0]); fmt.Sprint(v) != tt.stored[1] {
-				t.Errorf("stored %s = %v, want %s as sent", tt.stored[0], v, tt.stored[1])
+				t.Errorf("stored %s = %v, want %s", tt.stored[0], v, tt.stored[1])
 			}
 		})
 	}
