@@ -448,7 +448,8 @@ func TestMirror_UnreachableMirrorLeavesTheReleaseAlone(t *testing.T) {
 	if n := mirrorFailures(t, app, downCluster); n <= failed {
 		t.Errorf("no failure counted for v2 (%v before, %v after)", failed, n)
 	}
-	mirrorReady(t, 5*time.Second, down.Name, metav1.ConditionFalse, "cluster "+downCluster)
+	ready = mirrorReady(t, 5*time.Second, down.Name, metav1.ConditionFalse, "cluster "+downCluster)
+	t.Logf("the unreachable Mirror: Ready %s %s: %s", ready.Status, ready.Reason, ready.Message)
 	onMirror(t, 30*time.Second, &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: app + "-v2", Namespace: env.Namespace}})
 	m := &picchuv1alpha1.Mirror{}
 	if err := env.Delivery.Client.Get(context.Background(), client.ObjectKeyFromObject(down), m); err != nil {
