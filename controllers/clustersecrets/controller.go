@@ -82,7 +82,7 @@ type Reconciler struct {
 	Shards *shard.Coordinator
 
 	copies  *copies
-	changes *remoteChanges
+	changes *controllers.Notifications
 	// failures counts, per ClusterSecrets, the runs in a row that left
 	// something to retry.
 	failures sync.Map
@@ -97,7 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ClusterTimeout <= 0 {
 		r.ClusterTimeout = DefaultClusterTimeout
 	}
-	r.changes = newRemoteChanges()
+	r.changes = controllers.NewNotifications("copies on target clusters")
 	r.copies = newCopies(mgr.GetLogger().WithName("clustersecrets"), r.changes.Notify)
 	// The cache of a cluster's copies goes with the registry's client.
 	r.Registry.OnForget(r.copies.forget)
