@@ -16,9 +16,12 @@
 //   - write (remote.go): each copy the mirror does not hold yet, server-side
 //     applied as "picchu-mirror"; nothing is read from or written to the
 //     mirror for a copy written or checked within the resync period whose
-//     content has not changed since, so the steady state sends nothing;
-//   - follow deletions: a copy whose source is deleted at home is deleted
-//     from the mirror;
+//     content has not changed since, so the steady state sends nothing; an
+//     object there the Mirror did not write is left alone (NotOwned);
+//   - follow deletions (controller.go, collect): a copy whose source is
+//     deleted at home is deleted from the mirror;
 //   - report (status.go, pure): the Mirror's Ready, Reconciling and Stalled
 //     conditions, and a retry with backoff while something fails.
+//
+// docs/mirror.md says it for users.
 package mirror
