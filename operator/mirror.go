@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/medium/picchu/controllers/mirror"
@@ -14,13 +15,13 @@ import (
 // failure counter with the metrics the operator serves. Its resync is the
 // operator's, and its requests to one mirror in one run are bounded by
 // o.ClusterTimeout (the controller's defaults when 0).
-func setupMirrors(mgr ctrl.Manager, registry *remote.Registry, o Options) error {
+func setupMirrors(mgr ctrl.Manager, registry *remote.Registry, externalSecrets cache.Cache, o Options) error {
 	if err := mirror.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the mirror metrics: %w", err)
 	}
 	if err := (&mirror.Reconciler{
 		Client:                  mgr.GetClient(),
-		ConfigNamespaces:        o.Namespaces,
+		ExternalSecrets:         externalSecrets,
 		Registry:                registry,
 		Resync:                  o.SyncPeriod,
 		Timeout:                 o.ClusterTimeout,

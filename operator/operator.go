@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/cluster"
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/remote"
@@ -41,6 +42,10 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		return nil, err
 	}
 	prom, dd, err := alertSources(mgr.GetClient(), o)
+	if err != nil {
+		return nil, err
+	}
+	externalSecrets, err := controllers.ExternalSecretsCache(mgr, o.Namespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +101,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		Timeouts:                o.Timeouts,
 		Calendar:                calendar,
 		ServiceLevelsNamespace:  o.ServiceLevelsNamespace,
-		ConfigNamespaces:        o.Namespaces,
+		ExternalSecrets:         externalSecrets,
 		Services: releasemanager.Services{
 			DevRoutesHost: o.DevRoutesServiceHost, DevRoutesPort: o.DevRoutesServicePort,
 			ClusterPrometheus: o.ClusterPrometheusAddress,
@@ -114,7 +119,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 	if err := setupClusterSecrets(mgr, registry, o); err != nil {
 		return nil, err
 	}
-	if err := setupMirrors(mgr, registry, o); err != nil {
+	if err := setupMirrors(mgr, registry, externalSecrets, o); err != nil {
 		return nil, err
 	}
 	if o.Shards != nil {

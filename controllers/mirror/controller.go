@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -54,10 +55,9 @@ type Reconciler struct {
 	// Client reads the delivery cluster from the manager's cache and writes
 	// Mirrors' status.
 	Client client.Client
-	// ConfigNamespaces are the namespaces of the delivery cluster whose
-	// ExternalSecrets are read (every namespace when empty), as the
-	// operator reads Secrets and ConfigMaps only there.
-	ConfigNamespaces []string
+	// ExternalSecrets is the cache of the delivery cluster's ExternalSecrets
+	// (controllers.ExternalSecretsCache); nil when it does not serve them.
+	ExternalSecrets cache.Cache
 	// Registry holds the clients of the Clusters Mirrors name.
 	Registry *remote.Registry
 	// Resync, Timeout and KindRecheck: the defaults above when 0.
@@ -101,11 +101,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			ReconciliationTimeout:   r.timeout() + time.Minute,
 		}).
 		Named("mirror")
-	externalSecrets, err := r.watchExternalSecrets(mgr)
-	if err != nil {
-		return err
-	}
-	if externalSecrets != nil {
+	if externalSecrets := r.watchExternalSecrets(); externalSecrets != nil {
 		b = b.WatchesRawSource(externalSecrets)
 	}
 	if r.Shards != nil {

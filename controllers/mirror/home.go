@@ -5,52 +5,30 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// watchExternalSecrets sets up the reading and watching of the delivery
-// cluster's ExternalSecrets as the release engine does, when it serves the
-// kind, asked once: a cache of their own in ConfigNamespaces (every
-// namespace when empty), whose changes bring the Mirrors that may copy
-// them. A delivery cluster that does not serve them has none to copy; one
-// that starts to serve them is seen when the operator restarts.
-func (r *Reconciler) watchExternalSecrets(mgr ctrl.Manager) (source.Source, error) {
-	_, err := mgr.GetRESTMapper().RESTMapping(ExternalSecretKind.GroupKind(), ExternalSecretKind.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("asking the delivery cluster whether it serves %s: %w", ExternalSecretKind, err)
+// watchExternalSecrets reads the delivery cluster's ExternalSecrets
+// through the cache ExternalSecrets (controllers.ExternalSecretsCache, the
+// release engine's too; nil when the cluster does not serve them, so there
+// are none to copy), and returns the source that brings the Mirrors that
+// may copy one that changes.
+func (r *Reconciler) watchExternalSecrets() source.Source {
+	if r.ExternalSecrets == nil {
+		return nil
 	}
-	opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
-	if len(r.ConfigNamespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range r.ConfigNamespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	c, err := cache.New(mgr.GetConfig(), opts)
-	if err != nil {
-		return nil, fmt.Errorf("creating the mirror's cache of ExternalSecrets: %w", err)
-	}
-	if err := mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("adding the mirror's cache of ExternalSecrets: %w", err)
-	}
-	r.externalSecrets = c
+	r.externalSecrets = r.ExternalSecrets
 	es := &unstructured.Unstructured{}
 	es.SetGroupVersionKind(ExternalSecretKind)
-	return source.Kind[client.Object](c, es, handler.EnqueueRequestsFromMapFunc(
+	return source.Kind[client.Object](r.ExternalSecrets, es, handler.EnqueueRequestsFromMapFunc(
 		func(ctx context.Context, obj client.Object) []reconcile.Request {
 			return r.mirrorsSelectingIn(ctx, obj.GetNamespace())
-		})), nil
+		}))
 }
 
 // listExternalSecrets returns the ExternalSecrets of namespace that sel

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -77,10 +78,9 @@ type Reconciler struct {
 	// ServiceLevelsNamespace is where Sloth service levels are written on
 	// target clusters; empty turns them off.
 	ServiceLevelsNamespace string
-	// ConfigNamespaces are the namespaces of the delivery cluster whose
-	// ExternalSecrets configSelectors may select (every namespace when
-	// empty), as the operator reads Secrets and ConfigMaps only there.
-	ConfigNamespaces []string
+	// ExternalSecrets is the cache of the delivery cluster's ExternalSecrets
+	// (controllers.ExternalSecretsCache); nil when it does not serve them.
+	ExternalSecrets cache.Cache
 	// externalSecrets reads the delivery cluster's ExternalSecrets; nil
 	// when it does not serve them (watchExternalSecrets).
 	externalSecrets client.Reader
@@ -180,11 +180,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.RemoteEvents != nil {
 		b = b.WatchesRawSource(r.RemoteEvents)
 	}
-	externalSecrets, err := r.watchExternalSecrets(mgr)
-	if err != nil {
-		return err
-	}
-	if externalSecrets != nil {
+	if externalSecrets := r.watchExternalSecrets(); externalSecrets != nil {
 		b = b.WatchesRawSource(externalSecrets)
 	}
 	if r.Shards != nil {

@@ -11,9 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -29,48 +26,19 @@ const (
 	ReasonExternalSecretsNotServed = "NotServed"
 )
 
-// watchExternalSecrets sets up the reading and watching of ExternalSecrets
-// on the delivery cluster when it serves the kind, asked once: a cache of
-// their own (in the namespaces of ConfigNamespaces, like the Secrets and
-// ConfigMaps of configSelector), read by readExternalSecrets, whose changes
-// run the ReleaseManagers of the Revisions that select them. A delivery
-// cluster that does not serve them has none to copy; one that starts to
-// serve them is seen when the operator restarts.
-func (r *Reconciler) watchExternalSecrets(mgr ctrl.Manager) (source.Source, error) {
-	served, err := servesKind(mgr.GetRESTMapper(), manifests.ExternalSecretKind)
-	if err != nil || !served {
-		return nil, err
+// watchExternalSecrets reads the delivery cluster's ExternalSecrets
+// through the cache ExternalSecrets (controllers.ExternalSecretsCache; nil
+// when the cluster does not serve them, so there are none to copy), and
+// returns the source that runs the ReleaseManagers of the Revisions that
+// select one that changes.
+func (r *Reconciler) watchExternalSecrets() source.Source {
+	if r.ExternalSecrets == nil {
+		return nil
 	}
-	opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
-	if len(r.ConfigNamespaces) > 0 {
-		opts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range r.ConfigNamespaces {
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	c, err := cache.New(mgr.GetConfig(), opts)
-	if err != nil {
-		return nil, fmt.Errorf("creating the cache of ExternalSecrets: %w", err)
-	}
-	if err := mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("adding the cache of ExternalSecrets: %w", err)
-	}
-	r.externalSecrets = c
+	r.externalSecrets = r.ExternalSecrets
 	es := &unstructured.Unstructured{}
 	es.SetGroupVersionKind(manifests.ExternalSecretKind)
-	return source.Kind[client.Object](c, es, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)), nil
-}
-
-// servesKind asks the cluster's discovery whether it serves kind.
-func servesKind(mapper meta.RESTMapper, kind schema.GroupVersionKind) (bool, error) {
-	_, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("asking the delivery cluster whether it serves %s: %w", kind, err)
-	}
-	return true, nil
+	return source.Kind[client.Object](r.ExternalSecrets, es, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig))
 }
 
 // readExternalSecrets reads the ExternalSecrets sel selects in ns, sorted by
