@@ -407,7 +407,7 @@ func (r *Reconciler) copiesOf(ctx context.Context, m *picchuv1alpha1.Mirror, t *
 	}
 	clusters := map[string]map[string]bool{}
 	for _, target := range rev.Spec.Targets {
-		sel, err := TargetSelector(target.ConfigSelector)
+		sel, err := target.ConfigLabels()
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", target.Name, err)
 		}

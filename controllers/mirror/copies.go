@@ -116,22 +116,6 @@ func DeployedTags(rm *picchuv1alpha1.ReleaseManager) map[string]bool {
 	return out
 }
 
-// TargetSelector parses a target's configSelector as the release engine
-// does: nil, selecting nothing, when it is unset or empty.
-func TargetSelector(s *metav1.LabelSelector) (labels.Selector, error) {
-	if s == nil {
-		return nil, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(s)
-	if err != nil {
-		return nil, fmt.Errorf("configSelector: %w", err)
-	}
-	if sel.Empty() {
-		return nil, nil
-	}
-	return sel, nil
-}
-
 // AdditionalSelector is where an additionalConfigSelector selects for a
 // build (its namespace, home's when empty) and what: its labelSelector
 // (everything when unset) and appLabelName=app and tagLabelName=tag.

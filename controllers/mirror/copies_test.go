@@ -304,35 +304,6 @@ func TestHashFollowsContent(t *testing.T) {
 func TestSelectors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		sel     *metav1.LabelSelector
-		matches map[string]string
-		want    bool
-		none    bool
-	}{
-		{name: "unset selects nothing", none: true},
-		{name: "empty selects nothing", sel: &metav1.LabelSelector{}, none: true},
-		{name: "labels", sel: &metav1.LabelSelector{MatchLabels: map[string]string{"config": "echo"}}, matches: map[string]string{"config": "echo", "x": "y"}, want: true},
-		{name: "other labels", sel: &metav1.LabelSelector{MatchLabels: map[string]string{"config": "echo"}}, matches: map[string]string{"config": "other"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sel, err := TargetSelector(tc.sel)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (sel == nil) != tc.none {
-				t.Fatalf("selector %v, want none: %v", sel, tc.none)
-			}
-			if sel != nil && sel.Matches(labels.Set(tc.matches)) != tc.want {
-				t.Errorf("%v matches %v: %v, want %v", sel, tc.matches, !tc.want, tc.want)
-			}
-		})
-	}
-	if _, err := TargetSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}); err == nil {
-		t.Error("a bad configSelector parsed")
-	}
-
-	for _, tc := range []struct {
-		name    string
 		a       picchuv1alpha1.AdditionalConfigSelector
 		wantNS  string
 		matches map[string]string

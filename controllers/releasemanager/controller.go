@@ -298,7 +298,7 @@ func (r *Reconciler) releaseManagersOfConfig(ctx context.Context, obj client.Obj
 	for i := range revs.Items {
 		rev := &revs.Items[i]
 		for _, t := range rev.Spec.Targets {
-			if sel, err := configSelector(t.ConfigSelector); err == nil && sel != nil && sel.Matches(labelsOf(obj)) {
+			if sel, err := t.ConfigLabels(); err == nil && sel != nil && sel.Matches(labelsOf(obj)) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
 					Namespace: rev.Namespace, Name: picchuv1alpha1.ReleaseManagerName(rev.Spec.App.Name, t.Name),
 				}})

@@ -224,7 +224,7 @@ func parseTimestamp(s string) (time.Time, bool) {
 // readConfig reads the ConfigMaps, Secrets and ExternalSecrets the build's
 // configSelector selects.
 func (r *Reconciler) readConfig(ctx context.Context, inc *incarnation) error {
-	sel, err := configSelector(inc.target.ConfigSelector)
+	sel, err := inc.target.ConfigLabels()
 	if err != nil || sel == nil {
 		// Admission rejects a bad selector; one that slipped through selects nothing.
 		return nil
@@ -249,21 +249,6 @@ func (r *Reconciler) readConfig(ctx context.Context, inc *incarnation) error {
 	slices.SortFunc(inc.configMaps, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(inc.secrets, func(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) })
 	return nil
-}
-
-// configSelector parses a configSelector; nil selects nothing.
-func configSelector(s *metav1.LabelSelector) (labels.Selector, error) {
-	if s == nil {
-		return nil, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(s)
-	if err != nil {
-		return nil, fmt.Errorf("configSelector: %w", err)
-	}
-	if sel.Empty() {
-		return nil, nil
-	}
-	return sel, nil
 }
 
 func labelsOf(obj client.Object) labels.Set { return labels.Set(obj.GetLabels()) }
