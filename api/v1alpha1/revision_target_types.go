@@ -91,6 +91,17 @@ type RevisionTarget struct {
 	// datadogMonitoring judges the build by Datadog monitors instead of, or as well as, Prometheus alerts.
 	// +optional
 	DatadogMonitoring DatadogMonitoring `json:"datadogMonitoring,omitempty"`
+	// releaseSilences are Alertmanager silences Picchu creates while a
+	// build of this target ramps (releasing), or retires with traffic left,
+	// each ending a margin after the ramp is expected to end (extended while
+	// it goes on), and expires as soon as the release ends: released,
+	// failed, rolled back, or the build gone. Each names the alerts it
+	// silences by alertname; Picchu's SLO and canary alerts are never
+	// silenced (docs/silences.md). Needs --alertmanager-address.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	ReleaseSilences []ReleaseSilence `json:"releaseSilences,omitempty"`
 
 	// configSelector selects Secrets, ConfigMaps and ExternalSecrets
 	// (external-secrets.io/v1, when the delivery cluster serves them) in the

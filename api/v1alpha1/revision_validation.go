@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,7 @@ func (t *RevisionTarget) validate(path *field.Path) (warnings []string, errs fie
 	w, e := t.validateIngressPorts(path)
 	warnings, errs = append(warnings, w...), append(errs, e...)
 	errs = append(errs, t.validateSLONames(path.Child("serviceLevelObjectives"))...)
+	errs = append(errs, t.validateReleaseSilences(path.Child("releaseSilences"))...)
 	errs = append(errs, t.validatePod(path)...)
 	if t.ConfigSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(t.ConfigSelector); err != nil {
@@ -223,4 +225,78 @@ func (r *ReleaseInfo) validateWaves(path *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateReleaseSilences checks what the schema cannot of each release
+// silence: its regular expressions compile, and it would not silence
+// Picchu's own SLO and canary alerts. A matcher on slo or canary must not
+// match "true", and the alertname matchers must not all match the name of
+// one of the target's SLO alerts (ProtectedAlertNames). Picchu also adds
+// slo!="true" and canary!="true" to every silence it creates.
+func (t *RevisionTarget) validateReleaseSilences(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	protected := t.ProtectedAlertNames()
+	for i, s := range t.ReleaseSilences {
+		matchers := path.Index(i).Child("matchers")
+		var names []func(string) bool
+		compiled := true
+		for j, m := range s.Matchers {
+			matches, err := m.Compile()
+			if err != nil {
+				errs = append(errs, field.Invalid(matchers.Index(j).Child("value"), m.Value, err.Error()))
+				compiled = false
+				continue
+			}
+			if slices.Contains(SilenceProtectedLabels, m.Name) && matches(SilenceProtectedValue) {
+				errs = append(errs, field.Forbidden(matchers.Index(j),
+					fmt.Sprintf("matches %s=%q: Picchu's SLO and canary alerts are never silenced", m.Name, SilenceProtectedValue)))
+			}
+			if m.Name == SilenceAlertNameLabel {
+				names = append(names, matches)
+			}
+		}
+		if !compiled || len(names) == 0 {
+			continue // the schema requires an alertname matcher
+		}
+		for _, alert := range protected {
+			if !slices.ContainsFunc(names, func(matches func(string) bool) bool { return !matches(alert) }) {
+				errs = append(errs, field.Forbidden(matchers,
+					fmt.Sprintf("the alertname matchers match %q, an SLO or canary alert of this target: Picchu's SLO and canary alerts are never silenced", alert)))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// ProtectedAlertNames are the names of the target's SLO and canary alerts,
+// sorted: "<slo>_canary" and the Sloth alert (alerting.name, else the SLO's
+// name) of every named SLO, enabled or not, and each alertRules alert
+// labelled slo or canary "true". No release silence may match them.
+func (t *RevisionTarget) ProtectedAlertNames() []string {
+	var names []string
+	for _, slo := range t.ServiceLevelObjectives {
+		if slo.Name == "" {
+			continue
+		}
+		names = append(names, slo.Name+CanaryAlertSuffix)
+		if slo.Alerting.Name != "" {
+			names = append(names, slo.Alerting.Name)
+		} else {
+			names = append(names, slo.Name)
+		}
+	}
+	for _, rule := range t.AlertRules {
+		if rule.Alert == "" {
+			continue
+		}
+		for _, label := range SilenceProtectedLabels {
+			if rule.Labels[label] == SilenceProtectedValue {
+				names = append(names, rule.Alert)
+				break
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
