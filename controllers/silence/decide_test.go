@@ -1,0 +1,328 @@
+package silence
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+var now = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+var latency = picchuv1alpha1.ReleaseSilence{
+	Matchers: []picchuv1alpha1.SilenceMatcher{{Name: "alertname", Value: "HighLatency"}},
+	Comment:  "pods warm up",
+}
+
+func key(tag string, i int) Key {
+	return Key{Namespace: "picchu", App: "shop", Target: "production", Tag: tag, Index: i}
+}
+
+// held is a live silence of the build tag ending at end, as Picchu would
+// have created it from latency.
+func held(id, tag string, end time.Time) Silence {
+	return Silence{
+		ID: id, Key: key(tag, 0), Matchers: Matchers(latency), Comment: Comment(key(tag, 0), latency),
+		StartsAt: now.Add(-time.Hour), EndsAt: end,
+	}
+}
+
+// summary lists a plan as "create v2/0 until +10m40s", "extend s1 until
+// ...", "expire s1", sorted, times relative to now.
+func summary(p Plan) []string {
+	var out []string
+	for _, s := range p.Create {
+		out = append(out, fmt.Sprintf("create %s/%d until +%s", s.Key.Tag, s.Key.Index, s.EndsAt.Sub(now)))
+	}
+	for _, s := range p.Extend {
+		out = append(out, fmt.Sprintf("extend %s until +%s", s.ID, s.EndsAt.Sub(now)))
+	}
+	for _, s := range p.Expire {
+		out = append(out, "expire "+s.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDecide_EveryState decides for one build in each state, with its
+// silence missing, held well ahead, or held ending soon: only a releasing
+// build, and a retiring one with traffic, hold a silence; every other state
+// expires it.
+func TestDecide_EveryState(t *testing.T) {
+	const remaining = 40 * time.Second
+	margin := DefaultMargin
+	for _, state := range release.States() {
+		for _, percent := range []int32{0, 30} {
+			silenced := state == release.Releasing || (state == release.Retiring && percent > 0)
+			cases := []struct {
+				name     string
+				existing []Silence
+				want     []string
+			}{
+				{"none held", nil, nil},
+				{"held well ahead", []Silence{held("s1", "v2", now.Add(remaining+2*margin))}, []string{"expire s1"}},
+				{"held ending soon", []Silence{held("s1", "v2", now.Add(remaining+margin-time.Second))}, []string{"expire s1"}},
+				{"held expired", []Silence{func() Silence { s := held("s1", "v2", now.Add(-time.Minute)); s.Expired = true; return s }()}, nil},
+			}
+			if silenced {
+				cases[0].want = []string{"create v2/0 until +10m40s"}
+				cases[1].want = nil
+				cases[2].want = []string{"extend s1 until +10m40s"}
+				cases[3].want = []string{"create v2/0 until +10m40s"}
+			}
+			for _, c := range cases {
+				t.Run(fmt.Sprintf("%s at %d%%, %s", state, percent, c.name), func(t *testing.T) {
+					builds := []Build{{Tag: "v2", State: state, Percent: percent, Remaining: remaining,
+						Silences: []picchuv1alpha1.ReleaseSilence{latency}}}
+					if state == release.Retiring {
+						// A retiring build's silence lasts as long as the ramp of
+						// the build that takes its traffic.
+						builds = append(builds, Build{Tag: "v3", State: release.Releasing, Remaining: remaining})
+					}
+					p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Builds: builds, Existing: c.existing})
+					if got := summary(p); !slices.Equal(got, c.want) {
+						t.Errorf("plan %q, want %q", got, c.want)
+					}
+					if silenced != !p.Recheck.IsZero() {
+						t.Errorf("recheck at %v; want one only while a silence is held", p.Recheck)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	errors := picchuv1alpha1.ReleaseSilence{Matchers: []picchuv1alpha1.SilenceMatcher{
+		{Name: "alertname", Value: "ErrorBudget|Errors", IsRegex: true}, {Name: "severity", Value: "page"},
+	}}
+	edited := latency
+	edited.Comment = "pods warm up slowly"
+	releasing := func(tag string, remaining time.Duration, silences ...picchuv1alpha1.ReleaseSilence) Build {
+		return Build{Tag: tag, State: release.Releasing, Percent: 20, Remaining: remaining, Silences: silences}
+	}
+	tests := []struct {
+		name     string
+		builds   []Build
+		existing []Silence
+		want     []string
+		recheck  time.Duration // after now; 0: none
+	}{
+		{
+			name:    "one silence per entry",
+			builds:  []Build{releasing("v2", time.Minute, latency, errors)},
+			want:    []string{"create v2/0 until +11m0s", "create v2/1 until +11m0s"},
+			recheck: 5 * time.Minute,
+		},
+		{
+			name:   "nothing configured, nothing held: nothing to do",
+			builds: []Build{releasing("v2", time.Minute), {Tag: "v1", State: release.Released, Percent: 80}},
+		},
+		{
+			name:     "held long enough",
+			builds:   []Build{releasing("v2", time.Minute, latency)},
+			existing: []Silence{held("s1", "v2", now.Add(7*time.Minute))},
+			recheck:  time.Minute, // 7m - 1m remaining - 5m margin
+		},
+		{
+			name:     "a ramp that slipped is extended",
+			builds:   []Build{releasing("v2", 3*time.Minute, latency)},
+			existing: []Silence{held("s1", "v2", now.Add(7*time.Minute))},
+			want:     []string{"extend s1 until +13m0s"},
+			recheck:  5 * time.Minute,
+		},
+		{
+			name:     "a changed comment is written",
+			builds:   []Build{releasing("v2", time.Minute, edited)},
+			existing: []Silence{held("s1", "v2", now.Add(time.Hour))},
+			want:     []string{"extend s1 until +1h0m0s"}, // never shortened
+			recheck:  54 * time.Minute,
+		},
+		{
+			name:     "matchers in another order are the same",
+			builds:   []Build{releasing("v2", time.Minute, latency)},
+			existing: []Silence{func() Silence { s := held("s1", "v2", now.Add(time.Hour)); slices.Reverse(s.Matchers); return s }()},
+			recheck:  54 * time.Minute,
+		},
+		{
+			name:   "changed matchers are written",
+			builds: []Build{releasing("v2", time.Minute, errors)},
+			existing: []Silence{func() Silence {
+				s := held("s1", "v2", now.Add(time.Hour))
+				s.Comment = Comment(key("v2", 0), errors)
+				return s
+			}()},
+			want:    []string{"extend s1 until +1h0m0s"},
+			recheck: 54 * time.Minute,
+		},
+		{
+			name:     "an entry removed from the Revision is expired",
+			builds:   []Build{releasing("v2", time.Minute, latency)},
+			existing: []Silence{held("s1", "v2", now.Add(time.Hour)), {ID: "s2", Key: key("v2", 1), EndsAt: now.Add(time.Hour)}},
+			want:     []string{"expire s2"},
+			recheck:  54 * time.Minute,
+		},
+		{
+			name:     "duplicates: the one ending last is kept",
+			builds:   []Build{releasing("v2", time.Minute, latency)},
+			existing: []Silence{held("s1", "v2", now.Add(20*time.Minute)), held("s2", "v2", now.Add(time.Hour)), held("s3", "v2", now.Add(30*time.Minute))},
+			want:     []string{"expire s1", "expire s3"},
+			recheck:  54 * time.Minute,
+		},
+		{
+			name:     "the build gone",
+			builds:   []Build{{Tag: "v1", State: release.Released, Percent: 100}},
+			existing: []Silence{held("s1", "v2", now.Add(time.Hour))},
+			want:     []string{"expire s1"},
+		},
+		{
+			name:     "released, and the old build retiring with no traffic left",
+			builds:   []Build{{Tag: "v2", State: release.Released, Percent: 100, Silences: []picchuv1alpha1.ReleaseSilence{latency}}, {Tag: "v1", State: release.Retiring, Silences: []picchuv1alpha1.ReleaseSilence{latency}}},
+			existing: []Silence{held("s1", "v2", now.Add(time.Hour)), held("s0", "v1", now.Add(time.Hour))},
+			want:     []string{"expire s0", "expire s1"},
+		},
+		{
+			name: "the ramping build and the retiring one it takes traffic from",
+			builds: []Build{
+				releasing("v3", 2*time.Minute, latency),
+				{Tag: "v2", State: release.Retiring, Percent: 30, Silences: []picchuv1alpha1.ReleaseSilence{errors}},
+			},
+			want:    []string{"create v2/0 until +12m0s", "create v3/0 until +12m0s"},
+			recheck: 5 * time.Minute,
+		},
+		{
+			name:    "a retiring build with traffic and no ramp: held for the margins",
+			builds:  []Build{{Tag: "v2", State: release.Retiring, Percent: 30, Silences: []picchuv1alpha1.ReleaseSilence{latency}}},
+			want:    []string{"create v2/0 until +10m0s"},
+			recheck: 5 * time.Minute,
+		},
+		{
+			name:     "failing: the rollback is not silenced",
+			builds:   []Build{{Tag: "v2", State: release.Failing, Percent: 40, Silences: []picchuv1alpha1.ReleaseSilence{latency}}},
+			existing: []Silence{held("s1", "v2", now.Add(time.Hour))},
+			want:     []string{"expire s1"},
+		},
+		{
+			name:     "silences of other apps and targets are left alone",
+			builds:   nil,
+			existing: []Silence{{ID: "other", Key: Key{Namespace: "picchu", App: "cart", Target: "production", Tag: "v2"}, EndsAt: now.Add(time.Hour)}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Builds: tt.builds, Existing: tt.existing})
+			if got := summary(p); !slices.Equal(got, tt.want) {
+				t.Errorf("plan %q, want %q", got, tt.want)
+			}
+			var recheck time.Duration
+			if !p.Recheck.IsZero() {
+				recheck = p.Recheck.Sub(now)
+			}
+			if recheck != tt.recheck {
+				t.Errorf("recheck after %s, want %s", recheck, tt.recheck)
+			}
+			for _, s := range append(p.Create, p.Extend...) {
+				if !slices.Contains(s.Matchers, Matcher{Name: "slo", Value: "true"}) || !slices.Contains(s.Matchers, Matcher{Name: "canary", Value: "true"}) {
+					t.Errorf("%s: matchers %v lack the exclusions of Picchu's alerts", s.Key, s.Matchers)
+				}
+				if k, ok := ParseMarker(s.Comment); !ok || k != s.Key {
+					t.Errorf("comment %q: marker %v, want %v", s.Comment, k, s.Key)
+				}
+			}
+		})
+	}
+}
+
+// TestDecide_SteadyState: decided again as time passes, a held silence
+// asks for nothing until its recheck, and once extended, nothing again for
+// a margin.
+func TestDecide_SteadyState(t *testing.T) {
+	in := Input{Now: now, Namespace: "picchu", App: "shop", Target: "production",
+		Builds: []Build{{Tag: "v2", State: release.Releasing, Percent: 10, Remaining: time.Hour, Silences: []picchuv1alpha1.ReleaseSilence{latency}}}}
+	p := Decide(in)
+	if len(p.Create) != 1 {
+		t.Fatalf("plan %q, want one creation", summary(p))
+	}
+	s := p.Create[0]
+	s.ID = "s1"
+	in.Existing = []Silence{s}
+	for at := now; at.Before(p.Recheck); at = at.Add(10 * time.Second) {
+		in.Now = at
+		if got := Decide(in); !got.Empty() {
+			t.Fatalf("at +%s: plan %q, want nothing (recheck at +%s)", at.Sub(now), summary(got), p.Recheck.Sub(now))
+		}
+	}
+	in.Now = p.Recheck.Add(time.Second)
+	if got := Decide(in); len(got.Extend) != 1 {
+		t.Fatalf("after the recheck, with the ramp not moved on: plan %q, want an extension", summary(got))
+	}
+}
+
+func TestRemaining(t *testing.T) {
+	delay := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	geometric := picchuv1alpha1.ReleaseInfo{GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: delay(2 * time.Second)}}
+	waves := geometric
+	waves.Waves = []picchuv1alpha1.ReleaseWave{{Name: "a", Bake: delay(time.Minute)}, {Name: "b", Bake: delay(time.Hour)}, {Name: "c"}}
+	tests := []struct {
+		name    string
+		release picchuv1alpha1.ReleaseInfo
+		percent int32
+		wave    int
+		want    time.Duration
+	}{
+		// 10 → 20 → 40 → 80 → 100: four delays from 10.
+		{"geometric from 10", geometric, 10, 0, 8 * time.Second},
+		{"geometric from 0: the first step at once", geometric, 0, 0, 8 * time.Second},
+		{"geometric from 80", geometric, 80, 0, 2 * time.Second},
+		{"at max", geometric, 100, 0, 0},
+		{"above max", picchuv1alpha1.ReleaseInfo{Max: 50}, 80, 0, 0},
+		// 5, 10, ..., 100: 19 delays of 10 s (the defaults).
+		{"linear defaults from 5", picchuv1alpha1.ReleaseInfo{ScalingStrategy: picchuv1alpha1.ScalingStrategyLinear}, 5, 0, 190 * time.Second},
+		// This wave from 40 (2 delays), then wave b after a's bake (1m +
+		// 4 delays), then c after b's (1h + 4 delays).
+		{"waves", waves, 40, 0, 4*time.Second + time.Minute + 8*time.Second + time.Hour + 8*time.Second},
+		{"the last wave", waves, 40, 2, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Remaining(tt.release, tt.percent, tt.wave); got != tt.want {
+				t.Errorf("Remaining = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMatchers_ExcludePicchusAlertsOnce(t *testing.T) {
+	s := picchuv1alpha1.ReleaseSilence{Matchers: []picchuv1alpha1.SilenceMatcher{
+		{Name: "alertname", Value: "A|B", IsRegex: true}, {Name: "slo", Value: "true", IsEqual: new(bool)},
+	}}
+	var got []string
+	for _, m := range Matchers(s) {
+		got = append(got, m.String())
+	}
+	if want := []string{`alertname=~"A|B"`, `slo!="true"`, `canary!="true"`}; !slices.Equal(got, want) {
+		t.Errorf("Matchers = %q, want %q", got, want)
+	}
+}
+
+func TestMarker(t *testing.T) {
+	k := Key{Namespace: "picchu", App: "shop", Target: "production", Tag: "v2.1-rc", Index: 3}
+	c := Comment(k, picchuv1alpha1.ReleaseSilence{})
+	if want := "shop v2.1-rc is being released in production [picchu silence picchu/shop/production/v2.1-rc/3]"; c != want {
+		t.Errorf("Comment = %q, want %q", c, want)
+	}
+	if got, ok := ParseMarker(c); !ok || got != k {
+		t.Errorf("ParseMarker = %v, %v; want %v", got, ok, k)
+	}
+	for _, comment := range []string{"", "maintenance", "[picchu silence a/b/c]", strings.TrimSuffix(c, "]") + " ]"} {
+		if k, ok := ParseMarker(comment); ok {
+			t.Errorf("ParseMarker(%q) = %v; want no marker", comment, k)
+		}
+	}
+}

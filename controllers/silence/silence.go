@@ -1,0 +1,183 @@
+package silence
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/release"
+)
+
+// CreatedBy is the author of every silence Picchu creates.
+const CreatedBy = "picchu"
+
+// DefaultMargin is how long a silence outlasts the release it covers, at
+// least: silences end two margins after the release is expected to, and
+// are extended once less than one margin is left.
+const DefaultMargin = 5 * time.Minute
+
+// maxSteps bounds the steps Remaining counts in one ramp: NextPercent
+// reaches max in at most 100.
+const maxSteps = 101
+
+// Matcher is an Alertmanager matcher.
+type Matcher struct {
+	Name, Value      string
+	IsRegex, IsEqual bool
+}
+
+func (m Matcher) String() string {
+	op := "="
+	switch {
+	case m.IsRegex && m.IsEqual:
+		op = "=~"
+	case m.IsRegex:
+		op = "!~"
+	case !m.IsEqual:
+		op = "!="
+	}
+	return m.Name + op + strconv.Quote(m.Value)
+}
+
+// Key names a silence Picchu holds: the Index-th releaseSilences entry of
+// build Tag of App in Target, whose Revision is in Namespace.
+type Key struct {
+	Namespace, App, Target, Tag string
+	Index                       int
+}
+
+func (k Key) String() string {
+	return fmt.Sprintf("%s/%s/%s/%s/%d", k.Namespace, k.App, k.Target, k.Tag, k.Index)
+}
+
+// Marker is what ends the comment of the silence k: Picchu finds its
+// silences in Alertmanager by it.
+func (k Key) Marker() string { return "[picchu silence " + k.String() + "]" }
+
+var markerRE = regexp.MustCompile(`\[picchu silence ([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([0-9]{1,4})\]$`)
+
+// ParseMarker returns the key whose marker ends comment, and false when
+// none does (a silence Picchu did not create).
+func ParseMarker(comment string) (Key, bool) {
+	m := markerRE.FindStringSubmatch(comment)
+	if m == nil {
+		return Key{}, false
+	}
+	i, err := strconv.Atoi(m[5])
+	if err != nil {
+		return Key{}, false
+	}
+	return Key{Namespace: m[1], App: m[2], Target: m[3], Tag: m[4], Index: i}, true
+}
+
+// Silence is a silence Picchu created in Alertmanager, or is to create or
+// change there.
+type Silence struct {
+	// ID is Alertmanager's; empty for one to create.
+	ID       string
+	Key      Key
+	Matchers []Matcher
+	Comment  string
+	StartsAt time.Time
+	EndsAt   time.Time
+	// Expired says Alertmanager's state for it is expired: it silences
+	// nothing and is only kept for its history.
+	Expired bool
+}
+
+// Build is a build of the app in the target, as the silences see it.
+type Build struct {
+	Tag string
+	// State is its state, and Percent the traffic it takes.
+	State   release.State
+	Percent int32
+	// Remaining is how long its release is expected to go on (Remaining);
+	// for a retiring build, Decide takes the ramping build's.
+	Remaining time.Duration
+	// Silences are its target's releaseSilences.
+	Silences []picchuv1alpha1.ReleaseSilence
+}
+
+// Silenced says a build in state s taking percent of the traffic is being
+// released: it ramps, or it retires with traffic left.
+func Silenced(s release.State, percent int32) bool {
+	return s == release.Releasing || (s == release.Retiring && percent > 0)
+}
+
+// Remaining estimates how long the release of a build still goes on: the
+// steps of its ramp from percent to release.max, each held for the step
+// delay (the first step from 0 is taken at once), and, when the target
+// releases in waves, for each wave after wave, the bake of the wave before
+// and a whole ramp. With waves, percent is the build's in its wave.
+func Remaining(r picchuv1alpha1.ReleaseInfo, percent int32, wave int) time.Duration {
+	delay := release.StepDelay(r)
+	d := time.Duration(steps(r, percent)) * delay
+	if len(r.Waves) < 2 {
+		return d
+	}
+	for w := max(wave, 0) + 1; w < len(r.Waves); w++ {
+		if bake := r.Waves[w-1].Bake; bake != nil && bake.Duration > 0 {
+			d += bake.Duration
+		}
+		d += time.Duration(steps(r, 0)) * delay
+	}
+	return d
+}
+
+// steps counts the step delays a ramp from percent to max still waits.
+func steps(r picchuv1alpha1.ReleaseInfo, percent int32) int {
+	limit := release.MaxPercent(r)
+	n := 0
+	for p := max(percent, 0); p < limit && n < maxSteps; p = release.NextPercent(r, p) {
+		if p > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Matchers are the matchers of the silence of s: its own, then
+// slo!="true" and canary!="true", unless s has them already.
+func Matchers(s picchuv1alpha1.ReleaseSilence) []Matcher {
+	out := make([]Matcher, 0, len(s.Matchers)+len(picchuv1alpha1.SilenceProtectedLabels))
+	for _, m := range s.Matchers {
+		out = append(out, Matcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: m.Equal()})
+	}
+	for _, label := range picchuv1alpha1.SilenceProtectedLabels {
+		exclude := Matcher{Name: label, Value: picchuv1alpha1.SilenceProtectedValue}
+		if !slices.Contains(out, exclude) {
+			out = append(out, exclude)
+		}
+	}
+	return out
+}
+
+// Comment is the comment of the silence k of s: s's comment, or one
+// saying which release it covers, then k's marker.
+func Comment(k Key, s picchuv1alpha1.ReleaseSilence) string {
+	text := strings.TrimSpace(s.Comment)
+	if text == "" {
+		text = fmt.Sprintf("%s %s is being released in %s", k.App, k.Tag, k.Target)
+	}
+	return text + " " + k.Marker()
+}
+
+// sameMatchers says a and b hold the same matchers, in any order.
+func sameMatchers(a, b []Matcher) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	sorted := func(ms []Matcher) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = m.String()
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(sorted(a), sorted(b))
+}
