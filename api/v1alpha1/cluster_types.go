@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Fleet",type=string,JSONPath=`.metadata.labels.picchu\.medium\.engineering/fleet`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Breaker",type=string,JSONPath=`.status.health.breaker`
+// +kubebuilder:printcolumn:name="Frozen",type=string,JSONPath=`.status.frozen`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetes.version`,priority=1
 // +kubebuilder:printcolumn:name="Plain-HTTP",type=boolean,JSONPath=`.status.plainHTTP`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -77,6 +78,67 @@ type ClusterSpec struct {
 	// replica division and readiness. Other Revisions are not affected.
 	// +optional
 	DisableEventDriven bool `json:"disableEventDriven,omitempty"`
+	// freezes are the cluster's maintenance windows. While one is open, no
+	// build starts its canary or its ramp on the cluster, and builds
+	// already ramping hold at their weight in the cluster's wave (without
+	// release waves, the whole target's); a rollback still proceeds. A
+	// window that cannot be read (an unknown time zone) freezes, and says
+	// why in status.frozen. Freeze a whole fleet by patching each of its
+	// Clusters (kubectl patch clusters -l picchu.medium.engineering/fleet=…).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Freezes []FreezeWindow `json:"freezes,omitempty"`
+}
+
+// FreezeWindow is a maintenance window of a Cluster: one-off (start and
+// end) or weekly (weekly).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.start) == has(self.end)",message="a one-off window needs both start and end"
+// +kubebuilder:validation:XValidation:rule="has(self.start) != has(self.weekly)",message="a window is either one-off (start and end) or weekly, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.start) || !has(self.end) || timestamp(self.start) < timestamp(self.end)",message="end must be after start",fieldPath=".end"
+type FreezeWindow struct {
+	// name of the window, shown while it is open.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// start of a one-off window.
+	// +optional
+	Start *metav1.Time `json:"start,omitempty"`
+	// end of a one-off window.
+	// +optional
+	End *metav1.Time `json:"end,omitempty"`
+	// weekly is a window that opens every week on its days.
+	// +optional
+	Weekly *WeeklyWindow `json:"weekly,omitempty"`
+}
+
+// WeeklyWindow opens on some days of the week at a local time and closes at
+// another, in a time zone: daylight saving time moves it with the clocks.
+type WeeklyWindow struct {
+	// days the window opens on (Mon, Tue, Wed, Thu, Fri, Sat, Sun); every
+	// day when empty.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+	Days []string `json:"days,omitempty"`
+	// from is the local time the window opens, "HH:MM".
+	// +required
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	From string `json:"from"`
+	// to is the local time it closes, "HH:MM": the next day when it is not
+	// after from (22:00 to 06:00 spans the night).
+	// +required
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	To string `json:"to"`
+	// timeZone is the IANA time zone of from and to, such as
+	// "Europe/Paris"; UTC when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // ClusterConfig is the address and CA of a cluster's API server.
@@ -143,6 +205,10 @@ type ClusterStatus struct {
 	// http:// server).
 	// +optional
 	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// frozen names the freeze window open now and until when, such as
+	// "upgrade until 2026-11-25T06:00:00Z"; empty when none is.
+	// +optional
+	Frozen string `json:"frozen,omitempty"`
 	// health is the circuit breaker Picchu keeps on the cluster's API
 	// server: while it is open, nothing waits on the cluster; steps up of
 	// its fleet's releases hold, rollbacks go on in the other clusters.

@@ -78,6 +78,10 @@ const (
 	// canary has run its time but no request reached it (its SLOs' total
 	// queries have no series for its tag): the canary holds until they do.
 	ConditionCanaryEvidence = "CanaryEvidence"
+	// ConditionFrozen is true on a ReleaseManager while a cluster of its
+	// fleet is in a freeze window (Cluster spec.freezes): no build starts
+	// its canary or ramp in that cluster's wave, and ramps there hold.
+	ConditionFrozen = "Frozen"
 	// ConditionOrphaned is true on a ReleaseManager while no Revision targets
 	// its app and target; its lastTransitionTime is since when. Picchu
 	// removes such an app from its clusters only once none of its builds has

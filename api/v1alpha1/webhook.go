@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -83,8 +84,9 @@ func (validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, erro
 	return nil, nil
 }
 
-// Validate checks that the CA data, when set, holds PEM certificates, and
-// that devRouteTagTemplate renders a header name (for a sample app).
+// Validate checks that the CA data, when set, holds PEM certificates, that
+// devRouteTagTemplate renders a header name (for a sample app), and that
+// freeze windows name known time zones.
 func (c *Cluster) Validate() (warnings []string, err error) {
 	var errs field.ErrorList
 	if c.Spec.Config != nil && len(c.Spec.Config.CertificateAuthorityData) > 0 &&
@@ -94,6 +96,15 @@ func (c *Cluster) Validate() (warnings []string, err error) {
 	}
 	if _, err := c.DevRouteHeader("app", "target", "fleet"); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "devRouteTagTemplate"), c.Spec.DevRouteTagTemplate, err.Error()))
+	}
+	for i, w := range c.Spec.Freezes {
+		if w.Weekly == nil || w.Weekly.TimeZone == "" {
+			continue
+		}
+		if _, err := time.LoadLocation(w.Weekly.TimeZone); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "freezes").Index(i).Child("weekly", "timeZone"), w.Weekly.TimeZone,
+				"not a time zone of the IANA database"))
+		}
 	}
 	if len(errs) == 0 {
 		return nil, nil

@@ -21,6 +21,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/shard"
 )
 
@@ -49,6 +50,8 @@ type Reconciler struct {
 	// status: the one holding its shard. Every replica connects to every
 	// Cluster, as each drives apps in all of them.
 	Shards *shard.Coordinator
+	// Now is the clock freeze windows are read with (time.Now when nil).
+	Now func() time.Time
 }
 
 // SetupWithManager watches Clusters and the Secrets that hold their credentials.
@@ -102,6 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := cl.DeepCopy()
 	result := r.connect(ctx, cl)
 	cl.Status.ObservedGeneration = cl.Generation
+	result = r.freeze(cl, result)
 	if !writes || equality.Semantic.DeepEqual(before.Status, cl.Status) {
 		return result, nil
 	}
@@ -109,6 +113,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("writing status of cluster %s: %w", req.NamespacedName, err)
 	}
 	return result, nil
+}
+
+// freeze records in the Cluster's status the freeze window open now, and
+// asks to run again when it closes or the next one opens, if that is
+// sooner than result says.
+func (r *Reconciler) freeze(cl *picchuv1alpha1.Cluster, result ctrl.Result) ctrl.Result {
+	now := r.now()
+	f := schedule.Frozen(cl.Spec.Freezes, now)
+	cl.Status.Frozen = f.String()
+	if due := f.Due(); !due.IsZero() {
+		if wait := max(due.Sub(now), time.Second); result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
+		}
+	}
+	return result
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // connect brings the registry in line with the Cluster and records the

@@ -177,3 +177,35 @@ func TestLatestRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestNext_Frozen: in a freeze window no canary and no release starts,
+// not even on a person's promotion; what already runs goes on, and a
+// failure proceeds.
+func TestNext_Frozen(t *testing.T) {
+	until := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		state State
+		set   func(*Facts)
+		want  Step
+	}{
+		{Deployed, nil, Step{State: Deployed, Action: Sync, Due: until}},
+		{Tested, nil, Step{State: Tested, Action: Sync, Due: until}},
+		{PendingRelease, func(f *Facts) { f.Window.Open = true }, Step{State: PendingRelease, Action: Sync, Due: until}},
+		{PendingRelease, func(f *Facts) { f.Control.Promote = true }, Step{State: PendingRelease, Action: Sync, Due: until}},
+		{Canaried, nil, Step{State: PendingRelease, Action: Sync}},
+		{Canarying, nil, Step{State: Canarying, Action: Sync, Due: t0.Add(9 * time.Minute)}},
+		{Releasing, nil, Step{State: Releasing, Action: Sync}},
+		{Deployed, func(f *Facts) { f.Failed = true }, Step{State: Failing, Action: Sync}},
+		{Releasing, func(f *Facts) { f.Failed = true }, Step{State: Failing, Action: Sync}},
+		{Retired, func(f *Facts) { f.Eligible = false; f.Percent = 0 }, Step{State: Retired, Action: Retire}},
+	} {
+		f := controlBase(tc.state)
+		f.Frozen, f.FrozenUntil = true, until
+		if tc.set != nil {
+			tc.set(&f)
+		}
+		if got := Next(f, DefaultTimeouts); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.state, got, tc.want)
+		}
+	}
+}

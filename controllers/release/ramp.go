@@ -112,6 +112,9 @@ type RampInput struct {
 	// Full steps straight to release.max, without waiting out the step
 	// delay (a full promotion, or a rollback to this build).
 	Full bool
+	// Frozen stops every step up: a cluster of the build's wave is in a
+	// freeze window (Waiting "frozen").
+	Frozen bool
 }
 
 // RampStep is the decision of a ramp.
@@ -120,8 +123,8 @@ type RampStep struct {
 	Next int32
 	// Due is when the next step up is due, when that is in the future.
 	Due time.Time
-	// Waiting says why a due step up is not taken: "capacity", "hold" or
-	// "paused".
+	// Waiting says why a due step up is not taken: "capacity", "hold",
+	// "frozen" or "paused".
 	Waiting string
 	// WasDue is when the step up to Next was due, when it is one that
 	// waited out a delay: how late it is taken is WasDue to when every
@@ -156,6 +159,9 @@ func Ramp(in RampInput) RampStep {
 	}
 	if in.Hold {
 		return RampStep{Next: current, Waiting: "hold"}
+	}
+	if in.Frozen {
+		return RampStep{Next: current, Waiting: "frozen"}
 	}
 	if !CanRampTo(in.Capacity, target) {
 		return RampStep{Next: current, Waiting: "capacity"}

@@ -183,6 +183,12 @@ func TestRamp(t *testing.T) {
 			RampStep{Next: 60}},
 		{"full waits for capacity", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0, Full: true, Capacity: short},
 			RampStep{Next: 10, Waiting: "capacity"}},
+		{"frozen holds a due step", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0.Add(-time.Hour), Frozen: true, Capacity: enough},
+			RampStep{Next: 10, Waiting: "frozen"}},
+		{"frozen holds a promotion too", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0, Skip: true, Frozen: true, Capacity: enough},
+			RampStep{Next: 10, Waiting: "frozen"}},
+		{"frozen still comes down to max", RampInput{Now: t0, Release: picchuv1alpha1.ReleaseInfo{Max: 30}, Percent: 50, Frozen: true},
+			RampStep{Next: 30}},
 		{"full but paused holds", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0, Full: true, Paused: true, Capacity: enough},
 			RampStep{Next: 10, Waiting: "paused"}},
 	} {

@@ -140,6 +140,11 @@ type Facts struct {
 	Verdict Verdict
 	// Control is what a person asked of the build.
 	Control Control
+	// Frozen says a cluster of the wave the build would start its canary
+	// or ramp in is in a freeze window, open until FrozenUntil (zero when
+	// unknown): the build does not start them until it closes.
+	Frozen      bool
+	FrozenUntil time.Time
 }
 
 // failed says the build is bad: marked failed, or its external test failed.
@@ -296,6 +301,10 @@ func deployed(f Facts, t Timeouts) Step {
 // for its release when eligible, to retirement once its TTL has passed when
 // not. Otherwise it stays in state until its TTL.
 func promote(f Facts, state State) Step {
+	if f.Eligible && f.Frozen {
+		// Neither canary nor release starts in a freeze.
+		return Step{State: state, Action: Sync, Due: f.FrozenUntil}
+	}
 	if f.Eligible {
 		if f.Canary.pending(f.Now) {
 			return Step{State: Canarying, Action: Sync}
@@ -413,6 +422,9 @@ func pendingRelease(f Facts, _ Timeouts) Step {
 		return step
 	}
 	switch {
+	case f.Frozen:
+		// Not even a person starts a release in a freeze.
+		return Step{State: PendingRelease, Action: Sync, Due: f.FrozenUntil}
 	case f.Control.Promote:
 		// A person starts the release now, whatever the schedule says.
 		return Step{State: Releasing, Action: Sync}

@@ -160,3 +160,26 @@ func setEvidenceCondition(rm *picchuv1alpha1.ReleaseManager, noEvidence []string
 		ObservedGeneration: rm.Generation,
 	})
 }
+
+// ReasonFreezeWindow: a cluster of the fleet is in a freeze window.
+const ReasonFreezeWindow = "FreezeWindow"
+
+// setFrozenCondition says which clusters of the fleet are in a freeze
+// window and until when; the condition goes when none is.
+func setFrozenCondition(rm *picchuv1alpha1.ReleaseManager, fleet []*fleetCluster) {
+	var frozen []string
+	for _, fc := range fleet {
+		if fc.freeze.Open {
+			frozen = append(frozen, fc.obj.Name+": "+fc.freeze.String())
+		}
+	}
+	if len(frozen) == 0 {
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionFrozen)
+		return
+	}
+	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+		Type: picchuv1alpha1.ConditionFrozen, Status: metav1.ConditionTrue, Reason: ReasonFreezeWindow,
+		Message:            "no canary or ramp starts, and ramps hold, where a cluster is frozen: " + strings.Join(frozen, "; "),
+		ObservedGeneration: rm.Generation,
+	})
+}

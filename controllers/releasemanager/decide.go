@@ -79,6 +79,7 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 					Now: s.now, Release: inc.target.Release, Percent: percents[w], Changed: stampOf(inc.status.LastUpdated),
 					Hold: (s.holdsWave(w) && !s.rollback) || inc.verdict.Holds(), Capacity: capacity,
 					Paused: inc.control.paused, Skip: inc.promotePending(), Full: inc.rampsFull(),
+					Frozen: s.frozenWave(w).Open && !s.rollback,
 				})
 			}
 			builds[i].Nexts[w] = ramps[i][w].Next
@@ -145,6 +146,10 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		Verdict:        inc.verdict,
 		WavesLeft:      s.wavesLeft(inc),
 		Control:        release.Control{Paused: inc.control.paused, Promote: inc.promotePending()},
+	}
+	// A canary and a ramp start in the first wave.
+	if fz := s.frozenWave(0); fz.Open {
+		f.Frozen, f.FrozenUntil = true, fz.Until
 	}
 	if inc.revision == nil {
 		return f

@@ -23,6 +23,7 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/schedule"
 )
 
 // snapshot is everything one release step is decided from.
@@ -90,6 +91,8 @@ type fleetCluster struct {
 	factor float64
 	// wave is the index of the release wave the cluster is in (0 without waves).
 	wave int
+	// freeze is what the cluster's freeze windows say now.
+	freeze schedule.Freeze
 	// plans is nil when the cluster cannot be used; problem says why.
 	plans   *applier.Cluster
 	problem string
@@ -142,6 +145,9 @@ func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 		return nil, err
 	}
 	s.fleet = fleet
+	for _, fc := range fleet {
+		fc.freeze = schedule.Frozen(fc.obj.Spec.Freezes, s.now)
+	}
 	s.assignWaves()
 	s.observation = r.observe(ctx, rm, fleet)
 

@@ -164,6 +164,13 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 	setAlertsCondition(rm, c.judging, s.alertProblems)
 	setEvidenceCondition(rm, s.noEvidence)
 	setOrphanedCondition(rm, s, rm.Status.Revisions)
+	setFrozenCondition(rm, s.fleet)
+	for _, fc := range s.fleet {
+		if fc.freeze.Open {
+			// Held builds go on when the freeze closes.
+			due = earliest(due, fc.freeze.Until)
+		}
+	}
 	setExternalSecretsCondition(rm, s.copiesExternalSecrets(), s.externalSecretsMissing.sorted())
 	// State changes first, then warnings, each in the order of the builds.
 	slices.SortStableFunc(out.events, func(a, b statusEvent) int {

@@ -10,6 +10,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/schedule"
 )
 
 // assignWaves takes the target's release waves from its newest build and
@@ -118,6 +119,27 @@ func (s *snapshot) holdsWave(w int) bool {
 		}
 	}
 	return s.observation.LiveClusters() == 0
+}
+
+// frozenWave is the freeze of the live clusters of wave w: open when one of
+// theirs is, until the last of them closes (no end known when one cannot
+// be read).
+func (s *snapshot) frozenWave(w int) schedule.Freeze {
+	var out schedule.Freeze
+	for _, fc := range s.fleet {
+		if fc.wave != w || !fc.live || !fc.freeze.Open {
+			continue
+		}
+		switch {
+		case !out.Open:
+			out = fc.freeze
+		case out.Until.IsZero():
+			// Already without an end.
+		case fc.freeze.Until.IsZero() || fc.freeze.Until.After(out.Until):
+			out = fc.freeze
+		}
+	}
+	return out
 }
 
 // weightIn is the traffic the build takes in wave w after this run.
