@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemanager"
@@ -100,6 +101,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.SlackChannel, "slack-channel", "", "Slack channel of apps whose alerts name none with a \"channel\" label")
 	fs.StringVar(&c.operator.SlackAPIURL, "slack-api-url", "", "Slack Web API base URL (empty: Slack's own)")
 	fs.DurationVar(&c.operator.SlackStuckAfter, "slack-stuck-after", releasemanager.DefaultStuckAfter, "tell Slack a release is stuck once it has held this long because a cluster or the metrics provider cannot be reached (0: never)")
+	fs.StringVar(&c.operator.AlertmanagerAddress, "alertmanager-address", "", "base URL of the Alertmanager (API v2) where the releaseSilences of Revisions are held while their builds are released (empty turns release silences off)")
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.operator.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
@@ -211,6 +213,11 @@ func (c *config) check() error {
 	}
 	if c.operator.PrometheusQueryTTL <= 0 || c.operator.PrometheusQueryTimeout <= 0 || c.operator.DatadogQueryTTL <= 0 {
 		return errors.New("--prometheus-query-ttl, --prometheus-query-timeout and --datadog-query-ttl must be positive")
+	}
+	if c.operator.AlertmanagerAddress != "" {
+		if _, err := alertmanager.New(alertmanager.Config{Address: c.operator.AlertmanagerAddress}); err != nil {
+			return fmt.Errorf("--alertmanager-address: %w", err)
+		}
 	}
 	for _, ns := range splitNamespaces(c.namespaces) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -188,6 +188,7 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--dev-routes-service-port", "65536"},
 		{"--manage-route53=maybe"},
 		{"--slack-query-ttl", "soon"},
+		{"--alertmanager-address", "alertmanager:9093"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)

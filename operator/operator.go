@@ -122,6 +122,9 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 	if err := setupMirrors(mgr, registry, externalSecrets, o); err != nil {
 		return nil, err
 	}
+	if err := setupSilences(mgr, o); err != nil {
+		return nil, err
+	}
 	if o.Shards != nil {
 		if err := mgr.Add(o.Shards); err != nil {
 			return nil, fmt.Errorf("adding the shard coordinator: %w", err)

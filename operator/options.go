@@ -57,6 +57,10 @@ type Options struct {
 	// Prometheus and Datadog, when set, are the alert sources, in place of
 	// the ones the settings above make.
 	Prometheus, Datadog releasemanager.AlertSource
+	// AlertmanagerAddress is the Alertmanager (API v2) where the
+	// releaseSilences of Revisions are held while their builds are released
+	// (--alertmanager-address); empty turns release silences off.
+	AlertmanagerAddress string
 	// SlackTokenSecret ("namespace/name") holds the Slack bot token (data
 	// key "token"); empty turns Slack notices off. SlackChannel is the
 	// channel of apps whose alerts name none, SlackAPIURL Slack's Web API

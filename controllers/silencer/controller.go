@@ -1,0 +1,390 @@
+// Package silencer holds the Alertmanager silences of releases: on every
+// change of a ReleaseManager's builds it decides, with package silence,
+// which silences the app holds in the target, and creates, extends and
+// expires them in Alertmanager. It only reads the delivery cluster (from
+// the manager's cache) and writes only to Alertmanager.
+//
+// Silences are best effort: a failure never holds a release. It is logged,
+// counted in picchu_alert_silences_total{outcome="failed"}, and tried again
+// with backoff.
+//
+// In steady state it sends nothing: it remembers the silences it holds per
+// app and target, asks Alertmanager for them once after it starts (for an
+// app and target whose Revisions configure releaseSilences), and otherwise
+// only when something is to be created, extended or expired, just before
+// doing it. A silence left behind by an operator that stopped, for a
+// Revision that no longer configures it, ends on its own at its end time
+// (at most the expected rest of the release and two margins).
+package silencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/medium/picchu/alertmanager"
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers"
+	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/controllers/silence"
+	"github.com/medium/picchu/shard"
+)
+
+// Alertmanager is what the Reconciler asks of Alertmanager
+// (*alertmanager.Client).
+type Alertmanager interface {
+	List(ctx context.Context, filters ...string) ([]alertmanager.Silence, error)
+	Post(ctx context.Context, s alertmanager.Silence) (string, error)
+	Expire(ctx context.Context, id string) error
+}
+
+// Backoff bounds of a failed run's retries.
+const (
+	minRetry = 5 * time.Second
+	maxRetry = 5 * time.Minute
+)
+
+// Reconciler holds the silences of the releases of each ReleaseManager's
+// app and target.
+type Reconciler struct {
+	// Client reads ReleaseManagers and Revisions from the manager's cache.
+	Client client.Client
+	// Alertmanager is where the silences are.
+	Alertmanager Alertmanager
+	// Margin is silence.DefaultMargin when 0.
+	Margin time.Duration
+	// Shards, when set, say which replica holds the silences of an app.
+	Shards *shard.Coordinator
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	mu      sync.Mutex
+	records map[types.NamespacedName]*record
+}
+
+// record is what the Reconciler knows of the silences of one app in one
+// target (one ReleaseManager).
+type record struct {
+	namespace, app, target string
+	// synced says Alertmanager was asked for them since the start.
+	synced bool
+	// silences are those it holds (not expired), as last written or listed.
+	silences []silence.Silence
+	// failures counts the runs that failed in a row.
+	failures int
+}
+
+// SetupWithManager watches ReleaseManagers whose builds change (state,
+// traffic, wave) and the Revisions of their apps.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.records = map[types.NamespacedName]*record{}
+	if err := controllers.IndexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&picchuv1alpha1.ReleaseManager{}, builder.WithPredicates(buildsChanged())).
+		Watches(&picchuv1alpha1.Revision{}, handler.EnqueueRequestsFromMapFunc(releaseManagersOfRevision),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2, ReconciliationTimeout: 2 * time.Minute}).
+		Named("silences")
+	if r.Shards != nil {
+		b = b.WatchesRawSource(r.Shards.SourceOf("silences", mgr.GetClient(),
+			func() client.ObjectList { return &picchuv1alpha1.ReleaseManagerList{} }, shardKey))
+		r.Shards.OnDrop(r.forgetShard)
+	}
+	return b.Complete(r)
+}
+
+// shardKey is the shard key of a ReleaseManager: its app's, as the
+// ReleaseManager controller's.
+func shardKey(obj client.Object) string {
+	rm, _ := obj.(*picchuv1alpha1.ReleaseManager)
+	if rm == nil {
+		return ""
+	}
+	return shard.AppKey(rm.Namespace, rm.Spec.App)
+}
+
+// forgetShard drops what this replica knows of the silences of the apps
+// of a shard another replica now drives: should it drive them again, it
+// asks Alertmanager first.
+func (r *Reconciler) forgetShard(s int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, rec := range r.records {
+		if shard.Of(shard.AppKey(rec.namespace, rec.app), r.Shards.Set().Shards()) == s {
+			delete(r.records, key)
+		}
+	}
+}
+
+// buildsChanged lets through creations, deletions, and updates that change
+// a build's tag, state, traffic or wave.
+func buildsChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*picchuv1alpha1.ReleaseManager)
+		n, ok2 := e.ObjectNew.(*picchuv1alpha1.ReleaseManager)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			!slices.EqualFunc(o.Status.Revisions, n.Status.Revisions, func(a, b picchuv1alpha1.ReleaseManagerRevisionStatus) bool {
+				return a.Tag == b.Tag && a.State.Current == b.State.Current && a.CurrentPercent == b.CurrentPercent &&
+					a.Wave == b.Wave && slices.Equal(a.WavePercents, b.WavePercents)
+			})
+	}}
+}
+
+// releaseManagersOfRevision maps a Revision to the ReleaseManager of each of its targets.
+func releaseManagersOfRevision(_ context.Context, obj client.Object) []reconcile.Request {
+	rev, ok := obj.(*picchuv1alpha1.Revision)
+	if !ok {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(rev.Spec.Targets))
+	for _, t := range rev.Spec.Targets {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{
+			Namespace: rev.Namespace, Name: picchuv1alpha1.ReleaseManagerName(rev.Spec.App.Name, t.Name),
+		}})
+	}
+	return reqs
+}
+
+// Reconcile brings the silences of one ReleaseManager's app and target in
+// line with its builds. Alertmanager's failures are no error: they are
+// logged and counted, and the run is tried again with backoff.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rm := &picchuv1alpha1.ReleaseManager{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rm); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("reading release manager %s: %w", req.NamespacedName, err)
+		}
+		return r.gone(ctx, req.NamespacedName), nil
+	}
+	done, ok := r.Shards.Set().Begin(shardKey(rm))
+	if !ok {
+		return ctrl.Result{}, nil // another replica drives this app
+	}
+	defer done()
+	in, configured, err := r.input(ctx, rm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rec := r.record(req.NamespacedName, rm)
+	// One run at a time per ReleaseManager: the workqueue never hands the
+	// same key to two workers.
+	result, err := r.sync(ctx, rec, in, configured)
+	if err != nil {
+		rec.failures++
+		retry := min(minRetry<<min(rec.failures-1, 10), maxRetry)
+		count(outcomeFailed)
+		ctrl.LoggerFrom(ctx).Error(err, "holding the release silences failed; the release goes on, trying again", "after", retry)
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	rec.failures = 0
+	return result, nil
+}
+
+// gone expires the silences held for a ReleaseManager that was deleted.
+func (r *Reconciler) gone(ctx context.Context, key types.NamespacedName) ctrl.Result {
+	r.mu.Lock()
+	rec := r.records[key]
+	r.mu.Unlock()
+	if rec == nil {
+		return ctrl.Result{}
+	}
+	if len(rec.silences) > 0 {
+		in := silence.Input{Now: r.Now(), Namespace: rec.namespace, App: rec.app, Target: rec.target, Margin: r.Margin}
+		if _, err := r.sync(ctx, rec, in, false); err != nil {
+			count(outcomeFailed)
+			ctrl.LoggerFrom(ctx).Error(err, "expiring the silences of a deleted release manager; they end on their own")
+		}
+	}
+	r.mu.Lock()
+	delete(r.records, key)
+	r.mu.Unlock()
+	return ctrl.Result{}
+}
+
+func (r *Reconciler) record(key types.NamespacedName, rm *picchuv1alpha1.ReleaseManager) *record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.records[key]
+	if rec == nil {
+		rec = &record{namespace: rm.Namespace, app: rm.Spec.App, target: rm.Spec.Target}
+		r.records[key] = rec
+	}
+	return rec
+}
+
+// input reads what the silences of rm's app and target are decided from,
+// and whether any of its Revisions configures silences in the target.
+func (r *Reconciler) input(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (silence.Input, bool, error) {
+	in := silence.Input{Now: r.Now(), Namespace: rm.Namespace, App: rm.Spec.App, Target: rm.Spec.Target, Margin: r.Margin}
+	if !rm.DeletionTimestamp.IsZero() {
+		return in, false, nil // the app is being removed: nothing is released
+	}
+	revs := &picchuv1alpha1.RevisionList{}
+	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
+		return in, false, fmt.Errorf("listing the revisions of %s: %w", rm.Spec.App, err)
+	}
+	targets := map[string]*picchuv1alpha1.RevisionTarget{}
+	configured := false
+	for i := range revs.Items {
+		rev := &revs.Items[i]
+		for j := range rev.Spec.Targets {
+			if t := &rev.Spec.Targets[j]; t.Name == rm.Spec.Target {
+				targets[rev.Spec.App.Tag] = t
+				configured = configured || len(t.ReleaseSilences) > 0
+			}
+		}
+	}
+	for _, st := range rm.Status.Revisions {
+		b := silence.Build{Tag: st.Tag, State: release.State(st.State.Current), Percent: st.CurrentPercent}
+		if t := targets[st.Tag]; t != nil && !st.Deleted {
+			percent := st.CurrentPercent
+			if w := int(st.Wave); w >= 0 && w < len(st.WavePercents) {
+				percent = st.WavePercents[w]
+			}
+			b.Remaining = silence.Remaining(t.Release, percent, int(st.Wave))
+			b.Silences = t.ReleaseSilences
+		}
+		in.Builds = append(in.Builds, b)
+	}
+	return in, configured, nil
+}
+
+// sync decides the silences of rec's app and target, asking Alertmanager
+// first once after the start when configured, and again before acting on
+// what the record alone says, and acts.
+func (r *Reconciler) sync(ctx context.Context, rec *record, in silence.Input, configured bool) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	refreshed := false
+	if configured && !rec.synced {
+		if err := r.refresh(ctx, rec, in); err != nil {
+			return ctrl.Result{}, err
+		}
+		refreshed = true
+	}
+	in.Existing = rec.silences
+	plan := silence.Decide(in)
+	if !plan.Empty() && !refreshed {
+		if err := r.refresh(ctx, rec, in); err != nil {
+			return ctrl.Result{}, err
+		}
+		in.Existing = rec.silences
+		plan = silence.Decide(in)
+	}
+	var errs []error
+	for _, s := range plan.Expire {
+		err := r.Alertmanager.Expire(ctx, s.ID)
+		if err != nil && !errors.Is(err, alertmanager.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("expiring silence %s of %s: %w", s.ID, s.Key, err))
+			continue
+		}
+		rec.forget(s.ID)
+		count(outcomeExpired)
+		log.Info("expired a release silence", "silence", s.ID, "build", s.Key.Tag, "target", s.Key.Target)
+	}
+	for _, s := range plan.Create {
+		id, err := r.Alertmanager.Post(ctx, toAlertmanager(s))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("creating the silence of %s: %w", s.Key, err))
+			continue
+		}
+		s.ID = id
+		rec.silences = append(rec.silences, s)
+		count(outcomeCreated)
+		log.Info("created a release silence", "silence", id, "build", s.Key.Tag, "target", s.Key.Target,
+			"matchers", matcherStrings(s.Matchers), "endsAt", s.EndsAt.UTC().Format(time.RFC3339))
+	}
+	for _, s := range plan.Extend {
+		old := s.ID
+		id, err := r.Alertmanager.Post(ctx, toAlertmanager(s))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("extending silence %s of %s: %w", old, s.Key, err))
+			continue
+		}
+		rec.forget(old)
+		s.ID = id
+		rec.silences = append(rec.silences, s)
+		count(outcomeExtended)
+		log.Info("extended a release silence", "silence", id, "was", old, "build", s.Key.Tag, "target", s.Key.Target,
+			"endsAt", s.EndsAt.UTC().Format(time.RFC3339))
+	}
+	if err := errors.Join(errs...); err != nil {
+		rec.synced = false // ask Alertmanager what holds before trying again
+		return ctrl.Result{}, err
+	}
+	if plan.Recheck.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: max(plan.Recheck.Sub(in.Now), time.Second)}, nil
+}
+
+// refresh replaces rec's silences with those Alertmanager holds for its
+// app and target: created by Picchu, marked with their key, not expired.
+func (r *Reconciler) refresh(ctx context.Context, rec *record, in silence.Input) error {
+	listed, err := r.Alertmanager.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing silences: %w", err)
+	}
+	var ours []silence.Silence
+	for _, s := range listed {
+		if s.CreatedBy != silence.CreatedBy || s.Expired() {
+			continue
+		}
+		k, ok := silence.ParseMarker(s.Comment)
+		if !ok || k.Namespace != in.Namespace || k.App != in.App || k.Target != in.Target {
+			continue
+		}
+		ours = append(ours, fromAlertmanager(k, s))
+	}
+	rec.silences, rec.synced = ours, true
+	return nil
+}
+
+func (rec *record) forget(id string) {
+	rec.silences = slices.DeleteFunc(rec.silences, func(s silence.Silence) bool { return s.ID == id })
+}
+
+func toAlertmanager(s silence.Silence) alertmanager.Silence {
+	out := alertmanager.Silence{ID: s.ID, StartsAt: s.StartsAt, EndsAt: s.EndsAt, CreatedBy: silence.CreatedBy, Comment: s.Comment}
+	for _, m := range s.Matchers {
+		out.Matchers = append(out.Matchers, alertmanager.Matcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: m.IsEqual})
+	}
+	return out
+}
+
+func fromAlertmanager(k silence.Key, s alertmanager.Silence) silence.Silence {
+	out := silence.Silence{ID: s.ID, Key: k, Comment: s.Comment, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Expired: s.Expired()}
+	for _, m := range s.Matchers {
+		out.Matchers = append(out.Matchers, silence.Matcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: m.IsEqual})
+	}
+	return out
+}
+
+func matcherStrings(ms []silence.Matcher) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.String()
+	}
+	return out
+}
