@@ -52,8 +52,12 @@ k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 prometheus-binary: ## Provision the Prometheus server the tests run into bin/ (once).
 	hack/install-prometheus.sh >/dev/null
 
+.PHONY: alertmanager-binary
+alertmanager-binary: ## Provision the Alertmanager the tests run into bin/ (once).
+	hack/install-alertmanager.sh >/dev/null
+
 .PHONY: test
-test: verify k8s-binaries prometheus-binary ## Run every test, with the race detector, against real API servers and Prometheus.
+test: verify k8s-binaries prometheus-binary alertmanager-binary ## Run every test, with the race detector, against real API servers, Prometheus and Alertmanager.
 	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
 	pkgs=$$(go list $(PKGS) | grep -v /test/e2e$$ || true); [ -z "$$pkgs" ] || \
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$pkgs
