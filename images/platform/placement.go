@@ -1,0 +1,105 @@
+package platform
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The well-known node labels of a node's os and architecture.
+const (
+	LabelOS   = corev1.LabelOSStable
+	LabelArch = corev1.LabelArchStable
+)
+
+// OfNodes is the platforms (os and architecture, no variant) of the nodes
+// that are ready and schedulable, sorted. A node's labels name its
+// platform, or else its status's node info.
+func OfNodes(nodes []corev1.Node) []Platform {
+	var ps []Platform
+	for _, n := range nodes {
+		if n.Spec.Unschedulable || !ready(n) {
+			continue
+		}
+		p := Platform{OS: n.Labels[LabelOS], Architecture: n.Labels[LabelArch]}
+		if p.OS == "" {
+			p.OS = n.Status.NodeInfo.OperatingSystem
+		}
+		if p.Architecture == "" {
+			p.Architecture = n.Status.NodeInfo.Architecture
+		}
+		if p.OS != "" && p.Architecture != "" {
+			ps = append(ps, p)
+		}
+	}
+	return Sorted(ps)
+}
+
+func ready(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Placement is where a cluster can run an image.
+type Placement struct {
+	// Requirements keep the image's pods on nodes of its operating systems
+	// and architectures: kubernetes.io/os In [...] and kubernetes.io/arch
+	// In [...]. None when the image's platforms are not known. Node labels
+	// carry no variant, and the two requirements admit every os with every
+	// architecture: Runnable is the exact test.
+	Requirements []corev1.NodeSelectorRequirement
+	// Runnable says a ready node runs one of the image's platforms (or
+	// that the image's platforms are not known).
+	Runnable bool
+	// Message names the image's platforms and the nodes', when both are known.
+	Message string
+}
+
+// Place is where a cluster whose ready nodes run nodes (OfNodes) can run
+// an image that offers image.
+func Place(image, nodes []Platform) Placement {
+	if len(image) == 0 {
+		return Placement{Runnable: true}
+	}
+	image = Sorted(image)
+	var oses, arches []string
+	for _, p := range image {
+		oses = append(oses, p.OS)
+		arches = append(arches, p.Architecture)
+	}
+	slices.Sort(oses)
+	slices.Sort(arches)
+	pl := Placement{Requirements: []corev1.NodeSelectorRequirement{
+		{Key: LabelOS, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(oses)},
+		{Key: LabelArch, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(arches)},
+	}}
+	for _, n := range nodes {
+		if slices.ContainsFunc(image, func(p Platform) bool { return p.OS == n.OS && p.Architecture == n.Architecture }) {
+			pl.Runnable = true
+			break
+		}
+	}
+	switch {
+	case len(nodes) == 0:
+		pl.Message = fmt.Sprintf("image offers %s, but the cluster has no ready node", join(image))
+	case pl.Runnable:
+		pl.Message = fmt.Sprintf("image offers %s; the cluster's ready nodes run %s", join(image), join(nodes))
+	default:
+		pl.Message = fmt.Sprintf("image offers %s, but the cluster's ready nodes run only %s", join(image), join(nodes))
+	}
+	return pl
+}
+
+func join(ps []Platform) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
