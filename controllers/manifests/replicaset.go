@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/images/platform"
 )
 
 // Annotations Picchu writes on a build's ReplicaSet and pods.
@@ -49,6 +50,10 @@ type Build struct {
 	// the pods start without them rather than never.
 	ExternalSecrets         []string
 	ExternalSecretsOptional bool
+	// Platforms are the platforms the build's image offers, when known:
+	// its pods then require nodes of those operating systems and
+	// architectures, on top of the target's own affinity.
+	Platforms []platform.Platform
 }
 
 // ReplicaSet is a build's ReplicaSet, named after its tag.
@@ -162,7 +167,7 @@ func podSpec(b Build, selector map[string]string) corev1.PodSpec {
 		Containers:         containers,
 		Volumes:            t.Volumes,
 		ServiceAccountName: serviceAccount,
-		Affinity:           t.Affinity,
+		Affinity:           platform.WithRequirements(t.Affinity, platform.Requirements(b.Platforms)),
 		Tolerations:        t.Tolerations,
 		PriorityClassName:  t.PriorityClassName,
 		SchedulerName:      t.SchedulerName,

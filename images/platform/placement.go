@@ -68,17 +68,7 @@ func Place(image, nodes []Platform) Placement {
 		return Placement{Runnable: true}
 	}
 	image = Sorted(image)
-	var oses, arches []string
-	for _, p := range image {
-		oses = append(oses, p.OS)
-		arches = append(arches, p.Architecture)
-	}
-	slices.Sort(oses)
-	slices.Sort(arches)
-	pl := Placement{Requirements: []corev1.NodeSelectorRequirement{
-		{Key: LabelOS, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(oses)},
-		{Key: LabelArch, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(arches)},
-	}}
+	pl := Placement{Requirements: Requirements(image)}
 	for _, n := range nodes {
 		if slices.ContainsFunc(image, func(p Platform) bool { return p.OS == n.OS && p.Architecture == n.Architecture }) {
 			pl.Runnable = true
@@ -94,6 +84,58 @@ func Place(image, nodes []Platform) Placement {
 		pl.Message = fmt.Sprintf("image offers %s, but the cluster's ready nodes run only %s", join(image), join(nodes))
 	}
 	return pl
+}
+
+// Requirements keep pods on nodes of the platforms' operating systems and
+// architectures: kubernetes.io/os In [...] and kubernetes.io/arch In
+// [...], sorted. None for no platform.
+func Requirements(ps []Platform) []corev1.NodeSelectorRequirement {
+	if len(ps) == 0 {
+		return nil
+	}
+	var oses, arches []string
+	for _, p := range ps {
+		oses = append(oses, p.OS)
+		arches = append(arches, p.Architecture)
+	}
+	slices.Sort(oses)
+	slices.Sort(arches)
+	return []corev1.NodeSelectorRequirement{
+		{Key: LabelOS, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(oses)},
+		{Key: LabelArch, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(arches)},
+	}
+}
+
+// WithRequirements is a copy of the affinity whose required node affinity
+// also asks for the requirements: they are AND-ed into every one of its
+// node selector terms (which are OR-ed), so the affinity the user asked
+// for is kept, or make its one term when there is none. The affinity is
+// returned as it is when there is no requirement.
+func WithRequirements(aff *corev1.Affinity, reqs []corev1.NodeSelectorRequirement) *corev1.Affinity {
+	if len(reqs) == 0 {
+		return aff
+	}
+	out := aff.DeepCopy()
+	if out == nil {
+		out = &corev1.Affinity{}
+	}
+	if out.NodeAffinity == nil {
+		out.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := out.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	sel := na.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(sel.NodeSelectorTerms) == 0 {
+		sel.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range sel.NodeSelectorTerms {
+		for _, r := range reqs {
+			sel.NodeSelectorTerms[i].MatchExpressions = append(sel.NodeSelectorTerms[i].MatchExpressions, *r.DeepCopy())
+		}
+	}
+	return out
 }
 
 func join(ps []Platform) string {

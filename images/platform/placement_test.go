@@ -103,3 +103,52 @@ func TestOfNodes(t *testing.T) {
 		})
 	}
 }
+
+func TestWithRequirements(t *testing.T) {
+	reqs := Requirements([]Platform{amd64, arm64})
+	zone := in("topology.kubernetes.io/zone", "a")
+	gpu := in("gpu", "yes")
+	preferred := []corev1.PreferredSchedulingTerm{{Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{gpu}}}}
+	podAffinity := &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}}
+	required := func(terms ...corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	term := func(rs ...corev1.NodeSelectorRequirement) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: rs}
+	}
+	for _, tc := range []struct {
+		name string
+		aff  *corev1.Affinity
+		reqs []corev1.NodeSelectorRequirement
+		want *corev1.Affinity
+	}{
+		{"no requirement, no affinity", nil, nil, nil},
+		{"no requirement keeps the affinity", required(term(zone)), nil, required(term(zone))},
+		{"no affinity", nil, reqs, required(term(reqs...))},
+		{"empty affinity", &corev1.Affinity{}, reqs, required(term(reqs...))},
+		{"and-ed into every term", required(term(zone), term(gpu)), reqs,
+			required(term(zone, reqs[0], reqs[1]), term(gpu, reqs[0], reqs[1]))},
+		{"a fields-only term", required(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{in("metadata.name", "n1")}}), reqs,
+			required(corev1.NodeSelectorTerm{MatchExpressions: reqs, MatchFields: []corev1.NodeSelectorRequirement{in("metadata.name", "n1")}})},
+		{"preferred and pod affinity kept",
+			&corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred}, PodAffinity: podAffinity}, reqs,
+			&corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term(reqs...)}},
+				PreferredDuringSchedulingIgnoredDuringExecution: preferred,
+			}, PodAffinity: podAffinity}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before *corev1.Affinity
+			if tc.aff != nil {
+				before = tc.aff.DeepCopy()
+			}
+			got := WithRequirements(tc.aff, tc.reqs)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("affinity\n%+v\nwant\n%+v", got, tc.want)
+			}
+			if !reflect.DeepEqual(tc.aff, before) {
+				t.Error("the given affinity was changed")
+			}
+		})
+	}
+}
