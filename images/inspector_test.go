@@ -291,3 +291,27 @@ func TestPlatformString(t *testing.T) {
 		t.Error(s)
 	}
 }
+
+func TestInspector_ConcurrentInspectionsMakeOne(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := registryHostOf(srv)
+	push(t, host)
+	in := New(Options{})
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := in.Platforms(context.Background(), host+"/shop:multi", nil)
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One HEAD for the tag's digest, one GET of the index.
+	if n := in.Requests(); n != 2 {
+		t.Errorf("8 concurrent inspections made %d requests, want 2", n)
+	}
+}
