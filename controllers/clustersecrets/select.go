@@ -33,7 +33,7 @@ func SelectSecrets(sel Selection, secrets []corev1.Secret, clusters map[string]b
 			!sel.Secrets.Matches(labels.Set(s.Labels)) || !sel.SecretFields.Matches(secretFieldSet(s)) {
 			continue
 		}
-		if why := credentials(s, clusters); why != "" {
+		if why := remote.Credentials(s, clusters); why != "" {
 			withheld = append(withheld, Withheld{Name: s.Name, Why: why})
 			continue
 		}
@@ -47,20 +47,6 @@ func SelectSecrets(sel Selection, secrets []corev1.Secret, clusters map[string]b
 // secretFieldSet is what a field selector sees of a Secret.
 func secretFieldSet(s *corev1.Secret) fields.Set {
 	return fields.Set{"metadata.name": s.Name, "metadata.namespace": s.Namespace, "type": string(s.Type)}
-}
-
-// credentials says why a Secret holds credentials that are never copied,
-// or "" when it does not.
-func credentials(s *corev1.Secret, clusters map[string]bool) string {
-	switch {
-	case clusters[s.Name]:
-		return "the credentials of the Cluster of that name"
-	case s.Labels[remote.LabelCredentials] != "":
-		return "labelled " + remote.LabelCredentials
-	case s.Type == corev1.SecretTypeServiceAccountToken:
-		return "a service account token of the delivery cluster"
-	}
-	return ""
 }
 
 // SelectClusters splits the enabled Clusters of clusters, those not being

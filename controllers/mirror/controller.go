@@ -492,7 +492,7 @@ func (r *Reconciler) config(ctx context.Context, namespace string, sel labels.Se
 	}
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
-		if why := Credentials(s, clusters[namespace]); why != "" {
+		if why := remote.Credentials(s, clusters[namespace]); why != "" {
 			notes[fmt.Sprintf("secret %s/%s not copied: %s", s.Namespace, s.Name, why)] = true
 			continue
 		}

@@ -19,7 +19,6 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/manifests"
-	"github.com/medium/picchu/controllers/remote"
 )
 
 // What every copy on a mirror carries.
@@ -141,23 +140,6 @@ func AdditionalSelector(a picchuv1alpha1.AdditionalConfigSelector, home, app, ta
 		sel = sel.Add(*req)
 	}
 	return ns, sel, nil
-}
-
-// Credentials says why a Secret holds credentials that are never copied,
-// as the release engine never copies them to targets: the Secret of a
-// Cluster of its namespace (clusters holds their names), one labelled
-// picchu.medium.engineering/credentials, or a service account token. ""
-// when it holds none.
-func Credentials(s *corev1.Secret, clusters map[string]bool) string {
-	switch {
-	case clusters[s.Name]:
-		return "the credentials of the Cluster of that name"
-	case s.Labels[remote.LabelCredentials] != "":
-		return "labelled " + remote.LabelCredentials
-	case s.Type == corev1.SecretTypeServiceAccountToken:
-		return "a service account token of the delivery cluster"
-	}
-	return ""
 }
 
 // RevisionCopy is the copy of rev on a mirror: its name, namespace and spec,

@@ -369,7 +369,7 @@ func TestCredentials(t *testing.T) {
 		{"a token", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sa"}, Type: corev1.SecretTypeServiceAccountToken}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Credentials(&tc.secret, clusters); (got != "") != tc.want {
+			if got := remote.Credentials(&tc.secret, clusters); (got != "") != tc.want {
 				t.Errorf("Credentials = %q, want credentials: %v", got, tc.want)
 			}
 		})

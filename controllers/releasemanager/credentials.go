@@ -34,7 +34,7 @@ func (r *Reconciler) withoutCredentials(ctx context.Context, inc *incarnation, s
 	var kept []corev1.Secret
 	for i := range secrets {
 		s := &secrets[i]
-		why := credentials(s, isCluster)
+		why := remote.Credentials(s, isCluster)
 		if why == "" {
 			kept = append(kept, *s)
 			continue
@@ -47,18 +47,4 @@ func (r *Reconciler) withoutCredentials(ctx context.Context, inc *incarnation, s
 		}
 	}
 	return kept, nil
-}
-
-// credentials says why a Secret holds credentials configSelector must never
-// copy, or "" when it does not.
-func credentials(s *corev1.Secret, isCluster map[string]bool) string {
-	switch {
-	case isCluster[s.Name]:
-		return "the credentials of the Cluster of that name"
-	case s.Labels[remote.LabelCredentials] != "":
-		return "labelled " + remote.LabelCredentials
-	case s.Type == corev1.SecretTypeServiceAccountToken:
-		return "a service account token of the delivery cluster"
-	}
-	return ""
 }

@@ -26,6 +26,23 @@ const AuthInfoKey = "auth-info"
 // may carry it, so that it is never copied even before its Cluster exists.
 const LabelCredentials = "picchu.medium.engineering/credentials"
 
+// Credentials says why a Secret of the delivery cluster holds credentials
+// that Picchu never copies anywhere (by configSelector, ClusterSecrets or
+// Mirror), or "" when it holds none: the Secret of a Cluster of its
+// namespace (clusters holds their names), one labelled LabelCredentials, or
+// a service account token.
+func Credentials(s *corev1.Secret, clusters map[string]bool) string {
+	switch {
+	case clusters[s.Name]:
+		return "the credentials of the Cluster of that name"
+	case s.Labels[LabelCredentials] != "":
+		return "labelled " + LabelCredentials
+	case s.Type == corev1.SecretTypeServiceAccountToken:
+		return "a service account token of the delivery cluster"
+	}
+	return ""
+}
+
 // ErrNoConfig is returned for a Cluster without spec.config.
 var ErrNoConfig = errors.New("cluster has no spec.config")
 
