@@ -24,7 +24,8 @@ type Options struct {
 	// Timeout bounds one inspection of a reference (default 30s).
 	Timeout time.Duration
 	// TagTTL is how long a tag's digest is trusted before the registry
-	// is asked again, since tags move (default 5m).
+	// is asked again, since tags move (default 5m). When the registry
+	// does not answer then, the tag's last known digest stands.
 	TagTTL time.Duration
 	// MaxDigests bounds the digests remembered (default 1024); the least
 	// recently used are forgotten first. Tags are bounded the same.
@@ -126,6 +127,17 @@ func (i *Inspector) byTag(key string) ([]platform.Platform, bool) {
 	return i.digests.get(t.digest.String())
 }
 
+// lastOf is the platforms of the digest the tag named last, however long ago.
+func (i *Inspector) lastOf(key string) ([]platform.Platform, bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	t, ok := i.tags.get(key)
+	if !ok {
+		return nil, false
+	}
+	return i.digests.get(t.digest.String())
+}
+
 func (i *Inspector) count() {
 	i.mu.Lock()
 	i.requests++
@@ -148,6 +160,12 @@ func (i *Inspector) inspect(ctx context.Context, ref name.Reference, pullSecrets
 		desc, err := remote.Head(ref, opts...)
 		if err != nil {
 			if !answered(err) {
+				// A registry that does not answer has not moved the tag
+				// it last named a known digest with, as far as anyone
+				// can tell: what it offered still stands.
+				if ps, ok := i.lastOf(ref.Name()); ok {
+					return ps, nil
+				}
 				return nil, wrap(ref, err)
 			}
 			// Some registries do not answer HEAD: get the manifest below.

@@ -142,6 +142,26 @@ func TestInspector_Platforms(t *testing.T) {
 	}
 }
 
+func TestInspector_LastKnownWhileUnreachable(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	host := registryHostOf(srv)
+	push(t, host)
+	now := time.Unix(0, 0)
+	in := New(Options{Now: func() time.Time { return now }, TagTTL: time.Minute, Timeout: 5 * time.Second})
+	want, err := in.Platforms(context.Background(), host+"/shop:multi", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	now = now.Add(2 * time.Minute)
+	if got, err := in.Platforms(context.Background(), host+"/shop:multi", nil); err != nil || !slices.Equal(got, want) {
+		t.Errorf("a known tag while the registry is down: %v, %v", got, err)
+	}
+	if _, err := in.Platforms(context.Background(), host+"/shop:arm", nil); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("an unknown tag while the registry is down: %v", err)
+	}
+}
+
 func TestInspector_Unreachable(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
