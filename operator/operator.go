@@ -13,6 +13,7 @@ import (
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/controllers/schedule"
+	"github.com/medium/picchu/images"
 )
 
 // defaultClusterHealthTimeout bounds each health check of a target cluster.
@@ -113,6 +114,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		RemovalGrace:       o.RemovalGrace,
 		KeepDone:           o.KeepDone,
 		Shards:             o.Shards,
+		Images:             imageInspector(o),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
 	}
@@ -131,4 +133,13 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		}
 	}
 	return registry, nil
+}
+
+// imageInspector is the inspector of builds' images, or nil when
+// o.InspectImagePlatforms is off.
+func imageInspector(o Options) releasemanager.ImageInspector {
+	if !o.InspectImagePlatforms {
+		return nil
+	}
+	return images.New(images.Options{})
 }

@@ -57,6 +57,11 @@ type Options struct {
 	// Prometheus and Datadog, when set, are the alert sources, in place of
 	// the ones the settings above make.
 	Prometheus, Datadog releasemanager.AlertSource
+	// InspectImagePlatforms reads the platforms of builds' images from
+	// their registries (--inspect-image-platforms): builds hold on
+	// clusters with no ready node of a platform their image offers, and
+	// their pods require nodes of those platforms.
+	InspectImagePlatforms bool
 	// AlertmanagerAddress is the Alertmanager (API v2) where the
 	// releaseSilences of Revisions are held while their builds are released
 	// (--alertmanager-address); empty turns release silences off.

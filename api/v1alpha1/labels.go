@@ -82,6 +82,13 @@ const (
 	// fleet is in a freeze window (Cluster spec.freezes): no build starts
 	// its canary or ramp in that cluster's wave, and ramps there hold.
 	ConditionFrozen = "Frozen"
+	// ConditionImagePlatforms is false on a ReleaseManager while a build
+	// holds because its image's platforms cannot be read, or because a
+	// cluster of the fleet has no ready node of a platform the image
+	// offers (naming both sides); true while every build's image was read
+	// and runs on every cluster. It is absent when the operator does not
+	// inspect images.
+	ConditionImagePlatforms = "ImagePlatforms"
 	// ConditionOrphaned is true on a ReleaseManager while no Revision targets
 	// its app and target; its lastTransitionTime is since when. Picchu
 	// removes such an app from its clusters only once none of its builds has

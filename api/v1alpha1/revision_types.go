@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -121,6 +122,15 @@ type RevisionApp struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:Pattern=`^[^\t\n\v\f\r\x{85}\p{Z}](.*[^\t\n\v\f\r\x{85}\p{Z}])?$`
 	Image string `json:"image"`
+	// imagePullSecrets name Secrets (kubernetes.io/dockerconfigjson or
+	// kubernetes.io/dockercfg) in the Revision's namespace whose credentials
+	// Picchu reads the image's platforms with, when the operator inspects
+	// images (--inspect-image-platforms). They are never copied to target
+	// clusters: their nodes pull with their own credentials.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
 
 // SentryInfo is kept for compatibility with existing manifests; Picchu ignores it.

@@ -114,7 +114,11 @@ func (s *snapshot) applyTo(ctx context.Context, c *applier.Cluster, fc *fleetClu
 	for _, inc := range s.incarnations {
 		switch {
 		case inc.step.Action == release.Sync && inc.revision != nil:
-			if err := s.syncBuild(ctx, c, fc, inc, liveClusters); err != nil {
+			err := placementHold(inc, fc)
+			if err == nil {
+				err = s.syncBuild(ctx, c, fc, inc, liveClusters)
+			}
+			if err != nil {
 				errs.builds[inc.tag] = fmt.Errorf("build %s: %w", inc.tag, err)
 			}
 		case inc.step.Action == release.Retire && inc.revision != nil:
@@ -263,6 +267,7 @@ func (s *snapshot) scaleBuild(ctx context.Context, c *applier.Cluster, fc *fleet
 		App: app, Target: target, Tag: inc.tag, Image: inc.revision.Spec.App.Image,
 		Spec: inc.target, Autoscaler: kind, Ramping: sp.Ramping, ConfigMaps: cfg.configMaps, Secrets: cfg.secrets,
 		ExternalSecrets: cfg.externalSecrets, ExternalSecretsOptional: cfg.externalSecretsOptional,
+		Platforms: inc.platforms,
 	})
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(replicaSetKind)

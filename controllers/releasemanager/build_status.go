@@ -223,6 +223,9 @@ func (s *snapshot) buildSynced(inc *incarnation, buildsFailed map[string]map[str
 		out.all = false
 		out.live = out.live && !fc.live
 	}
+	if rejected == "" {
+		rejected = s.runsNowhere(inc)
+	}
 	return rejected, out
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
@@ -108,6 +109,12 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Images, when set, reads the platforms of builds' images: a build
+	// then holds on a cluster with no ready node of a platform its image
+	// offers, and its pods require nodes of those platforms.
+	Images ImageInspector
+	// nodes are the target clusters' node caches, when Images is set.
+	nodes *nodes.Platforms
 	// Shards, when set, are the apps this replica drives: ReleaseManagers
 	// of other apps are left to the replicas holding their shards.
 	Shards *shard.Coordinator
@@ -158,6 +165,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A cluster's handle, with its memory of what was applied, goes with
 	// the registry's client: when its Cluster goes or changes.
 	r.Registry.OnForget(r.forgetCluster)
+	if r.Images != nil {
+		r.nodes = nodes.New(ctrl.Log.WithName("nodes"), r.nodesChanged)
+		r.Registry.OnForget(r.nodes.Forget)
+	}
 	if err := controllers.IndexRevisionsByApp(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}

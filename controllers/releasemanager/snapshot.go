@@ -24,6 +24,7 @@ import (
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/schedule"
+	"github.com/medium/picchu/images/platform"
 )
 
 // snapshot is everything one release step is decided from.
@@ -57,6 +58,8 @@ type snapshot struct {
 	// rollback says this run takes traffic from a failing build
 	// (release.RollingBack), set by decide.
 	rollback bool
+	// inspecting says images are inspected (Reconciler.Images).
+	inspecting bool
 	// waves are the target's release waves, from its newest build, when
 	// it releases in two or more; every fleet cluster has its wave.
 	waves []picchuv1alpha1.ReleaseWave
@@ -79,6 +82,10 @@ type incarnation struct {
 	secrets    []corev1.Secret
 	// externalSecrets are the ExternalSecrets it selects there, by name.
 	externalSecrets []unstructured.Unstructured
+	// platforms are what its image offers, when images are inspected and
+	// it was read; platformsErr says why it could not be.
+	platforms    []platform.Platform
+	platformsErr error
 
 	// The decision of this run.
 	decision
@@ -96,6 +103,11 @@ type fleetCluster struct {
 	// plans is nil when the cluster cannot be used; problem says why.
 	plans   *applier.Cluster
 	problem string
+	// nodes are the platforms of its ready nodes, when nodesKnown;
+	// nodesErr says why they could not be read.
+	nodes      []platform.Platform
+	nodesKnown bool
+	nodesErr   string
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
@@ -150,6 +162,11 @@ func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 	}
 	s.assignWaves()
 	s.observation = r.observe(ctx, rm, fleet)
+	if r.Images != nil {
+		s.inspecting = true
+		r.inspectImages(ctx, s)
+		r.readNodes(ctx, s)
+	}
 
 	faults := &picchuv1alpha1.FaultInjectorList{}
 	if err := r.Client.List(ctx, faults, client.InNamespace(rm.Namespace),

@@ -165,6 +165,7 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 	setEvidenceCondition(rm, s.noEvidence)
 	setOrphanedCondition(rm, s, rm.Status.Revisions)
 	setFrozenCondition(rm, s.fleet)
+	setPlatformsCondition(rm, s, s.inspecting)
 	for _, fc := range s.fleet {
 		if fc.freeze.Open {
 			// Held builds go on when the freeze closes.

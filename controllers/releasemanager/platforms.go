@@ -1,0 +1,210 @@
+package releasemanager
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/images/platform"
+)
+
+// ImageInspector reads the platforms an image offers (images.Inspector).
+type ImageInspector interface {
+	Platforms(ctx context.Context, image string, pullSecrets []corev1.Secret) ([]platform.Platform, error)
+}
+
+// Reasons of the ImagePlatforms condition.
+const (
+	ReasonPlatformsRunnable = "Runnable"
+	ReasonPlatformsUnknown  = "PlatformsUnknown"
+	ReasonNoMatchingNode    = "NoMatchingNode"
+)
+
+// inspectImages reads the platforms of the image of every build that has
+// a Revision, with its image pull secrets. A build whose image cannot be
+// read has platformsErr, and holds.
+func (r *Reconciler) inspectImages(ctx context.Context, s *snapshot) {
+	for _, inc := range s.incarnations {
+		if inc.revision == nil {
+			continue
+		}
+		secrets, err := r.pullSecrets(ctx, inc.revision)
+		if err == nil {
+			inc.platforms, err = r.Images.Platforms(ctx, inc.revision.Spec.App.Image, secrets)
+		}
+		inc.platformsErr = err
+	}
+}
+
+// pullSecrets reads the Revision's image pull secrets from its namespace.
+func (r *Reconciler) pullSecrets(ctx context.Context, rev *picchuv1alpha1.Revision) ([]corev1.Secret, error) {
+	var out []corev1.Secret
+	for _, ref := range rev.Spec.App.ImagePullSecrets {
+		secret := &corev1.Secret{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rev.Namespace, Name: ref.Name}, secret); err != nil {
+			return nil, fmt.Errorf("reading image pull secret %s/%s of revision %s: %w", rev.Namespace, ref.Name, rev.Name, err)
+		}
+		out = append(out, *secret)
+	}
+	return out, nil
+}
+
+// readNodes reads the platforms of the ready nodes of every usable
+// cluster, at once, when some build's platforms are known. A cluster whose
+// nodes cannot be read holds no build for them.
+func (r *Reconciler) readNodes(ctx context.Context, s *snapshot) {
+	known := false
+	for _, inc := range s.incarnations {
+		known = known || len(inc.platforms) > 0
+	}
+	if !known {
+		return
+	}
+	byName := map[string]*fleetCluster{}
+	var usable []*applier.Cluster
+	for _, fc := range s.fleet {
+		if fc.plans != nil {
+			usable = append(usable, fc.plans)
+			byName[fc.obj.Name] = fc
+		}
+	}
+	var mu sync.Mutex
+	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
+		fc := byName[c.Name()]
+		key := types.NamespacedName{Namespace: fc.obj.Namespace, Name: fc.obj.Name}
+		remoteCluster, ok := r.Registry.Get(key)
+		if !ok {
+			return fmt.Errorf("cluster %s is not connected", key)
+		}
+		ps, err := r.nodes.Of(ctx, key, remoteCluster)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fc.nodes, fc.nodesKnown = ps, true
+		return nil
+	}), r.ClusterTimeout)
+	for _, res := range results {
+		if res.Err != nil {
+			byName[res.Cluster].nodesErr = res.Err.Error()
+		}
+	}
+}
+
+// nodesChanged asks for a run of the ReleaseManagers of the fleet of the
+// cluster key, whose ready nodes' platforms changed.
+func (r *Reconciler) nodesChanged(key types.NamespacedName) {
+	if r.RemoteEvents == nil {
+		return
+	}
+	ctx := context.Background()
+	cl := &picchuv1alpha1.Cluster{}
+	if err := r.Client.Get(ctx, key, cl); err != nil {
+		return
+	}
+	for _, req := range r.releaseManagersOfCluster(ctx, cl) {
+		r.RemoteEvents.Notify(req.NamespacedName)
+	}
+}
+
+// placementHold says why inc must not be synced on fc for its image's
+// platforms, or nil. A build that failed is never held: its replicas go.
+func placementHold(inc *incarnation, fc *fleetCluster) error {
+	if inc.revision == nil || inc.revision.Spec.Failed {
+		return nil
+	}
+	if inc.platformsErr != nil {
+		return fmt.Errorf("held until its image's platforms can be read: %w", inc.platformsErr)
+	}
+	if len(inc.platforms) == 0 || !fc.nodesKnown {
+		return nil
+	}
+	if pl := platform.Place(inc.platforms, fc.nodes); !pl.Runnable {
+		return fmt.Errorf("held on cluster %s: %s", fc.obj.Name, pl.Message)
+	}
+	return nil
+}
+
+// runsNowhere says, when no live cluster of the fleet can run inc's image
+// and every live cluster's nodes are known, why: the build is rejected, as
+// when every cluster refuses its objects.
+func (s *snapshot) runsNowhere(inc *incarnation) string {
+	if inc.revision == nil || len(inc.platforms) == 0 {
+		return ""
+	}
+	var sides []string
+	for _, fc := range s.fleet {
+		if !fc.live {
+			continue
+		}
+		if !fc.nodesKnown || platform.Place(inc.platforms, fc.nodes).Runnable {
+			return ""
+		}
+		if len(fc.nodes) == 0 {
+			sides = append(sides, fc.obj.Name+" has no ready node")
+		} else {
+			sides = append(sides, fmt.Sprintf("%s runs %s", fc.obj.Name, platformList(fc.nodes)))
+		}
+	}
+	if len(sides) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no live cluster has a ready node of a platform image %s offers (%s): %s",
+		inc.revision.Spec.App.Image, platformList(inc.platforms), strings.Join(sides, "; "))
+}
+
+func platformList(ps []platform.Platform) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// setPlatformsCondition sets ImagePlatforms from the builds being synced:
+// False naming each build held and why, True when none is. It is left out
+// when images are not inspected.
+func setPlatformsCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, inspecting bool) {
+	if !inspecting {
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionImagePlatforms)
+		return
+	}
+	var unknown, held []string
+	for _, inc := range s.incarnations {
+		if inc.revision == nil || inc.revision.Spec.Failed {
+			continue
+		}
+		if inc.platformsErr != nil {
+			unknown = append(unknown, fmt.Sprintf("%s: %v", inc.tag, inc.platformsErr))
+			continue
+		}
+		for _, fc := range s.fleet {
+			if err := placementHold(inc, fc); err != nil {
+				held = append(held, fmt.Sprintf("%s %v", inc.tag, err))
+			}
+		}
+	}
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
+			Type: picchuv1alpha1.ConditionImagePlatforms, Status: status, Reason: reason, Message: msg, ObservedGeneration: rm.Generation,
+		})
+	}
+	switch {
+	case len(unknown) > 0:
+		set(metav1.ConditionFalse, ReasonPlatformsUnknown, "held: "+strings.Join(append(unknown, held...), "; "))
+	case len(held) > 0:
+		set(metav1.ConditionFalse, ReasonNoMatchingNode, strings.Join(held, "; "))
+	default:
+		set(metav1.ConditionTrue, ReasonPlatformsRunnable, "every build's image runs on a ready node of every cluster whose nodes were read")
+	}
+}
