@@ -20,6 +20,7 @@ import (
 	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/images/platform"
 	"github.com/medium/picchu/test/integration/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 var env *harness.Env
@@ -97,10 +98,12 @@ func TestPlatforms_OfARealCluster(t *testing.T) {
 	setReady(t, tgt.Client, "amd-1", corev1.ConditionTrue)
 	// The arm64 node becoming ready is a change.
 	setReady(t, tgt.Client, "arm-1", corev1.ConditionTrue)
-	deadline := time.Now().Add(20 * time.Second)
-	for changes.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	kit.Eventually(t, 20*time.Second, "the change told", func() error {
+		if changes.Load() == 0 {
+			return fmt.Errorf("no change told yet")
+		}
+		return nil
+	})
 	if n := changes.Load(); n != 1 {
 		t.Errorf("%d changes told, want 1", n)
 	}
