@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -444,7 +443,7 @@ func TestMirror_UnreachableMirrorLeavesTheReleaseAlone(t *testing.T) {
 	if took > budget {
 		t.Errorf("released in %v, more than 1.05 × %v + 2 s", took, ideal)
 	}
-	checkSteps(t, steps.get(), st.ReleaseStartTimestamp.Time, []string{"10", "20", "40", "80", "100"}, delay)
+	kit.CheckSteps(t, steps.get(), st.ReleaseStartTimestamp.Time, []string{"10", "20", "40", "80", "100"}, delay)
 	if n := mirrorFailures(t, app, downCluster); n <= failed {
 		t.Errorf("no failure counted for v2 (%v before, %v after)", failed, n)
 	}
@@ -583,10 +582,7 @@ type stepLog struct {
 	steps []stamp
 }
 
-type stamp struct {
-	value string
-	at    time.Time
-}
+type stamp = kit.Stamp
 
 // watchSteps polls app's ReleaseManager every 20 ms until the test ends,
 // recording tag's distinct (percent, stamp).
@@ -605,7 +601,7 @@ func watchSteps(t *testing.T, app, tag string) *stepLog {
 					if st.Tag != tag || st.LastUpdated == nil {
 						continue
 					}
-					s := stamp{fmt.Sprint(st.CurrentPercent), st.LastUpdated.Time}
+					s := stamp{Value: fmt.Sprint(st.CurrentPercent), At: st.LastUpdated.Time}
 					if n := len(steps); n == 0 || steps[n-1] != s {
 						steps = append(steps, s)
 					}
@@ -627,30 +623,4 @@ func watchSteps(t *testing.T, app, tag string) *stepLog {
 func (l *stepLog) get() []stamp {
 	l.once.Do(func() { l.steps = l.stop() })
 	return l.steps
-}
-
-// checkSteps asserts the ramp that started at release went through want
-// (the percents in order) and held each percent at least delay, from the
-// stamps the operator recorded in status (as the release tests do).
-func checkSteps(t *testing.T, steps []stamp, release time.Time, want []string, delay time.Duration) {
-	t.Helper()
-	i := slices.IndexFunc(steps, func(s stamp) bool { return !s.at.Before(release) && s.value != "0" })
-	if i < 0 {
-		t.Fatalf("the ramp never started: %v", steps)
-	}
-	ramp := steps[i:]
-	var got []string
-	for _, s := range ramp {
-		got = append(got, s.value)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("ramp went through %v, want %v", got, want)
-	}
-	for j := 1; j < len(ramp); j++ {
-		if held := ramp[j].at.Sub(ramp[j-1].at); held < delay {
-			t.Errorf("%s%% held %v, less than the step delay %v", ramp[j-1].value, held, delay)
-		} else {
-			t.Logf("%s%% held %v", ramp[j-1].value, held.Round(time.Millisecond))
-		}
-	}
 }

@@ -283,7 +283,7 @@ func TestRelease_CanaryRampRetireFailAndRecommission(t *testing.T) {
 	if canaried := tl.entered("canaried"); start == nil || canaried.Sub(start.Time) < canary {
 		t.Errorf("canary from %v to %v: shorter than %v", start, canaried, canary)
 	}
-	checkSteps(t, tl.stepsOf(), tl.entered("releasing"), []string{"10", "20", "40", "80", "100"}, delay)
+	kit.CheckSteps(t, tl.stepsOf(), tl.entered("releasing"), []string{"10", "20", "40", "80", "100"}, delay)
 	for tag, want := range map[string]float64{"v1": 0, "v2": 100} {
 		if got, ok := gauge(t, "picchu_revision_release_weight", app, tag); !ok || got != want {
 			t.Errorf("picchu_revision_release_weight{app=%q,tag=%q} = %v (exists: %v), want %v", app, tag, got, ok, want)

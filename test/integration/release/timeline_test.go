@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/test/integration/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // timeline watches one app's release as it happens: the weights in its
@@ -30,10 +31,7 @@ type timeline struct {
 	states []stamp
 }
 
-type stamp struct {
-	value string
-	at    time.Time
-}
+type stamp = kit.Stamp
 
 // watch polls app every 20 ms until the test ends, following tag's states
 // and steps.
@@ -78,13 +76,13 @@ func (tl *timeline) poll(ctx context.Context, app, tag string) {
 		}
 		tl.mu.Lock()
 		if st.LastUpdated != nil {
-			s := stamp{fmt.Sprint(st.CurrentPercent), st.LastUpdated.Time}
+			s := stamp{Value: fmt.Sprint(st.CurrentPercent), At: st.LastUpdated.Time}
 			if n := len(tl.steps); n == 0 || tl.steps[n-1] != s {
 				tl.steps = append(tl.steps, s)
 			}
 		}
 		if st.State.LastUpdated != nil {
-			s := stamp{st.State.Current, st.State.LastUpdated.Time}
+			s := stamp{Value: st.State.Current, At: st.State.LastUpdated.Time}
 			if n := len(tl.states); n == 0 || tl.states[n-1] != s {
 				tl.states = append(tl.states, s)
 			}
@@ -143,38 +141,9 @@ func (tl *timeline) entered(state string) time.Time {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	for _, s := range tl.states {
-		if s.value == state {
-			return s.at
+		if s.Value == state {
+			return s.At
 		}
 	}
 	return time.Time{}
-}
-
-// checkSteps asserts the ramp that started at release went through want
-// (the percents in order) and held each percent at least delay, from the
-// stamps the operator recorded in status.
-func checkSteps(t *testing.T, steps []stamp, release time.Time, want []string, delay time.Duration) {
-	t.Helper()
-	if release.IsZero() {
-		t.Fatalf("the release never started: %v", steps)
-	}
-	i := slices.IndexFunc(steps, func(s stamp) bool { return !s.at.Before(release) && s.value != "0" })
-	if i < 0 {
-		t.Fatalf("the ramp never started: %v", steps)
-	}
-	ramp := steps[i:]
-	var got []string
-	for _, s := range ramp {
-		got = append(got, s.value)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("ramp went through %v, want %v", got, want)
-	}
-	for j := 1; j < len(ramp); j++ {
-		if held := ramp[j].at.Sub(ramp[j-1].at); held < delay {
-			t.Errorf("%s%% held %v, less than the step delay %v", ramp[j-1].value, held, delay)
-		} else {
-			t.Logf("%s%% held %v", ramp[j-1].value, held.Round(time.Millisecond))
-		}
-	}
 }
