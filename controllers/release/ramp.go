@@ -142,7 +142,7 @@ func Ramp(in RampInput) RampStep {
 	current := max(in.Percent, 0)
 	target := NextPercent(in.Release, current)
 	if in.Full {
-		target = max(target, MaxPercent(in.Release))
+		target = MaxPercent(in.Release)
 	}
 	if target <= current {
 		return RampStep{Next: target}

@@ -41,6 +41,18 @@ func controlOf(rev *picchuv1alpha1.Revision) control {
 	return c
 }
 
+// canaryStart is when the build's canary counts as started at now: its
+// recorded start, moved on by the pause when a running canary resumes now
+// (release.Resumed), so the pause does not count against its TTL.
+func (inc *incarnation) canaryStart(now time.Time) time.Time {
+	st := inc.status
+	start := stampOf(st.CanaryStartTimestamp)
+	if st.Paused == nil || inc.control.paused || release.State(st.State.Current) != release.Canarying {
+		return start
+	}
+	return release.Resumed(start, st.Paused.Time, now)
+}
+
 // promotePending says the build has a promote request this target has not
 // acted on.
 func (inc *incarnation) promotePending() bool {
@@ -147,9 +159,9 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 		st.Paused = &now
 		acted("pause", "Paused", "paused at %d%%", inc.status.CurrentPercent)
 	case !c.paused && st.Paused != nil:
-		if st.CanaryStartTimestamp != nil && inc.status.State.Current == string(release.Canarying) {
-			start := picchuv1alpha1.NewTimestamp(release.Resumed(st.CanaryStartTimestamp.Time, st.Paused.Time, s.now))
-			st.CanaryStartTimestamp = &start
+		if start := inc.canaryStart(s.now); st.CanaryStartTimestamp != nil && !start.Equal(st.CanaryStartTimestamp.Time) {
+			resumed := picchuv1alpha1.NewTimestamp(start)
+			st.CanaryStartTimestamp = &resumed
 		}
 		st.Paused = nil
 		acted("resume", "Resumed", "resumed at %d%%", inc.status.CurrentPercent)

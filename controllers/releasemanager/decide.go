@@ -172,11 +172,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	}
 	f.Canary = release.Canary{
 		Percent: target.Canary.Percent, TTL: time.Duration(target.Canary.TTL) * time.Second,
-		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: stampOf(st.CanaryStartTimestamp),
-	}
-	if st.Paused != nil && !inc.control.paused && f.State == release.Canarying {
-		// Resumed this run: the pause does not count against the canary.
-		f.Canary.Start = release.Resumed(f.Canary.Start, st.Paused.Time, s.now)
+		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: inc.canaryStart(s.now),
 	}
 	if f.State == release.PendingRelease || f.State == release.Canaried || f.State == release.Deployed || f.State == release.Tested {
 		sched := target.Release.Schedule
