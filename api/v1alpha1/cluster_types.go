@@ -90,6 +90,46 @@ type ClusterSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Freezes []FreezeWindow `json:"freezes,omitempty"`
+	// preflight are the cluster's own checks, made before a new build takes
+	// traffic on it (its canary, or its first ramp step in the cluster's
+	// wave): while one fails, the build holds there, never fails, and the
+	// check is made again on a backoff. Whatever is set here, Picchu also
+	// checks that the cluster answers and, unless the operator runs with
+	// --preflight-capacity=false, that its nodes have room for the build's
+	// pods. A rollback never waits on a check.
+	// +optional
+	Preflight *ClusterPreflight `json:"preflight,omitempty"`
+}
+
+// ClusterPreflight are alerts that say a cluster is in no state to take a
+// new build: while one fires, new builds hold there. They are read from the
+// Prometheus of --prometheus-query-address; a cluster that declares them
+// while Picchu has no Prometheus to ask holds every new build, and says so.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.alerts) || !has(self.alertLabels)",message="alertLabels narrow alerts: name some alerts",fieldPath=".alertLabels"
+type ClusterPreflight struct {
+	// alerts are the names of cluster-level alerts (such as
+	// KubeNodeNotReady or EtcdHighFsyncDurations) that hold new builds
+	// while one of them fires: ALERTS{alertstate="firing"} with one of
+	// these alertnames, and alertLabels.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z_:][a-zA-Z0-9_:]*$`
+	Alerts []string `json:"alerts,omitempty"`
+	// alertLabels are labels the alerts must carry to count, such as
+	// cluster: west, when one Prometheus sees every cluster.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-zA-Z_][a-zA-Z0-9_]*$'))",message="label names are letters, digits and underscores, and do not start with a digit"
+	AlertLabels map[string]string `json:"alertLabels,omitempty"`
+	// query is a PromQL expression that holds new builds while it returns
+	// any series, such as
+	// sum(kube_node_status_condition{condition="Ready",status="true",cluster="west"}) < 3.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query,omitempty"`
 }
 
 // FreezeWindow is a maintenance window of a Cluster: one-off (start and

@@ -82,6 +82,13 @@ const (
 	// fleet is in a freeze window (Cluster spec.freezes): no build starts
 	// its canary or ramp in that cluster's wave, and ramps there hold.
 	ConditionFrozen = "Frozen"
+	// ConditionPreflight is false on a ReleaseManager while a build about
+	// to take traffic on a cluster holds there because a pre-flight check
+	// of that cluster fails: it answers, its nodes have room for the
+	// build's pods, its preflight alerts are quiet. The message names the
+	// build, the cluster, the check and its figures. True once every
+	// check passes.
+	ConditionPreflight = "Preflight"
 	// ConditionImagePlatforms is false on a ReleaseManager while a build
 	// holds because its image's platforms cannot be read, or because a
 	// cluster of the fleet has no ready node of a platform the image
