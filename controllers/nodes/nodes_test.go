@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,7 +86,7 @@ func TestPlatforms_OfARealCluster(t *testing.T) {
 
 	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	got, err := p.Of(readCtx, key, remote)
+	got, err := p.Platforms(readCtx, key, remote)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +108,13 @@ func TestPlatforms_OfARealCluster(t *testing.T) {
 	if n := changes.Load(); n != 1 {
 		t.Errorf("%d changes told, want 1", n)
 	}
-	if got, err = p.Of(readCtx, key, remote); err != nil || !slices.Equal(got, []platform.Platform{amd64, arm64}) {
+	if got, err = p.Platforms(readCtx, key, remote); err != nil || !slices.Equal(got, []platform.Platform{amd64, arm64}) {
 		t.Errorf("platforms %v (%v), want both", got, err)
 	}
 
 	// Forgotten, the cache is built again on the next read.
 	p.Forget(key)
-	if got, err = p.Of(readCtx, key, remote); err != nil || !slices.Equal(got, []platform.Platform{amd64, arm64}) {
+	if got, err = p.Platforms(readCtx, key, remote); err != nil || !slices.Equal(got, []platform.Platform{amd64, arm64}) {
 		t.Errorf("platforms after forget %v (%v)", got, err)
 	}
 }
@@ -123,11 +124,12 @@ func TestReduce(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "7", Labels: map[string]string{
 			platform.LabelOS: "linux", platform.LabelArch: "arm64", "pool": "big",
 		}, Annotations: map[string]string{"a": "b"}},
-		Spec: corev1.NodeSpec{Unschedulable: true, PodCIDR: "10.0.0.0/24"},
+		Spec: corev1.NodeSpec{Unschedulable: true, PodCIDR: "10.0.0.0/24", Taints: []corev1.Taint{{Key: "pool", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
-			NodeInfo:   corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64", KernelVersion: "6"},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: corev1.ConditionTrue, Message: "ok"}},
-			Images:     []corev1.ContainerImage{{Names: []string{"big"}}},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+			NodeInfo:    corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64", KernelVersion: "6"},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: corev1.ConditionTrue, Message: "ok"}},
+			Images:      []corev1.ContainerImage{{Names: []string{"big"}}},
 		},
 	}
 	got, err := nodes.Reduce(n)
@@ -135,11 +137,12 @@ func TestReduce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "7", Labels: map[string]string{platform.LabelOS: "linux", platform.LabelArch: "arm64"}},
-		Spec:       corev1.NodeSpec{Unschedulable: true},
+		ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "7", Labels: map[string]string{platform.LabelOS: "linux", platform.LabelArch: "arm64", "pool": "big"}},
+		Spec:       corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "pool", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
-			NodeInfo:   corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64"},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+			NodeInfo:    corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64"},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -147,5 +150,130 @@ func TestReduce(t *testing.T) {
 	}
 	if other, _ := nodes.Reduce("x"); other != "x" {
 		t.Error("a non-node was changed")
+	}
+}
+
+// TestCapacity_OfARealCluster: the capacity read gives the nodes with what
+// room is counted from, and only the pods that take room: bound to a
+// node, not ended. A node added is a change told.
+func TestCapacity_OfARealCluster(t *testing.T) {
+	ctx := context.Background()
+	tgt := env.Targets[0]
+	c := tgt.Client
+	createNode(t, c, "room-1", "amd64", corev1.ConditionTrue)
+	n := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "room-1"}, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("10")}
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "room"}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	newPod := func(name, node string, phase corev1.PodPhase) {
+		t.Helper()
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "room", Name: name, Labels: map[string]string{"picchu.medium.engineering/tag": name, "other": "x"}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+			}}}},
+		}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if phase != "" {
+			p.Status.Phase = phase
+			if err := c.Status().Update(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	newPod("running", "room-1", corev1.PodRunning)
+	newPod("pending", "", corev1.PodPending)
+	newPod("done", "room-1", corev1.PodSucceeded)
+
+	remote, err := cluster.New(tgt.Config, func(o *cluster.Options) { o.Scheme = tgt.Client.Scheme() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "picchu", Name: tgt.Name}
+	var changes atomic.Int32
+	p := nodes.New(log.Log, func(k types.NamespacedName) {
+		if k == key {
+			changes.Add(1)
+		}
+	})
+	defer p.Stop()
+	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := p.Capacity(readCtx, key, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, pod := range got.Pods {
+		names = append(names, pod.Name)
+		if pod.Name == "running" {
+			want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+			if r := pod.Spec.Containers[0].Resources.Requests; !reflect.DeepEqual(r, want) || pod.Labels["other"] != "" || pod.Spec.NodeName != "room-1" {
+				t.Errorf("reduced pod %+v", pod)
+			}
+		}
+	}
+	if !slices.Equal(names, []string{"running"}) {
+		t.Errorf("pods %v, want only the bound running one", names)
+	}
+	i := slices.IndexFunc(got.Nodes, func(n corev1.Node) bool { return n.Name == "room-1" })
+	if i < 0 || got.Nodes[i].Status.Allocatable.Cpu().String() != "2" {
+		t.Fatalf("nodes %+v, want room-1 with its allocatable", got.Nodes)
+	}
+
+	// A node added is more room: told once.
+	before := changes.Load()
+	createNode(t, c, "room-2", "amd64", corev1.ConditionTrue)
+	kit.Eventually(t, 20*time.Second, "the new node told", func() error {
+		if changes.Load() == before {
+			return fmt.Errorf("no change told yet")
+		}
+		return nil
+	})
+}
+
+func TestReducePod(t *testing.T) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{
+			"picchu.medium.engineering/app": "a", "picchu.medium.engineering/tag": "v1", "pod-template-hash": "x",
+		}, Annotations: map[string]string{"a": "b"}},
+		Spec: corev1.PodSpec{
+			NodeName: "n",
+			InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("2"),
+			}}}},
+			Containers: []corev1.Container{
+				{Name: "a", Image: "a", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+				{Name: "b", Image: "b", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}},
+			},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
+	}
+	got, err := nodes.ReducePod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{
+			"picchu.medium.engineering/app": "a", "picchu.medium.engineering/tag": "v1",
+		}},
+		Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			// The init container's 2 CPUs outweigh the 750m of the others.
+			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reduced\n%+v\nwant\n%+v", got, want)
 	}
 }
