@@ -101,6 +101,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.SlackChannel, "slack-channel", "", "Slack channel of apps whose alerts name none with a \"channel\" label")
 	fs.StringVar(&c.operator.SlackAPIURL, "slack-api-url", "", "Slack Web API base URL (empty: Slack's own)")
 	fs.DurationVar(&c.operator.SlackStuckAfter, "slack-stuck-after", releasemanager.DefaultStuckAfter, "tell Slack a release is stuck once it has held this long because a cluster or the metrics provider cannot be reached (0: never)")
+	fs.BoolVar(&c.operator.PreflightCapacity, "preflight-capacity", true, "before a build takes traffic on a cluster, check that its nodes have room for the build's pods that wait for one, and hold it there until they do (reads every target cluster's nodes and the pods bound to them)")
 	fs.BoolVar(&c.operator.InspectImagePlatforms, "inspect-image-platforms", false, "read the platforms of builds' images from their registries: a build holds on clusters with no ready node of a platform its image offers, and its pods require nodes of those platforms")
 	fs.StringVar(&c.operator.AlertmanagerAddress, "alertmanager-address", "", "base URL of the Alertmanager (API v2) where the releaseSilences of Revisions are held while their builds are released (empty turns release silences off)")
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")

@@ -115,6 +115,8 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		KeepDone:           o.KeepDone,
 		Shards:             o.Shards,
 		Images:             imageInspector(o),
+		PreflightCapacity:  o.PreflightCapacity,
+		ClusterAlerts:      clusterAlerts(prom),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
 	}
@@ -142,4 +144,13 @@ func imageInspector(o Options) releasemanager.ImageInspector {
 		return nil
 	}
 	return images.New(images.Options{})
+}
+
+// clusterAlerts is what answers Clusters' preflight queries: the
+// Prometheus alert source, when it can answer any query.
+func clusterAlerts(prom releasemanager.AlertSource) releasemanager.SeriesSource {
+	if q, ok := prom.(releasemanager.SeriesSource); ok {
+		return q
+	}
+	return nil
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// clusters with no ready node of a platform their image offers, and
 	// their pods require nodes of those platforms.
 	InspectImagePlatforms bool
+	// PreflightCapacity checks, before a build takes traffic on a cluster,
+	// that the cluster's nodes have room for the build's pods that wait
+	// for one (--preflight-capacity): the build holds there until they do.
+	PreflightCapacity bool
 	// AlertmanagerAddress is the Alertmanager (API v2) where the
 	// releaseSilences of Revisions are held while their builds are released
 	// (--alertmanager-address); empty turns release silences off.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/preflight"
 	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/test/kit"
 )
@@ -119,5 +122,61 @@ func TestFiringAlerts_RealPrometheus(t *testing.T) {
 	}
 	if got, want := c.CacheLen(), 1+len(canaryQueries); got != want {
 		t.Errorf("CacheLen() = %d, want %d: the SLO query and %d canary queries", got, want, len(canaryQueries))
+	}
+}
+
+// TestSeries_RealPrometheus asks a real Prometheus the queries of
+// Clusters' preflight checks (preflight.Queries): the firing alerts they
+// name, narrowed by their labels, and a query of their own.
+func TestSeries_RealPrometheus(t *testing.T) {
+	ctx := context.Background()
+	prom, err := kit.StartPrometheus(ctx, kit.PrometheusConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := prom.Close(); err != nil {
+			t.Errorf("closing Prometheus: %v", err)
+		}
+	})
+	anHour := monitoringv1.Duration("1h")
+	if err := prom.SetRules(ctx, []monitoringv1.RuleGroup{{Name: "clusters", Rules: []monitoringv1.Rule{
+		alwaysFiring("KubeNodeNotReady", map[string]string{"cluster": "west"}),
+		alwaysFiring("EtcdNoLeader", map[string]string{"cluster": "east"}),
+		alwaysFiring("Unnamed", map[string]string{"cluster": "west"}),
+		{Alert: "StillPending", Expr: intstr.FromString("vector(1)"), For: &anHour, Labels: map[string]string{"cluster": "west"}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := prometheus.New(prometheus.Config{Address: prom.URL(), TTL: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"KubeNodeNotReady", "EtcdNoLeader", "StillPending"}
+	cases := []struct {
+		query string
+		want  []string
+	}{
+		{preflight.AlertsQuery(&picchuv1alpha1.ClusterPreflight{Alerts: names, AlertLabels: map[string]string{"cluster": "west"}}), []string{"KubeNodeNotReady"}},
+		{preflight.AlertsQuery(&picchuv1alpha1.ClusterPreflight{Alerts: names, AlertLabels: map[string]string{"cluster": "east"}}), []string{"EtcdNoLeader"}},
+		{preflight.AlertsQuery(&picchuv1alpha1.ClusterPreflight{Alerts: []string{"StillPending"}}), []string{}},
+		{`label_replace(vector(1), "cluster", "west", "", "")`, []string{`{cluster="west"}`}},
+		{"vector(1) > 2", []string{}},
+	}
+	kit.Eventually(t, time.Minute, "the answers", func() error {
+		for _, tc := range cases {
+			got, err := c.Series(ctx, tc.query)
+			if err != nil {
+				return err
+			}
+			slices.Sort(got)
+			if got == nil || !slices.Equal(got, tc.want) {
+				return fmt.Errorf("Series(%s) = %#v, want %#v", tc.query, got, tc.want)
+			}
+		}
+		return nil
+	})
+	if _, err := c.Series(ctx, "sum(("); err == nil || !strings.Contains(err.Error(), "querying Prometheus at") {
+		t.Errorf("a query that does not parse: %v, want an error naming Prometheus and the query", err)
 	}
 }

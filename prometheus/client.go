@@ -154,6 +154,26 @@ func (c *Client) Unreached(ctx context.Context, tag string, metrics []string) ([
 	return out, nil
 }
 
+// Series returns what query returns now, one string per series: its
+// alert name when it has one, else its labels. The result is empty, never
+// nil, when the query returns nothing. Clusters' preflight alerts and
+// queries are asked through it (releasemanager.SeriesSource).
+func (c *Client) Series(ctx context.Context, query string) ([]string, error) {
+	vector, err := c.query(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(vector))
+	for _, sample := range vector {
+		if name := string(sample.Metric[model.AlertNameLabel]); name != "" {
+			out = append(out, name)
+			continue
+		}
+		out = append(out, sample.Metric.String())
+	}
+	return out, nil
+}
+
 // CacheLen returns the number of query results cached now, never more than
 // the configured CacheSize (expired results count until swept).
 func (c *Client) CacheLen() int {

@@ -209,3 +209,49 @@ func TestNext_Frozen(t *testing.T) {
 		}
 	}
 }
+
+// TestNext_Preflight: while a pre-flight check fails where a build would
+// start, no canary and no release starts there, not even on a person's
+// promotion; a deploy that waits for room does not run out its deadline;
+// what already runs goes on, and a failure, an abort or a retirement
+// proceeds.
+func TestNext_Preflight(t *testing.T) {
+	retry := t0.Add(20 * time.Second)
+	longAgo := t0.Add(-time.Hour) // past the 15-minute deploy deadline
+	for _, tc := range []struct {
+		name string
+		st   State
+		set  func(*Facts)
+		want Step
+	}{
+		{"deployed holds its canary", Deployed, nil, Step{State: Deployed, Action: Sync, Due: retry}},
+		{"tested holds its canary", Tested, nil, Step{State: Tested, Action: Sync, Due: retry}},
+		{"pending release holds in its window", PendingRelease, func(f *Facts) { f.Window.Open = true }, Step{State: PendingRelease, Action: Sync, Due: retry}},
+		{"pending release holds a promotion", PendingRelease, func(f *Facts) { f.Control.Promote = true }, Step{State: PendingRelease, Action: Sync, Due: retry}},
+		{"a canary that runs goes on", Canarying, nil, Step{State: Canarying, Action: Sync, Due: t0.Add(9 * time.Minute)}},
+		{"canaried goes on to wait for its release", Canaried, nil, Step{State: PendingRelease, Action: Sync}},
+		{"releasing goes on (its ramp holds)", Releasing, nil, Step{State: Releasing, Action: Sync}},
+		{"a failure proceeds", Deployed, func(f *Facts) { f.Failed = true }, Step{State: Failing, Action: Sync}},
+		{"an abort mid-ramp proceeds", Releasing, func(f *Facts) { f.Failed = true }, Step{State: Failing, Action: Sync}},
+		{"a build no longer eligible retires", Canaried, func(f *Facts) { f.Eligible = false }, Step{State: Retiring, Action: Sync}},
+		{"a deploy waiting for room starts its clock over", Deploying, func(f *Facts) {
+			f.Deployment, f.DeployHeld, f.Since = NotDeployed, true, longAgo
+		}, Step{State: Deploying, Action: Sync, Due: retry, Restart: true}},
+		{"a deploy with room runs out its deadline", Deploying, func(f *Facts) {
+			f.Deployment, f.Since = NotDeployed, longAgo
+		}, Step{State: TimingOut}},
+		{"a deploy done is done, room or not", Deploying, func(f *Facts) { f.DeployHeld = true },
+			Step{State: Deploying, Action: Sync, Then: Deployed}},
+		{"a failed deploy fails, room or not", Deploying, func(f *Facts) { f.Deployment, f.DeployHeld, f.Failed = NotDeployed, true, true },
+			Step{State: Failing, Action: Sync}},
+	} {
+		f := controlBase(tc.st)
+		f.Preflight, f.PreflightRetry = true, retry
+		if tc.set != nil {
+			tc.set(&f)
+		}
+		if got := Next(f, DefaultTimeouts); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -18,6 +18,8 @@ func TestStates_AnswerEveryPredicate(t *testing.T) {
 		"IsRoutable": {State.IsRoutable, []State{Deployed, PendingTest, Testing, Tested,
 			Canarying, Canaried, PendingRelease, Releasing, Released}},
 		"IsJudged": {State.IsJudged, []State{Canarying, Canaried, PendingRelease, Releasing, Released}},
+		"IsEntering": {State.IsEntering, []State{"", Created, Deploying, Deployed, PendingTest, Testing, Tested,
+			Canarying, Canaried, PendingRelease, Releasing}},
 		"IsInProgress": {State.IsInProgress, []State{Created, Deploying, PendingTest, Testing,
 			Canarying, Canaried, PendingRelease, Releasing, Retiring, Failing, Deleting}},
 	}

@@ -115,6 +115,10 @@ type RampInput struct {
 	// Frozen stops every step up: a cluster of the build's wave is in a
 	// freeze window (Waiting "frozen").
 	Frozen bool
+	// Preflight stops a step up: the build has no traffic in the wave yet
+	// and a pre-flight check fails on one of its live clusters (Waiting
+	// "preflight").
+	Preflight bool
 }
 
 // RampStep is the decision of a ramp.
@@ -124,7 +128,7 @@ type RampStep struct {
 	// Due is when the next step up is due, when that is in the future.
 	Due time.Time
 	// Waiting says why a due step up is not taken: "capacity", "hold",
-	// "frozen" or "paused".
+	// "frozen", "preflight" or "paused".
 	Waiting string
 	// WasDue is when the step up to Next was due, when it is one that
 	// waited out a delay: how late it is taken is WasDue to when every
@@ -162,6 +166,9 @@ func Ramp(in RampInput) RampStep {
 	}
 	if in.Frozen {
 		return RampStep{Next: current, Waiting: "frozen"}
+	}
+	if in.Preflight {
+		return RampStep{Next: current, Waiting: "preflight"}
 	}
 	if !CanRampTo(in.Capacity, target) {
 		return RampStep{Next: current, Waiting: "capacity"}

@@ -189,6 +189,12 @@ func TestRamp(t *testing.T) {
 			RampStep{Next: 10, Waiting: "frozen"}},
 		{"frozen still comes down to max", RampInput{Now: t0, Release: picchuv1alpha1.ReleaseInfo{Max: 30}, Percent: 50, Frozen: true},
 			RampStep{Next: 30}},
+		{"a failed pre-flight check holds the first step", RampInput{Now: t0, Release: geo, Percent: 0, Preflight: true, Capacity: enough},
+			RampStep{Next: 0, Waiting: "preflight"}},
+		{"a failed pre-flight check holds a full promotion", RampInput{Now: t0, Release: geo, Percent: 0, Full: true, Preflight: true, Capacity: enough},
+			RampStep{Next: 0, Waiting: "preflight"}},
+		{"a failed pre-flight check still comes down to max", RampInput{Now: t0, Release: picchuv1alpha1.ReleaseInfo{Max: 30}, Percent: 50, Preflight: true},
+			RampStep{Next: 30}},
 		{"full but paused holds", RampInput{Now: t0, Release: geo, Percent: 10, Changed: t0, Full: true, Paused: true, Capacity: enough},
 			RampStep{Next: 10, Waiting: "paused"}},
 	} {

@@ -145,6 +145,16 @@ type Facts struct {
 	// unknown): the build does not start them until it closes.
 	Frozen      bool
 	FrozenUntil time.Time
+	// Preflight says a pre-flight check fails on a live cluster of the
+	// wave the build would start its canary or ramp in, where it has no
+	// traffic yet (the cluster cannot be reached, has no room for its
+	// pods, or its alerts fire): the build does not start them until the
+	// checks pass. DeployHeld says a live cluster has no room for the
+	// build's pods: its deploy deadline starts over rather than run out.
+	// PreflightRetry is when the checks are made again.
+	Preflight      bool
+	DeployHeld     bool
+	PreflightRetry time.Time
 }
 
 // failed says the build is bad: marked failed, or its external test failed.
@@ -192,6 +202,10 @@ type Step struct {
 	Unknown bool
 	// Drop says the incarnation is gone for good and its status entry can go.
 	Drop bool
+	// Restart says the stored state's clock starts over now, as if it had
+	// just been entered: a deploy a cluster with no room holds does not
+	// run out its deadline.
+	Restart bool
 }
 
 // Next decides the tick of one incarnation: the original's state machine,
@@ -270,6 +284,11 @@ func deploying(f Facts, t Timeouts) Step {
 	if f.Deployment == IsDeployed {
 		return Step{State: Deploying, Action: Sync, Then: Deployed}
 	}
+	if f.DeployHeld {
+		// Pods that wait for room are a cluster's state, not the build's
+		// fault: its deadline starts over once they find some.
+		return Step{State: Deploying, Action: Sync, Due: f.PreflightRetry, Restart: true}
+	}
 	return deadline(f, Deploying, f.Since, t.Deploying)
 }
 
@@ -304,6 +323,10 @@ func promote(f Facts, state State) Step {
 	if f.Eligible && f.Frozen {
 		// Neither canary nor release starts in a freeze.
 		return Step{State: state, Action: Sync, Due: f.FrozenUntil}
+	}
+	if f.Eligible && f.Preflight {
+		// Nor on a cluster that failed its pre-flight checks.
+		return Step{State: state, Action: Sync, Due: f.PreflightRetry}
 	}
 	if f.Eligible {
 		if f.Canary.pending(f.Now) {
@@ -425,6 +448,9 @@ func pendingRelease(f Facts, _ Timeouts) Step {
 	case f.Frozen:
 		// Not even a person starts a release in a freeze.
 		return Step{State: PendingRelease, Action: Sync, Due: f.FrozenUntil}
+	case f.Preflight:
+		// Nor on a cluster that failed its pre-flight checks.
+		return Step{State: PendingRelease, Action: Sync, Due: f.PreflightRetry}
 	case f.Control.Promote:
 		// A person starts the release now, whatever the schedule says.
 		return Step{State: Releasing, Action: Sync}

@@ -15,22 +15,25 @@ type traits struct {
 	judged bool
 	// inProgress: moving; the ReleaseManager is Reconciling until it settles.
 	inProgress bool
+	// entering: on its way to taking traffic in a wave where it has none
+	// yet, so pre-flight checks hold it there.
+	entering bool
 }
 
 // stateTraits holds a row for every state, and for the empty state of a
 // build seen for the first time.
 var stateTraits = map[State]traits{
-	"":             {deploying: true},
-	Created:        {deploying: true, inProgress: true},
-	Deploying:      {deploying: true, serving: true, inProgress: true},
-	Deployed:       {serving: true, routable: true},
-	PendingTest:    {serving: true, routable: true, inProgress: true},
-	Testing:        {serving: true, routable: true, inProgress: true},
-	Tested:         {serving: true, routable: true},
-	Canarying:      {serving: true, routable: true, judged: true, inProgress: true},
-	Canaried:       {serving: true, routable: true, judged: true, inProgress: true},
-	PendingRelease: {serving: true, routable: true, judged: true, inProgress: true},
-	Releasing:      {serving: true, routable: true, judged: true, inProgress: true},
+	"":             {deploying: true, entering: true},
+	Created:        {deploying: true, inProgress: true, entering: true},
+	Deploying:      {deploying: true, serving: true, inProgress: true, entering: true},
+	Deployed:       {serving: true, routable: true, entering: true},
+	PendingTest:    {serving: true, routable: true, inProgress: true, entering: true},
+	Testing:        {serving: true, routable: true, inProgress: true, entering: true},
+	Tested:         {serving: true, routable: true, entering: true},
+	Canarying:      {serving: true, routable: true, judged: true, inProgress: true, entering: true},
+	Canaried:       {serving: true, routable: true, judged: true, inProgress: true, entering: true},
+	PendingRelease: {serving: true, routable: true, judged: true, inProgress: true, entering: true},
+	Releasing:      {serving: true, routable: true, judged: true, inProgress: true, entering: true},
 	Released:       {serving: true, routable: true, judged: true},
 	Retiring:       {inProgress: true},
 	Retired:        {},
@@ -54,6 +57,11 @@ func (s State) IsRoutable() bool { return stateTraits[s].routable }
 // IsJudged says a build's alerts are checked in this state: it canaries or
 // is being released. (The build may still opt out, or have proven itself.)
 func (s State) IsJudged() bool { return stateTraits[s].judged }
+
+// IsEntering says a build is on its way to taking traffic: in a wave
+// where it has none yet, pre-flight checks hold it (a rollback never
+// waits on them).
+func (s State) IsEntering() bool { return stateTraits[s].entering }
 
 // IsInProgress says a build is moving: the ReleaseManager is Reconciling
 // until it settles.

@@ -106,6 +106,10 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 	now := picchuv1alpha1.NewTimestamp(at)
 	st := *inc.status.DeepCopy()
 	st.Tag = inc.tag
+	if inc.step.Restart && string(state) == st.State.Current {
+		// The state's clock starts over (a deploy held for room).
+		st.State.LastUpdated = &now
+	}
 	if string(state) != st.State.Current {
 		st.State.Current = string(state)
 		st.State.LastUpdated = &now

@@ -113,8 +113,18 @@ type Reconciler struct {
 	// then holds on a cluster with no ready node of a platform its image
 	// offers, and its pods require nodes of those platforms.
 	Images ImageInspector
-	// nodes are the target clusters' node caches, when Images is set.
-	nodes *nodes.Platforms
+	// nodes are the target clusters' node caches, when Images is set or
+	// PreflightCapacity.
+	nodes *nodes.Cache
+	// PreflightCapacity checks, before a build takes traffic on a cluster,
+	// that its nodes have room for the build's pods that wait for one: a
+	// build holds there until they do. It reads every target cluster's
+	// nodes and the pods bound to them, through a cache.
+	PreflightCapacity bool
+	// ClusterAlerts answers the preflight queries of Clusters (their
+	// spec.preflight); a Cluster that declares some holds new builds while
+	// it is nil.
+	ClusterAlerts SeriesSource
 	// Shards, when set, are the apps this replica drives: ReleaseManagers
 	// of other apps are left to the replicas holding their shards.
 	Shards *shard.Coordinator
@@ -165,7 +175,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A cluster's handle, with its memory of what was applied, goes with
 	// the registry's client: when its Cluster goes or changes.
 	r.Registry.OnForget(r.forgetCluster)
-	if r.Images != nil {
+	if r.Images != nil || r.PreflightCapacity {
 		r.nodes = nodes.New(ctrl.Log.WithName("nodes"), r.nodesChanged)
 		r.Registry.OnForget(r.nodes.Forget)
 	}
@@ -388,6 +398,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		releasemetrics.ObserveReconcileInterval(rm.Spec.App, rm.Spec.Target, snap.now.Sub(prev.(time.Time)))
 	}
 	r.judge(ctx, snap)
+	r.checkPreflight(ctx, snap)
 	snap.decide(r.Timeouts, r.Calendar)
 	results := r.act(ctx, snap)
 	res, err := r.record(ctx, snap, results)

@@ -79,7 +79,8 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 					Now: s.now, Release: inc.target.Release, Percent: percents[w], Changed: stampOf(inc.status.LastUpdated),
 					Hold: (s.holdsWave(w) && !s.rollback) || inc.verdict.Holds(), Capacity: capacity,
 					Paused: inc.control.paused, Skip: inc.promotePending(), Full: inc.rampsFull(),
-					Frozen: s.frozenWave(w).Open && !s.rollback,
+					Frozen:    s.frozenWave(w).Open && !s.rollback,
+					Preflight: percents[w] <= 0 && s.preflightHolds(inc, w) && !s.rollback,
 				})
 			}
 			builds[i].Nexts[w] = ramps[i][w].Next
@@ -150,6 +151,9 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	// A canary and a ramp start in the first wave.
 	if fz := s.frozenWave(0); fz.Open {
 		f.Frozen, f.FrozenUntil = true, fz.Until
+	}
+	if len(inc.preflight) > 0 {
+		f.Preflight, f.DeployHeld, f.PreflightRetry = s.preflightHolds(inc, 0), inc.deployHeld(), s.preflightRetry()
 	}
 	if inc.revision == nil {
 		return f

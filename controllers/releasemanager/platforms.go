@@ -85,7 +85,7 @@ func (r *Reconciler) readNodes(ctx context.Context, s *snapshot) {
 		if !ok {
 			return fmt.Errorf("cluster %s is not connected", key)
 		}
-		ps, err := r.nodes.Of(ctx, key, remoteCluster)
+		ps, err := r.nodes.Platforms(ctx, key, remoteCluster)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,8 @@ import (
 	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/controllers/nodes"
+	"github.com/medium/picchu/controllers/preflight"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/images/platform"
@@ -63,6 +65,9 @@ type snapshot struct {
 	// waves are the target's release waves, from its newest build, when
 	// it releases in two or more; every fleet cluster has its wave.
 	waves []picchuv1alpha1.ReleaseWave
+	// preflightSince is when pre-flight checks started to fail, from the
+	// Preflight condition; zero when they did not.
+	preflightSince time.Time
 }
 
 // incarnation is one build of the app in the target.
@@ -86,6 +91,9 @@ type incarnation struct {
 	// it was read; platformsErr says why it could not be.
 	platforms    []platform.Platform
 	platformsErr error
+	// preflight are the pre-flight checks that failed for it this run, by
+	// cluster (checkPreflight).
+	preflight map[string]*preflight.Failure
 
 	// The decision of this run.
 	decision
@@ -108,6 +116,16 @@ type fleetCluster struct {
 	nodes      []platform.Platform
 	nodesKnown bool
 	nodesErr   string
+	// templates and desired are the pod template and replicas of each
+	// build's ReplicaSet there, by tag, as observed.
+	templates map[string]corev1.PodTemplateSpec
+	desired   map[string]int32
+	// alerts is its preflight alerts' failed check; capacity its nodes and
+	// bound pods, when read for a pre-flight check, and capacityErr why
+	// they could not be.
+	alerts      *preflight.Failure
+	capacity    *nodes.Capacity
+	capacityErr string
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
@@ -343,6 +361,7 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 			return fmt.Errorf("observing ReplicaSets: %w", err)
 		}
 		tags := map[string]release.Replicas{}
+		templates, desiredOf := map[string]corev1.PodTemplateSpec{}, map[string]int32{}
 		for _, rs := range list.Items {
 			tag := rs.Labels[picchuv1alpha1.LabelTag]
 			if tag == "" || !rs.DeletionTimestamp.IsZero() {
@@ -353,11 +372,14 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 				desired = *rs.Spec.Replicas
 			}
 			tags[tag] = release.Replicas{Desired: desired, Available: rs.Status.AvailableReplicas}
+			templates[tag], desiredOf[tag] = rs.Spec.Template, desired
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		o := &obs[index[c.Name()]]
 		o.Observed, o.Tags = true, tags
+		fc := fleet[index[c.Name()]]
+		fc.templates, fc.desired = templates, desiredOf
 		return nil
 	}), r.ClusterTimeout)
 	for _, res := range results {

@@ -166,6 +166,12 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 	setOrphanedCondition(rm, s, rm.Status.Revisions)
 	setFrozenCondition(rm, s.fleet)
 	setPlatformsCondition(rm, s, s.inspecting)
+	setPreflightCondition(rm, s)
+	if lines, _ := s.preflightFailures(); len(lines) > 0 {
+		// Held builds are checked again on a backoff; a node added, or a
+		// change of its room, runs them sooner.
+		due = earliest(due, s.preflightRetry())
+	}
 	for _, fc := range s.fleet {
 		if fc.freeze.Open {
 			// Held builds go on when the freeze closes.
