@@ -70,6 +70,9 @@ func heldBy(s *snapshot, c conditionInputs) (tag, why string) {
 	if len(s.alertProblems) > 0 {
 		whys = append(whys, "alerts cannot be read ("+strings.Join(s.alertProblems, "; ")+")")
 	}
+	if lines, _ := s.preflightFailures(); len(lines) > 0 {
+		whys = append(whys, "pre-flight checks fail ("+strings.Join(lines, "; ")+")")
+	}
 	if len(whys) == 0 {
 		return "", ""
 	}

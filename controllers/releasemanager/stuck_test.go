@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/medium/picchu/controllers/preflight"
 	"github.com/medium/picchu/controllers/release"
 )
 
@@ -43,19 +44,23 @@ func TestHeldBy(t *testing.T) {
 	v1 := build("v1", release.Released, 80, release.Step{State: release.Released}, 80)
 	s := reportSnapshot(v2, v1)
 	progressing := conditionInputs{progressing: []string{"v2 releasing"}}
+	noRoom := map[string]*preflight.Failure{"west": {Check: preflight.Capacity, Detail: "1 pod of v2 finds no room"}}
 	for _, tc := range []struct {
 		name          string
 		c             conditionInputs
 		alerts        []string
+		preflight     map[string]*preflight.Failure
 		wantTag, want string
 	}{
-		{"not held", progressing, nil, "", ""},
-		{"a cluster not synced", conditionInputs{progressing: progressing.progressing, unavailable: []string{"east"}}, nil, "v2", "not synced on east"},
-		{"alerts unread", progressing, []string{"v2: prometheus: timeout"}, "v2", "alerts cannot be read (v2: prometheus: timeout)"},
-		{"nothing in progress", conditionInputs{unavailable: []string{"east"}}, nil, "", ""},
+		{"not held", progressing, nil, nil, "", ""},
+		{"a cluster not synced", conditionInputs{progressing: progressing.progressing, unavailable: []string{"east"}}, nil, nil, "v2", "not synced on east"},
+		{"alerts unread", progressing, []string{"v2: prometheus: timeout"}, nil, "v2", "alerts cannot be read (v2: prometheus: timeout)"},
+		{"nothing in progress", conditionInputs{unavailable: []string{"east"}}, nil, nil, "", ""},
+		{"a pre-flight check fails", progressing, nil, noRoom, "v2",
+			"pre-flight checks fail (v2 held on cluster west: capacity: 1 pod of v2 finds no room)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s.alertProblems = tc.alerts
+			s.alertProblems, v2.preflight = tc.alerts, tc.preflight
 			tag, why := heldBy(s, tc.c)
 			if tag != tc.wantTag || why != tc.want {
 				t.Errorf("heldBy = %q, %q; want %q, %q", tag, why, tc.wantTag, tc.want)
