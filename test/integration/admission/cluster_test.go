@@ -55,3 +55,35 @@ func TestCluster_PlainHTTPPrinterColumn(t *testing.T) {
 	}
 	expect(t, "clusters", table(t, bare.Delivery.Config, "clusters", cluster.GetName()), map[string]any{"Plain-HTTP": true})
 }
+
+// TestCluster_SchemaChecksPreflight sends Clusters to the API server
+// without webhooks: the schema alone refuses preflight alerts that are not
+// alert names, label names that are not label names, and labels without
+// alerts, naming the field; it takes a query, alerts and their labels.
+func TestCluster_SchemaChecksPreflight(t *testing.T) {
+	ctx := context.Background()
+	c := bare.Delivery.Client
+	for _, tc := range []struct{ spec, field, says string }{
+		{`{"enabled": true, "preflight": {"alerts": ["Kube Node Not Ready"]}}`, "spec.preflight.alerts[0]", "should match"},
+		{`{"enabled": true, "preflight": {"alerts": ["A"], "alertLabels": {"0cluster": "west"}}}`, "spec.preflight.alertLabels", "label names are letters, digits and underscores"},
+		{`{"enabled": true, "preflight": {"alertLabels": {"cluster": "west"}}}`, "spec.preflight.alertLabels", "name some alerts"},
+	} {
+		err := create(ctx, c, object(t, "Cluster", tc.spec))
+		if err == nil {
+			t.Errorf("%s: accepted", tc.spec)
+			continue
+		}
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: error %v, want %s: %s", tc.spec, err, tc.field, tc.says)
+		}
+	}
+	for _, spec := range []string{
+		`{"enabled": false, "preflight": {"alerts": ["KubeNodeNotReady", "etcd:NoLeader"], "alertLabels": {"cluster": "west", "_region": "us"}}}`,
+		`{"enabled": false, "preflight": {"query": "sum(up{job=\"node\"}) < 3"}}`,
+		`{"enabled": false, "preflight": {}}`,
+	} {
+		if err := create(ctx, c, object(t, "Cluster", spec)); err != nil {
+			t.Errorf("%s: %v", spec, err)
+		}
+	}
+}
