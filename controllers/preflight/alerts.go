@@ -61,7 +61,7 @@ func CheckAlerts(answers []Answer) *Failure {
 	var firing []string
 	for _, a := range answers {
 		if a.Err != nil {
-			return &Failure{Check: Alerts, Detail: fmt.Sprintf("cannot be read: %v", a.Err)}
+			return Unreadable(Alerts, a.Err)
 		}
 		firing = append(firing, a.Series...)
 	}

@@ -20,6 +20,9 @@ const (
 type Failure struct {
 	Check  string
 	Detail string
+	// Unread says the check could not be made: what it reads could not be
+	// read. It holds all the same.
+	Unread bool
 }
 
 func (f *Failure) Error() string { return fmt.Sprintf("%s: %s", f.Check, f.Detail) }
@@ -45,4 +48,9 @@ func RetryAfter(failingSince, now time.Time) time.Duration {
 // Unreachable is the failure of a cluster that cannot be used, for why.
 func Unreachable(why string) *Failure {
 	return &Failure{Check: Reachable, Detail: why}
+}
+
+// Unreadable is the failure of a check whose data could not be read.
+func Unreadable(check string, err error) *Failure {
+	return &Failure{Check: check, Detail: fmt.Sprintf("cannot be read: %v", err), Unread: true}
 }

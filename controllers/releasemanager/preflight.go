@@ -110,10 +110,10 @@ func (fc *fleetCluster) preflightFailure(inc *incarnation, rm *picchuv1alpha1.Re
 	if fc.alerts != nil {
 		return fc.alerts
 	}
-	if fc.capacityErr != "" {
+	if fc.capacityErr != nil {
 		// Counted as a failure to read: the build holds, as on any data
 		// Picchu cannot see.
-		return &preflight.Failure{Check: preflight.Capacity, Detail: "cannot be read: " + fc.capacityErr}
+		return preflight.Unreadable(preflight.Capacity, fc.capacityErr)
 	}
 	if fc.capacity == nil {
 		return nil
@@ -194,7 +194,7 @@ func (r *Reconciler) readCapacity(ctx context.Context, s *snapshot, fleet []*fle
 	}), r.ClusterTimeout)
 	for _, res := range results {
 		if res.Err != nil {
-			byName[res.Cluster].capacityErr = res.Err.Error()
+			byName[res.Cluster].capacityErr = res.Err
 		}
 	}
 }
@@ -210,10 +210,11 @@ func (s *snapshot) preflightHolds(inc *incarnation, w int) bool {
 	return false
 }
 
-// deployHeld says a live cluster has no room for inc's pods.
+// deployHeld says a live cluster has no room for inc's pods. Room that
+// cannot be counted does not hold a deploy: its deadline runs as ever.
 func (inc *incarnation) deployHeld() bool {
 	for _, f := range inc.preflight {
-		if f.Check == preflight.Capacity {
+		if f.Check == preflight.Capacity && !f.Unread {
 			return true
 		}
 	}

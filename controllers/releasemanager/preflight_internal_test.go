@@ -253,12 +253,24 @@ func TestPreflight_CapacityThatCannotBeReadHolds(t *testing.T) {
 	c := newControlled(t)
 	c.add("v1", release.Released, 100)
 	c.add("v2", release.Releasing, 0)
-	c.s.fleet[1].capacityErr = errors.New(`pods is forbidden: User "picchu" cannot list resource "pods"`).Error()
+	c.s.fleet[1].capacityErr = errors.New(`pods is forbidden: User "picchu" cannot list resource "pods"`)
 	if got := c.runChecked(0); got != "v2 releasing 0, v1 released 100" {
 		t.Fatalf("%s", got)
 	}
 	if cond := c.preflightCondition(); cond == nil || !strings.Contains(cond.Message, "v2 held on cluster west: capacity: cannot be read: pods is forbidden") {
 		t.Fatalf("Preflight condition %+v", cond)
+	}
+	// Room that cannot be counted does not hold a deploy past its deadline.
+	c2 := newControlled(t)
+	c2.add("v1", release.Released, 100)
+	hourAgo := picchuv1alpha1.NewTimestamp(c2.s.now.Add(-time.Hour))
+	c2.add("v2", release.Deploying, 0).status.State.LastUpdated = &hourAgo
+	for i := range c2.s.observation {
+		c2.s.observation[i].Tags["v2"] = release.Replicas{Desired: 4, Available: 0}
+	}
+	c2.s.fleet[1].capacityErr = errors.New("pods is forbidden")
+	if got := c2.runChecked(0); !strings.HasPrefix(got, "v2 timingout") {
+		t.Fatalf("a deploy held on room it cannot count: %s", got)
 	}
 }
 

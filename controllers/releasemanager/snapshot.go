@@ -125,7 +125,7 @@ type fleetCluster struct {
 	// they could not be.
 	alerts      *preflight.Failure
 	capacity    *nodes.Capacity
-	capacityErr string
+	capacityErr error
 }
 
 func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
