@@ -266,5 +266,7 @@ func setPreflightCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot) {
 		Type: picchuv1alpha1.ConditionPreflight, Status: metav1.ConditionFalse, Reason: reason,
 		Message:            strings.Join(lines, "; "),
 		ObservedGeneration: rm.Generation,
+		// Kept while the checks keep failing: the backoff runs from it.
+		LastTransitionTime: metav1.NewTime(s.now),
 	})
 }

@@ -105,7 +105,6 @@ func TestPreflight_NoRoomHoldsTheCanaryUntilANodeIsAdded(t *testing.T) {
 		t.Errorf("v2 due %v, want a retry %s later", due, preflight.MinRetry)
 	}
 	// Still full a minute on: the retries back off.
-	cond.LastTransitionTime = metav1.NewTime(c.s.now)
 	if got := c.runChecked(time.Minute); got != "v2 deployed 0, v1 released 100" {
 		t.Fatalf("%s", got)
 	}
