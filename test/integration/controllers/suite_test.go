@@ -190,8 +190,11 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 	key := client.ObjectKeyFromObject(cl)
 	cl = readiness(t, "extra", metav1.ConditionTrue, cluster.ReasonConnected)
 
+	// Patched, not updated: the Cluster controller writes the status
+	// meanwhile, and an update from an older read would conflict.
+	patch := client.MergeFrom(cl.DeepCopy())
 	cl.Spec.Enabled = false
-	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+	if err := env.Delivery.Client.Patch(ctx, cl, patch); err != nil {
 		t.Fatal(err)
 	}
 	readiness(t, "extra", metav1.ConditionFalse, cluster.ReasonDisabled)
@@ -200,8 +203,9 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 	}
 
 	cl = readiness(t, "extra", metav1.ConditionFalse, cluster.ReasonDisabled)
+	patch = client.MergeFrom(cl.DeepCopy())
 	cl.Spec.Enabled = true
-	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+	if err := env.Delivery.Client.Patch(ctx, cl, patch); err != nil {
 		t.Fatal(err)
 	}
 	readiness(t, "extra", metav1.ConditionTrue, cluster.ReasonConnected)
