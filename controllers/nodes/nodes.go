@@ -62,7 +62,10 @@ type nodeCache struct {
 	listErr error
 }
 
-func (nc *nodeCache) watchError(_ context.Context, r *toolscache.Reflector, err error) {
+// watchError records the error of a list or watch, and logs it as
+// client-go does.
+func (nc *nodeCache) watchError(ctx context.Context, r *toolscache.Reflector, err error) {
+	toolscache.DefaultWatchErrorHandler(ctx, r, err)
 	nc.mu.Lock()
 	defer nc.mu.Unlock()
 	nc.listErr = fmt.Errorf("%s: %w", r.TypeDescription(), err)
