@@ -273,8 +273,8 @@ type ClusterHealthStatus struct {
 	// +optional
 	RetryAt *metav1.Time `json:"retryAt,omitempty"`
 	// latency is how long the API server took to answer a health check,
-	// written when it changed by more than half (the exact figure is the
-	// picchu_cluster_health_check_seconds metric).
+	// written when it doubled or halved, by 100 ms at least (the exact
+	// figure is the picchu_cluster_health_check_seconds metric).
 	// +optional
 	Latency *metav1.Duration `json:"latency,omitempty"`
 }

@@ -224,10 +224,21 @@ func setHealth(cl *picchuv1alpha1.Cluster, h breaker.Snapshot, latency time.Dura
 		recorded = cl.Status.Health.Latency
 	}
 	st.Latency = recorded
-	if answered && (recorded == nil || latency > 2*recorded.Duration || 2*latency < recorded.Duration) {
+	if answered && (recorded == nil || latencyMoved(recorded.Duration, latency)) {
 		st.Latency = &metav1.Duration{Duration: latency}
 	}
 	cl.Status.Health = st
+}
+
+// latencyFloor is the least change of a health check's latency that is
+// written: a few milliseconds' jitter doubles a fast cluster's latency at
+// every check, and each write runs the fleet's ReleaseManagers.
+const latencyFloor = 100 * time.Millisecond
+
+// latencyMoved says a health check's latency moved far enough from the
+// recorded one to be written: it doubled or halved, by latencyFloor at least.
+func latencyMoved(recorded, latency time.Duration) bool {
+	return (latency > 2*recorded || 2*latency < recorded) && (latency-recorded >= latencyFloor || recorded-latency >= latencyFloor)
 }
 
 // setReady sets the Ready and Stalled conditions and status.kubernetes.ready.

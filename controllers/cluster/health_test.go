@@ -34,8 +34,9 @@ func TestNextCheck(t *testing.T) {
 
 // TestSetHealth_LatencyOnlyWhenItMoves: a healthy cluster's status is the
 // same from one check to the next, so checking it writes nothing; a
-// latency that doubled or halved is written, and one of a check that got
-// no answer never is.
+// latency that doubled or halved by 100 ms at least is written (a few
+// milliseconds' jitter is not), and one of a check that got no answer
+// never is.
 func TestSetHealth_LatencyOnlyWhenItMoves(t *testing.T) {
 	since := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 	closed := breaker.Snapshot{State: breaker.Closed, Since: since}
@@ -46,10 +47,12 @@ func TestSetHealth_LatencyOnlyWhenItMoves(t *testing.T) {
 		want     time.Duration
 	}{
 		{10 * time.Millisecond, true, 10 * time.Millisecond},
-		{15 * time.Millisecond, true, 10 * time.Millisecond},
-		{6 * time.Millisecond, true, 10 * time.Millisecond},
-		{25 * time.Millisecond, true, 25 * time.Millisecond},
-		{5 * time.Second, false, 25 * time.Millisecond},
+		{40 * time.Millisecond, true, 10 * time.Millisecond},
+		{2 * time.Millisecond, true, 10 * time.Millisecond},
+		{150 * time.Millisecond, true, 150 * time.Millisecond},
+		{250 * time.Millisecond, true, 150 * time.Millisecond},
+		{400 * time.Millisecond, true, 400 * time.Millisecond},
+		{5 * time.Second, false, 400 * time.Millisecond},
 		{10 * time.Millisecond, true, 10 * time.Millisecond},
 	} {
 		setHealth(cl, closed, step.latency, step.answered)
