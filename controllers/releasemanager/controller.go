@@ -186,7 +186,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&picchuv1alpha1.ReleaseManager{}, builder.WithPredicates(metadataOrSpecChanged())).
 		Watches(&picchuv1alpha1.Revision{}, handler.EnqueueRequestsFromMapFunc(releaseManagersOfRevision),
 			builder.WithPredicates(metadataOrSpecChanged())).
-		Watches(&picchuv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfCluster)).
+		Watches(&picchuv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfCluster),
+			builder.WithPredicates(clusterChanged())).
 		Watches(&picchuv1alpha1.FaultInjector{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfApp)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfConfig)).
@@ -268,6 +269,31 @@ func metadataOrSpecChanged() predicate.Predicate {
 			!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
 			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
 			len(o.GetFinalizers()) != len(n.GetFinalizers())
+	}}
+}
+
+// clusterChanged passes the changes of a Cluster that a release reads:
+// its spec, labels, annotations or deletion (metadataOrSpecChanged), and
+// its Ready condition. The rest of its status (the health check's latency,
+// the breaker's last error) would run every ReleaseManager of its fleet for
+// nothing; the breaker itself is read from the registry.
+func clusterChanged() predicate.Predicate {
+	spec := metadataOrSpecChanged()
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if spec.Update(e) {
+			return true
+		}
+		o, okOld := e.ObjectOld.(*picchuv1alpha1.Cluster)
+		n, okNew := e.ObjectNew.(*picchuv1alpha1.Cluster)
+		if !okOld || !okNew {
+			return true
+		}
+		a := meta.FindStatusCondition(o.Status.Conditions, picchuv1alpha1.ConditionReady)
+		b := meta.FindStatusCondition(n.Status.Conditions, picchuv1alpha1.ConditionReady)
+		if a == nil || b == nil {
+			return a != b
+		}
+		return a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message
 	}}
 }
 
