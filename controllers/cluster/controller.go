@@ -211,12 +211,15 @@ func nextCheck(h breaker.Snapshot, period time.Duration, now time.Time) time.Dur
 // from one check to the next.
 func setHealth(cl *picchuv1alpha1.Cluster, h breaker.Snapshot, latency time.Duration, answered bool) {
 	st := &picchuv1alpha1.ClusterHealthStatus{Breaker: h.State.String(), LastError: h.LastError}
+	// Times to the second, as they are stored: a status read back from
+	// the API server then equals the one a check computes, and an
+	// unchanged cluster is not written.
 	if !h.Since.IsZero() {
-		since := metav1.NewTime(h.Since)
+		since := metav1.NewTime(h.Since.Truncate(time.Second))
 		st.Since = &since
 	}
 	if h.State != breaker.Closed && !h.RetryAt.IsZero() {
-		retry := metav1.NewTime(h.RetryAt)
+		retry := metav1.NewTime(h.RetryAt.Truncate(time.Second))
 		st.RetryAt = &retry
 	}
 	var recorded *metav1.Duration

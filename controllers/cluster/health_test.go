@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -65,5 +67,32 @@ func TestSetHealth_LatencyOnlyWhenItMoves(t *testing.T) {
 	setHealth(cl, open, 0, false)
 	if h := cl.Status.Health; h.Breaker != "Open" || h.LastError == "" || h.RetryAt == nil || !h.RetryAt.Time.Equal(open.RetryAt) {
 		t.Errorf("open: %+v, want the breaker open with its last error and next probe", h)
+	}
+}
+
+// TestSetHealth_StoredStatusIsUnchanged: a check of a cluster whose
+// breaker has not moved computes the status the API server stored (its
+// times to the second), so the controller writes nothing.
+func TestSetHealth_StoredStatusIsUnchanged(t *testing.T) {
+	since := time.Date(2026, 11, 25, 9, 0, 0, 123456789, time.UTC)
+	for _, h := range []breaker.Snapshot{
+		{State: breaker.Closed, Since: since},
+		{State: breaker.Open, Since: since, LastError: "dial tcp: connection refused", RetryAt: since.Add(1500 * time.Millisecond)},
+	} {
+		cl := &picchuv1alpha1.Cluster{}
+		setHealth(cl, h, 20*time.Millisecond, h.State == breaker.Closed)
+		data, err := json.Marshal(cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := &picchuv1alpha1.Cluster{}
+		if err := json.Unmarshal(data, stored); err != nil {
+			t.Fatal(err)
+		}
+		next := stored.DeepCopy()
+		setHealth(next, h, 21*time.Millisecond, h.State == breaker.Closed)
+		if !equality.Semantic.DeepEqual(stored.Status, next.Status) {
+			t.Errorf("%s: the next check changed the stored status\n%+v\n%+v", h.State, stored.Status.Health, next.Status.Health)
+		}
 	}
 }
