@@ -33,12 +33,18 @@ func TestClusterChanged(t *testing.T) {
 		want   bool
 	}{
 		{"nothing", func(*picchuv1alpha1.Cluster) {}, false},
-		{"latency", func(c *picchuv1alpha1.Cluster) { c.Status.Health.Latency = &metav1.Duration{Duration: 900 * time.Millisecond} }, false},
+		{"latency", func(c *picchuv1alpha1.Cluster) {
+			c.Status.Health.Latency = &metav1.Duration{Duration: 900 * time.Millisecond}
+		}, false},
 		{"last error", func(c *picchuv1alpha1.Cluster) { c.Status.Health.LastError = "GET /version: EOF" }, false},
 		{"spec", func(c *picchuv1alpha1.Cluster) { c.Generation = 2 }, true},
 		{"labels", func(c *picchuv1alpha1.Cluster) { c.Labels["region"] = "west" }, true},
-		{"not ready", func(c *picchuv1alpha1.Cluster) { c.Status.Conditions = ready(metav1.ConditionFalse, "CircuitOpen", "circuit breaker open") }, true},
-		{"ready, another version", func(c *picchuv1alpha1.Cluster) { c.Status.Conditions = ready(metav1.ConditionTrue, "Connected", "Kubernetes v1.37.0") }, true},
+		{"not ready", func(c *picchuv1alpha1.Cluster) {
+			c.Status.Conditions = ready(metav1.ConditionFalse, "CircuitOpen", "circuit breaker open")
+		}, true},
+		{"ready, another version", func(c *picchuv1alpha1.Cluster) {
+			c.Status.Conditions = ready(metav1.ConditionTrue, "Connected", "Kubernetes v1.37.0")
+		}, true},
 		{"ready condition gone", func(c *picchuv1alpha1.Cluster) { c.Status.Conditions = nil }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
