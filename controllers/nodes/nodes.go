@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -295,7 +296,12 @@ func (p *Cache) start(key types.NamespacedName, remote cluster.Cluster) (*nodeCa
 	if p.changed != nil {
 		send := func(any) { p.check(key, nc) }
 		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: send, UpdateFunc: func(_, obj any) { send(obj) }, DeleteFunc: send,
+			AddFunc: send, DeleteFunc: send,
+			UpdateFunc: func(old, obj any) {
+				if roomOrPlatformMoved(old, obj) {
+					send(obj)
+				}
+			},
 		}); err != nil {
 			stop()
 			return nil, fmt.Errorf("cluster %s: watching nodes: %w", key, err)
@@ -335,6 +341,20 @@ func (p *Cache) check(key types.NamespacedName, nc *nodeCache) {
 	if !same {
 		p.changed(key)
 	}
+}
+
+// roomOrPlatformMoved says an update of a reduced node changed what the
+// node's room or platform are read from: a heartbeat, which changes only
+// its resource version once reduced, does not, so a large cluster's
+// heartbeats cost no signature.
+func roomOrPlatformMoved(old, cur any) bool {
+	a, okA := old.(*corev1.Node)
+	b, okB := cur.(*corev1.Node)
+	if !okA || !okB {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(a.Labels, b.Labels) || !equality.Semantic.DeepEqual(a.Spec, b.Spec) ||
+		!equality.Semantic.DeepEqual(a.Status, b.Status)
 }
 
 // boundPods selects the pods bound to a node that have not ended.

@@ -277,3 +277,46 @@ func TestReducePod(t *testing.T) {
 		t.Errorf("reduced\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestRoomOrPlatformMoved: of two reduced nodes, a heartbeat's (only the
+// resource version moved) tells nothing; a change of readiness,
+// schedulability, taints, allocatable or labels does.
+func TestRoomOrPlatformMoved(t *testing.T) {
+	reduced := func(change func(*corev1.Node)) any {
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "1", Labels: map[string]string{platform.LabelArch: "amd64"}},
+			Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+			},
+		}
+		if change != nil {
+			change(n)
+		}
+		out, err := nodes.Reduce(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := reduced(nil)
+	for _, tc := range []struct {
+		name   string
+		change func(*corev1.Node)
+		want   bool
+	}{
+		{"a heartbeat", func(n *corev1.Node) {
+			n.ResourceVersion = "2"
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Minute))
+		}, false},
+		{"not ready", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		{"cordoned", func(n *corev1.Node) { n.Spec.Unschedulable = true }, true},
+		{"tainted", func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}} }, true},
+		{"resized", func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("8") }, true},
+		{"relabelled", func(n *corev1.Node) { n.Labels[platform.LabelArch] = "arm64" }, true},
+	} {
+		if got := nodes.RoomOrPlatformMoved(before, reduced(tc.change)); got != tc.want {
+			t.Errorf("%s: moved %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

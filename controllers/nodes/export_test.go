@@ -1,0 +1,4 @@
+package nodes
+
+// RoomOrPlatformMoved is roomOrPlatformMoved, for the tests.
+var RoomOrPlatformMoved = roomOrPlatformMoved
