@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
@@ -69,15 +69,29 @@ func (r *Reconciler) readNodes(ctx context.Context, s *snapshot) {
 	if !known {
 		return
 	}
+	for fc, err := range r.readEachCluster(ctx, s.fleet, func(ctx context.Context, key types.NamespacedName, remote cluster.Cluster, fc *fleetCluster) error {
+		ps, err := r.nodes.Platforms(ctx, key, remote)
+		fc.nodes, fc.nodesKnown = ps, err == nil
+		return err
+	}) {
+		fc.nodesErr = err.Error()
+	}
+}
+
+// readEachCluster runs read on every usable cluster of fleet at once, with
+// the registry's current cluster, each within ClusterTimeout, and returns
+// the error of each cluster that failed. Each read writes only to its own
+// cluster.
+func (r *Reconciler) readEachCluster(ctx context.Context, fleet []*fleetCluster,
+	read func(ctx context.Context, key types.NamespacedName, remote cluster.Cluster, fc *fleetCluster) error) map[*fleetCluster]error {
 	byName := map[string]*fleetCluster{}
 	var usable []*applier.Cluster
-	for _, fc := range s.fleet {
+	for _, fc := range fleet {
 		if fc.plans != nil {
 			usable = append(usable, fc.plans)
 			byName[fc.obj.Name] = fc
 		}
 	}
-	var mu sync.Mutex
 	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		fc := byName[c.Name()]
 		key := types.NamespacedName{Namespace: fc.obj.Namespace, Name: fc.obj.Name}
@@ -85,20 +99,15 @@ func (r *Reconciler) readNodes(ctx context.Context, s *snapshot) {
 		if !ok {
 			return fmt.Errorf("cluster %s is not connected", key)
 		}
-		ps, err := r.nodes.Platforms(ctx, key, remoteCluster)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		fc.nodes, fc.nodesKnown = ps, true
-		return nil
+		return read(ctx, key, remoteCluster, fc)
 	}), r.ClusterTimeout)
+	failed := map[*fleetCluster]error{}
 	for _, res := range results {
 		if res.Err != nil {
-			byName[res.Cluster].nodesErr = res.Err.Error()
+			failed[byName[res.Cluster]] = res.Err
 		}
 	}
+	return failed
 }
 
 // nodesChanged asks for a run of the ReleaseManagers of the fleet of the

@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/preflight"
 	"github.com/medium/picchu/controllers/release"
 )
@@ -59,7 +58,7 @@ func (r *Reconciler) checkPreflight(ctx context.Context, s *snapshot) {
 	}
 	r.checkClusterAlerts(ctx, checked)
 	if r.PreflightCapacity && r.nodes != nil {
-		r.readCapacity(ctx, s, checked)
+		r.readCapacity(ctx, checked)
 	}
 	s.judgePreflight(checked)
 }
@@ -166,36 +165,15 @@ func (r *Reconciler) checkClusterAlerts(ctx context.Context, fleet []*fleetClust
 
 // readCapacity reads the nodes and bound pods of the usable clusters, at
 // once, from their caches.
-func (r *Reconciler) readCapacity(ctx context.Context, s *snapshot, fleet []*fleetCluster) {
-	byName := map[string]*fleetCluster{}
-	var usable []*applier.Cluster
-	for _, fc := range fleet {
-		if fc.plans != nil {
-			usable = append(usable, fc.plans)
-			byName[fc.obj.Name] = fc
+func (r *Reconciler) readCapacity(ctx context.Context, fleet []*fleetCluster) {
+	for fc, err := range r.readEachCluster(ctx, fleet, func(ctx context.Context, key types.NamespacedName, remote cluster.Cluster, fc *fleetCluster) error {
+		capacity, err := r.nodes.Capacity(ctx, key, remote)
+		if err == nil {
+			fc.capacity = &capacity
 		}
-	}
-	var mu sync.Mutex
-	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
-		fc := byName[c.Name()]
-		key := types.NamespacedName{Namespace: fc.obj.Namespace, Name: fc.obj.Name}
-		remoteCluster, ok := r.Registry.Get(key)
-		if !ok {
-			return fmt.Errorf("cluster %s is not connected", key)
-		}
-		capacity, err := r.nodes.Capacity(ctx, key, remoteCluster)
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		fc.capacity = &capacity
-		return nil
-	}), r.ClusterTimeout)
-	for _, res := range results {
-		if res.Err != nil {
-			byName[res.Cluster].capacityErr = res.Err
-		}
+		return err
+	}) {
+		fc.capacityErr = err
 	}
 }
 
