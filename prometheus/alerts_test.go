@@ -29,12 +29,10 @@ func alwaysFiring(name string, labels map[string]string) monitoringv1.Rule {
 	return monitoringv1.Rule{Alert: name, Expr: intstr.FromString("vector(1)"), For: &now, Labels: labels}
 }
 
-// TestFiringAlerts_RealPrometheus asks a real Prometheus, evaluating alerts
-// that always fire (and one that stays pending), which alerts fire for
-// several apps and tags.
-func TestFiringAlerts_RealPrometheus(t *testing.T) {
-	ctx := context.Background()
-	prom, err := kit.StartPrometheus(ctx, kit.PrometheusConfig{})
+// startPrometheus starts a real Prometheus that cleanup closes.
+func startPrometheus(t *testing.T) *kit.Prometheus {
+	t.Helper()
+	prom, err := kit.StartPrometheus(context.Background(), kit.PrometheusConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +41,15 @@ func TestFiringAlerts_RealPrometheus(t *testing.T) {
 			t.Errorf("closing Prometheus: %v", err)
 		}
 	})
+	return prom
+}
+
+// TestFiringAlerts_RealPrometheus asks a real Prometheus, evaluating alerts
+// that always fire (and one that stays pending), which alerts fire for
+// several apps and tags.
+func TestFiringAlerts_RealPrometheus(t *testing.T) {
+	ctx := context.Background()
+	prom := startPrometheus(t)
 	anHour := monitoringv1.Duration("1h")
 	groups := []monitoringv1.RuleGroup{
 		{Name: "slo", Rules: []monitoringv1.Rule{
@@ -130,15 +137,7 @@ func TestFiringAlerts_RealPrometheus(t *testing.T) {
 // name, narrowed by their labels, and a query of their own.
 func TestSeries_RealPrometheus(t *testing.T) {
 	ctx := context.Background()
-	prom, err := kit.StartPrometheus(ctx, kit.PrometheusConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := prom.Close(); err != nil {
-			t.Errorf("closing Prometheus: %v", err)
-		}
-	})
+	prom := startPrometheus(t)
 	anHour := monitoringv1.Duration("1h")
 	if err := prom.SetRules(ctx, []monitoringv1.RuleGroup{{Name: "clusters", Rules: []monitoringv1.Rule{
 		alwaysFiring("KubeNodeNotReady", map[string]string{"cluster": "west"}),
