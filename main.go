@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +59,7 @@ type config struct {
 	webhookCertDir          string
 	syncPeriodSeconds       int
 	namespaces              string
+	protectedNamespaces     string
 	prometheusEnabled       bool
 	humaneReleasesEnabled   bool
 	kubeAPIQPS              float64
@@ -109,6 +111,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
 	fs.StringVar(&c.operator.DevRoutesServiceHost, "dev-routes-service-host", "", "service the \"00_dev-<app>\" routes of Clusters with enableDevRoutes send to (empty: no dev routes)")
 	fs.IntVar(&c.operator.DevRoutesServicePort, "dev-routes-service-port", 80, "port of --dev-routes-service-host")
+	fs.StringVar(&c.operator.InstanceID, "instance-id", "", "identifies this Picchu on target clusters and in Alertmanager: it marks what it writes there, and writes over or deletes only what carries its mark (default: the UID of the delivery cluster's kube-system namespace)")
+	fs.StringVar(&c.protectedNamespaces, "protected-namespaces", "", "comma-separated namespaces, or prefixes ending in *, that no app may be deployed in, beside "+strings.Join(picchuv1alpha1.DefaultProtectedNamespaces, ", ")+" (always protected)")
 	fs.StringVar(&c.operator.ClusterPrometheusAddress, "cluster-prometheus-address", "", "in-cluster Prometheus the KEDA Prometheus trigger of ambient-mesh apps with a targetRequestsRate asks for request rates (empty: such apps keep their HPA)")
 	for _, f := range ignoredFlags {
 		f.bind(fs)
@@ -137,6 +141,7 @@ func parseFlags(args []string) (*config, error) {
 	c.operator.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
 	c.operator.ClusterQPS = float32(c.clusterAPIQPS)
 	c.operator.Namespaces = splitNamespaces(c.namespaces)
+	c.operator.ProtectedNamespaces = splitNamespaces(c.protectedNamespaces)
 	c.operator.HumaneReleasesDisabled = !c.humaneReleasesEnabled
 	if !c.prometheusEnabled {
 		c.operator.PrometheusQueryAddress = ""
@@ -221,6 +226,16 @@ func (c *config) check() error {
 			return fmt.Errorf("--alertmanager-address: %w", err)
 		}
 	}
+	for _, ns := range splitNamespaces(c.protectedNamespaces) {
+		if !protectedPattern.MatchString(ns) {
+			return fmt.Errorf("--protected-namespaces: %q is neither a namespace name nor a prefix of one ending in *", ns)
+		}
+	}
+	if id := c.operator.InstanceID; id != "" {
+		if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
+			return fmt.Errorf("--instance-id: %q is not a label value: %s", id, strings.Join(errs, "; "))
+		}
+	}
 	for _, ns := range splitNamespaces(c.namespaces) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
@@ -241,6 +256,9 @@ func (c *config) check() error {
 	}
 	return nil
 }
+
+// protectedPattern is a namespace name, or a prefix of one ending in "*".
+var protectedPattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?|[a-z0-9][-a-z0-9]{0,61}\*|\*)$`)
 
 // secretWatched checks that flag's value names a Secret ("namespace/name")
 // in a namespace the operator watches (namespaces, the --namespaces flag).
@@ -347,7 +365,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	ready := healthz.Ping
 	if c.enableWebhooks {
-		if err := picchuv1alpha1.SetupWebhooksWithManager(mgr); err != nil {
+		if err := picchuv1alpha1.SetupWebhooksWithManager(mgr, picchuv1alpha1.WebhookOptions{ProtectedNamespaces: c.operator.ProtectedNamespaces}); err != nil {
 			return fmt.Errorf("setting up webhooks: %w", err)
 		}
 		ready = mgr.GetWebhookServer().StartedChecker()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -53,16 +54,25 @@ func (all All) Apply(ctx context.Context, c *Cluster) error {
 	return nil
 }
 
-// Cluster is a target cluster as plans see it: its Cluster object and a
-// client whose reads should come from an informer cache. It remembers what it
-// applied, so applying an unchanged object to an unchanged live object sends
-// no request. It is safe for concurrent use. Its methods' errors name the
+// Cluster is a target cluster as plans see it: its Cluster object, a
+// client whose reads should come from an informer cache that holds only
+// Picchu's objects (those labelled with an app), and a reader of the API
+// server for what that cache cannot hold. It remembers what it applied, so
+// applying an unchanged object to an unchanged live object sends no
+// request. It is safe for concurrent use. Its methods' errors name the
 // object; ApplyFleet adds the cluster.
 type Cluster struct {
 	// Cluster is the Cluster object on the delivery cluster.
 	Cluster *picchuv1alpha1.Cluster
-	// Client reads and writes the target cluster.
+	// Client reads (from its cache) and writes the target cluster.
 	Client client.Client
+	// Live reads the target cluster's API server. Before Picchu writes an
+	// object its cache does not hold, it asks Live whether someone else's
+	// object is there.
+	Live client.Reader
+	// Owner is whose marker Picchu stamps on what it applies here, and
+	// must find on what it writes over or deletes.
+	Owner Owner
 	// Log is keyed by cluster.
 	Log logr.Logger
 
@@ -70,11 +80,14 @@ type Cluster struct {
 	applied map[objectKey]appliedObject
 }
 
-// NewCluster binds a client to a Cluster object.
-func NewCluster(cluster *picchuv1alpha1.Cluster, c client.Client, log logr.Logger) *Cluster {
+// NewCluster binds a cached client and an API server reader of a target
+// cluster to its Cluster object, for the Picchu instance.
+func NewCluster(cluster *picchuv1alpha1.Cluster, c client.Client, live client.Reader, instance string, log logr.Logger) *Cluster {
 	return &Cluster{
 		Cluster: cluster,
 		Client:  c,
+		Live:    live,
+		Owner:   Owner{Instance: instance, Namespace: cluster.Namespace},
 		Log:     log.WithValues("cluster", cluster.Name),
 		applied: map[objectKey]appliedObject{},
 	}
@@ -100,11 +113,12 @@ type appliedObject struct {
 // Apply makes obj's fields, as given, true on the cluster with server-side
 // apply, and forgets fields Picchu applied before and obj no longer has. obj
 // is a complete desired object of any kind known to the client's scheme, or
-// unstructured. A live object labelled picchu.medium.engineering/ignore is
-// left as it is. When obj carries the app and target labels, a live object
-// that does not carry the same ones was not created by Picchu for that app
-// and target: it is never adopted, and Apply returns a *NotOwnedError.
-// Nothing is sent when obj equals what was last applied and the live object
+// unstructured, labelled with its app (and target): Apply adds the owner's
+// marker labels. A live object labelled picchu.medium.engineering/ignore is
+// left as it is. A live object that Owner.Owns does not give to Picchu for
+// obj's app and target (someone else's namespace, another app's, another
+// Picchu's) is never written over: Apply returns a *NotOwnedError. Nothing
+// is sent when obj equals what was last applied and the live object
 // has not changed since: its spec (its generation), for kinds that keep a
 // generation, so that a status that moves costs no write; anything, for
 // the others.
@@ -114,6 +128,26 @@ func (c *Cluster) Apply(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	return c.apply(ctx, desired, FieldManager)
+}
+
+// Create creates obj unless an object of its name exists, whoever made it,
+// and sends nothing when the cache or the API server has one: for an object
+// Picchu needs to exist but does not own, such as a namespace shared by
+// every app. obj is created as it is, without the owner's marker.
+func (c *Cluster) Create(ctx context.Context, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, c.Client.Scheme())
+	if err != nil {
+		return fmt.Errorf("kind of %T: %w", obj, err)
+	}
+	key := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+	live, err := c.read(ctx, key)
+	if err != nil || live != nil {
+		return err
+	}
+	if err := c.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); client.IgnoreAlreadyExists(err) != nil {
+		return fmt.Errorf("creating %s: %w", c.describe(key), err)
+	}
+	return nil
 }
 
 // ApplyReplicas sets the replicas of an existing object of a scalable kind
@@ -188,17 +222,16 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 	}
 	hash := sha256.Sum256(data)
 
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(key.gvk)
-	switch err := c.Client.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live); {
-	case apierrors.IsNotFound(err):
+	live, err := c.read(ctx, key)
+	switch {
 	case err != nil:
-		return fmt.Errorf("reading %s: %w", c.describe(key), err)
+		return err
+	case live == nil:
 	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
 		return nil
-	case !owns(desired.GetLabels(), live.GetLabels()):
-		return &NotOwnedError{Object: c.describe(key), Labels: desired.GetLabels(), Live: live.GetLabels()}
+	case !c.Owner.Owns(desired.GetLabels(), live.GetLabels()):
+		return &NotOwnedError{Object: c.describe(key), Labels: desired.GetLabels(), Live: live.GetLabels(), Owner: c.Owner}
 	case c.unchanged(key, hash, live):
 		return nil
 	}
@@ -211,10 +244,37 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 	return nil
 }
 
+// read returns the live object of key, or nil when the cluster has none.
+// It reads the cache first. The cache holds only objects labelled with an
+// app, so an object it does not hold may still exist (a namespace someone
+// made, an object whose labels were removed): that is asked of the API
+// server, so that Picchu never takes it for missing and writes over it.
+// Objects Picchu created are in the cache, and cost nothing more.
+func (c *Cluster) read(ctx context.Context, key objectKey) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(key.gvk)
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live)
+	if apierrors.IsNotFound(err) {
+		if c.Live == nil {
+			return nil, fmt.Errorf("reading %s: no reader of the API server to tell whether someone else's object is there", c.describe(key))
+		}
+		err = c.Live.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", c.describe(key), err)
+	}
+	return live, nil
+}
+
 // Delete deletes obj from the cluster unless it is gone already, its live
 // object is labelled picchu.medium.engineering/ignore, or Picchu did not
-// create it: the live object must carry obj's app and target labels, or,
-// when obj has none, an app label. Objects left alone are logged.
+// create it (Owner.Owns, for obj's app and target labels, or for any app
+// when obj has none). The live object is read from the cache alone: one it
+// does not hold carries no app label, and is not Picchu's to delete.
+// Objects left alone are logged.
 func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Client.Scheme())
 	if err != nil {
@@ -229,17 +289,14 @@ func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", c.describe(key), err)
-	case !deletable(obj.GetLabels(), live.GetLabels()):
-		c.Log.Info("not deleting an object Picchu did not create for this app and target", "object", c.describe(key),
-			"labels", live.GetLabels())
-		return nil
 	}
-	return c.delete(ctx, key, live)
+	return c.delete(ctx, key, obj.GetLabels(), live)
 }
 
 // DeleteAllOf deletes, for each kind, the objects in namespace that carry
 // all of the labels. Kinds the cluster does not serve are skipped, and so are
-// live objects labelled picchu.medium.engineering/ignore.
+// live objects labelled picchu.medium.engineering/ignore and those another
+// Picchu, or this one for another delivery namespace, wrote.
 func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[string]string, kinds ...schema.GroupVersionKind) error {
 	for _, gvk := range kinds {
 		list := &unstructured.UnstructuredList{}
@@ -253,7 +310,7 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			if err := c.delete(ctx, objectKey{gvk: gvk, namespace: item.GetNamespace(), name: item.GetName()}, item); err != nil {
+			if err := c.delete(ctx, objectKey{gvk: gvk, namespace: item.GetNamespace(), name: item.GetName()}, labels, item); err != nil {
 				return err
 			}
 		}
@@ -261,13 +318,21 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 	return nil
 }
 
-func (c *Cluster) delete(ctx context.Context, key objectKey, live *unstructured.Unstructured) error {
-	if live.GetLabels()[picchuv1alpha1.LabelIgnore] != "" {
+// delete deletes live, the object of key read from the cache, unless it is
+// ignored or not the owner's for an object labelled want. The deletion is
+// conditional on live's UID, so that only the object judged is deleted.
+func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]string, live *unstructured.Unstructured) error {
+	switch {
+	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
 		return nil
+	case !c.Owner.Owns(want, live.GetLabels()):
+		c.Log.Info("not deleting an object Picchu did not create for this app and target", "object", c.describe(key),
+			"labels", live.GetLabels())
+		return nil
 	}
-
-	if err := c.Client.Delete(ctx, live); client.IgnoreNotFound(err) != nil {
+	uid := live.GetUID()
+	if err := c.Client.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting %s: %w", c.describe(key), err)
 	}
 	c.forget(key)
@@ -275,7 +340,8 @@ func (c *Cluster) delete(ctx context.Context, key objectKey, live *unstructured.
 }
 
 // toApply turns a desired object into the unstructured form server-side
-// apply takes: with its kind, without status, creation time or resourceVersion.
+// apply takes: with its kind and the owner's marker labels, without status,
+// creation time or resourceVersion.
 func (c *Cluster) toApply(obj client.Object) (*unstructured.Unstructured, error) {
 	gvk, err := apiutil.GVKForObject(obj, c.Client.Scheme())
 	if err != nil {
@@ -287,6 +353,14 @@ func (c *Cluster) toApply(obj client.Object) (*unstructured.Unstructured, error)
 	}
 	u := &unstructured.Unstructured{Object: content}
 	u.SetGroupVersionKind(gvk)
+	labels := u.GetLabels()
+	if labels[picchuv1alpha1.LabelApp] == "" {
+		// Only what Picchu creates for an app is applied, and found again
+		// in a cache of objects labelled with one.
+		return nil, fmt.Errorf("applying %s %s/%s: it has no %s label", gvk.Kind, obj.GetNamespace(), obj.GetName(), picchuv1alpha1.LabelApp)
+	}
+	maps.Copy(labels, c.Owner.Labels())
+	u.SetLabels(labels)
 	delete(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
@@ -345,46 +419,4 @@ func (c *Cluster) Remembered() int {
 
 func (c *Cluster) describe(key objectKey) string {
 	return fmt.Sprintf("%s %s/%s", key.gvk.Kind, key.namespace, key.name)
-}
-
-// NotOwnedError is an object that exists on a cluster but was not created by
-// Picchu for the app and target that want it: Picchu leaves it alone, and
-// the build that needs it holds until a person renames or removes one of them.
-type NotOwnedError struct {
-	// Object is the kind, namespace and name of the object.
-	Object string
-	// Labels are the owner labels Picchu wanted; Live those the object has.
-	Labels, Live map[string]string
-}
-
-func (e *NotOwnedError) Error() string {
-	return fmt.Sprintf("%s exists and was not created by Picchu for app %q in target %q (it has app %q, target %q): "+
-		"Picchu neither adopts nor deletes it; rename the app or target, or remove the object",
-		e.Object, e.Labels[picchuv1alpha1.LabelApp], e.Labels[picchuv1alpha1.LabelTarget],
-		e.Live[picchuv1alpha1.LabelApp], e.Live[picchuv1alpha1.LabelTarget])
-}
-
-// owns says whether a live object with labels live belongs to the app and
-// target that desired's labels name. An object wanted without owner labels
-// (the replicas of an object Picchu created, a namespace shared by every
-// app) belongs to whoever wants it.
-func owns(desired, live map[string]string) bool {
-	for _, l := range []string{picchuv1alpha1.LabelApp, picchuv1alpha1.LabelTarget} {
-		if want, ok := desired[l]; ok && live[l] != want {
-			return false
-		}
-	}
-	return true
-}
-
-// deletable says whether Delete may delete a live object with labels live
-// when asked to delete one with labels want: one of the app and target that
-// want names, or, when want names none, one Picchu created for some app.
-func deletable(want, live map[string]string) bool {
-	_, app := want[picchuv1alpha1.LabelApp]
-	_, target := want[picchuv1alpha1.LabelTarget]
-	if app || target {
-		return owns(want, live)
-	}
-	return live[picchuv1alpha1.LabelApp] != ""
 }

@@ -24,6 +24,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/integration/harness"
 )
 
@@ -88,7 +89,36 @@ func clusters(t *testing.T) ([]*applier.Cluster, *writes) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, applier.NewCluster(target.Cluster, c, log.Log))
+		out = append(out, applier.NewCluster(target.Cluster, c, c, "", log.Log))
+	}
+	return out, w
+}
+
+// wiredClusters binds each target as the operator does: the client and
+// API reader of a remote.Registry, whose cache holds only objects labelled
+// with an app, for instance "picchu-test". The writes are counted.
+func wiredClusters(t *testing.T) ([]*applier.Cluster, *writes) {
+	t.Helper()
+	ctx := context.Background()
+	w := &writes{n: map[string]int{}}
+	registry := remote.NewRegistry(env.Scheme, log.Log, nil)
+	registry.WrapTransport = w.wrap
+	var out []*applier.Cluster
+	for _, target := range env.Targets {
+		secret := &corev1.Secret{}
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: target.Name}, secret); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := registry.Ensure(ctx, target.Cluster, secret); err != nil {
+			t.Fatal(err)
+		}
+		key := client.ObjectKeyFromObject(target.Cluster)
+		t.Cleanup(func() { registry.Remove(key) })
+		rc, ok := registry.Get(key)
+		if !ok {
+			t.Fatalf("cluster %s not registered", key)
+		}
+		out = append(out, applier.NewCluster(target.Cluster, rc.GetClient(), rc.GetAPIReader(), "picchu-test", log.Log))
 	}
 	return out, w
 }
@@ -99,7 +129,8 @@ func namespace(t *testing.T, cs []*applier.Cluster) string {
 	t.Helper()
 	name := fmt.Sprintf("plan-test-%d", nsSeq.Add(1))
 	for _, c := range cs {
-		if err := c.Apply(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{picchuv1alpha1.LabelApp: "demo"}}}
+		if err := c.Apply(context.Background(), ns); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -287,9 +318,9 @@ func TestApplyFleet_OneBadClusterNeverStopsTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unreachable := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "down"}}, uc, log.Log)
-	slow := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, good.Client, log.Log)
-	panicky := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "panicky"}}, good.Client, log.Log)
+	unreachable := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "down"}}, uc, uc, "", log.Log)
+	slow := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, good.Client, good.Client, "", log.Log)
+	panicky := applier.NewCluster(&picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "panicky"}}, good.Client, good.Client, "", log.Log)
 
 	p := applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		switch c.Name() {
@@ -335,10 +366,12 @@ func TestApplyFleet_OneBadClusterNeverStopsTheOthers(t *testing.T) {
 // TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate gives the cluster a
 // namespace and a ConfigMap that a person made, with the names an app's
 // would have: applying the app's objects fails naming the object and
-// changes nothing, and deleting them leaves them in place.
+// changes nothing, and deleting them leaves them in place. The cluster is
+// bound as the operator binds it: its cache does not hold the namespace,
+// which carries no app label.
 func TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate(t *testing.T) {
 	ctx := context.Background()
-	cs, w := clusters(t)
+	cs, w := wiredClusters(t)
 	c := cs[0]
 	owner := map[string]string{picchuv1alpha1.LabelApp: "cert", picchuv1alpha1.LabelTarget: "manager"}
 	name := fmt.Sprintf("cert-manager-%d", nsSeq.Add(1))
@@ -373,11 +406,11 @@ func TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate(t *testing.T) {
 		t.Errorf("%d writes to objects Picchu did not create, want 0", got)
 	}
 	ns := &corev1.Namespace{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || !ns.DeletionTimestamp.IsZero() || ns.Labels["team"] != "platform" {
+	if err := c.Live.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || !ns.DeletionTimestamp.IsZero() || len(ns.Labels) != 2 || ns.Labels["team"] != "platform" {
 		t.Errorf("their namespace = %v (deleting %v), %v; want it untouched", ns.Labels, ns.DeletionTimestamp, err)
 	}
 	got := &corev1.ConfigMap{}
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil || got.Data["a"] != "theirs" {
+	if err := c.Live.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil || got.Data["a"] != "theirs" {
 		t.Errorf("their configmap = %v, %v; want it untouched", got.Data, err)
 	}
 }

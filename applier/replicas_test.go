@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
 )
 
@@ -24,7 +25,8 @@ var replicaSetKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 func scalable(ns, name string, annotations map[string]string) *appsv1.ReplicaSet {
 	labels := map[string]string{"app": name}
 	return &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name, picchuv1alpha1.LabelApp: name},
+			Annotations: annotations},
 		Spec: appsv1.ReplicaSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -60,7 +62,7 @@ func TestHPARecreation_HandingReplicasToAnAutoscalerResetsNothing(t *testing.T) 
 	ctx := context.Background()
 	target := env.Targets[0]
 	ensureNamespace(t, target.Client, "handover")
-	c := applier.NewCluster(target.Cluster, target.Client, log.Log)
+	c := applier.NewCluster(target.Cluster, target.Client, target.Client, "", log.Log)
 	rs := scalable("handover", "v1", map[string]string{"picchu.medium.engineering/ramping": "true"})
 	if err := c.CreateScaled(ctx, rs, 6); err != nil {
 		t.Fatal(err)
@@ -126,7 +128,7 @@ func TestAnnotationOverwriteAndCleanup(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
 	ensureNamespace(t, target.Client, "annotations")
-	c := applier.NewCluster(target.Cluster, target.Client, log.Log)
+	c := applier.NewCluster(target.Cluster, target.Client, target.Client, "", log.Log)
 	ramping := map[string]string{"picchu.medium.engineering/ramping": "true", "picchu.medium.engineering/autoscaler": "hpa"}
 	rs := scalable("annotations", "v1", ramping)
 	if err := c.CreateScaled(ctx, rs, 2); err != nil {
@@ -168,7 +170,7 @@ func TestFieldOwnership_ReplicasTakenOverFromAnOlderPicchu(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
 	ensureNamespace(t, target.Client, "upgrade")
-	c := applier.NewCluster(target.Cluster, target.Client, log.Log)
+	c := applier.NewCluster(target.Cluster, target.Client, target.Client, "", log.Log)
 	old := scalable("upgrade", "v1", nil)
 	old.Spec.Replicas = ptr.To[int32](11)
 	if err := c.Apply(ctx, old); err != nil {

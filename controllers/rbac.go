@@ -25,6 +25,10 @@ package controllers
 // controllers/mirror).
 // +kubebuilder:rbac:groups=picchu.medium.engineering,resources=faultinjectors,verbs=get;list;watch
 //
+// The delivery cluster's kube-system namespace, read once at start: its UID
+// is the default --instance-id.
+// +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-system,verbs=get
+//
 // Events on Revisions and ReleaseManagers.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //

@@ -1,11 +1,17 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/cluster"
@@ -34,6 +40,13 @@ const DefaultSyncPeriod = releasemanager.DefaultSyncPeriod
 // controller and the ReleaseManager controller with its alert sources. It
 // returns the registry.
 func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
+	if o.InstanceID == "" {
+		id, err := DefaultInstanceID(mgr.GetAPIReader())
+		if err != nil {
+			return nil, err
+		}
+		o.InstanceID = id
+	}
 	calendar, err := schedule.New(!o.HumaneReleasesDisabled)
 	if err != nil {
 		return nil, err
@@ -84,6 +97,7 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 			ProvenPercent:           int32(o.ProvenPercent),
 			MaxConcurrentReconciles: o.ConcurrentRevisions,
 			Shards:                  o.Shards,
+			ProtectedNamespaces:     picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
 		}).SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the revision controller: %w", err)
 		}
@@ -117,6 +131,8 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		Images:             imageInspector(o),
 		PreflightCapacity:  o.PreflightCapacity,
 		ClusterAlerts:      clusterAlerts(prom),
+		InstanceID:          o.InstanceID,
+		ProtectedNamespaces: picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
 	}
@@ -135,6 +151,19 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		}
 	}
 	return registry, nil
+}
+
+// DefaultInstanceID is the UID of the delivery cluster's kube-system
+// namespace, read from its API server: the same for every replica and
+// across restarts, and different for every delivery cluster.
+func DefaultInstanceID(reader client.Reader) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("reading the UID of the delivery cluster's kube-system namespace, the default --instance-id: %w", err)
+	}
+	return string(ns.UID), nil
 }
 
 // imageInspector is the inspector of builds' images, or nil when

@@ -108,6 +108,17 @@ type Options struct {
 	// KeepDone is how many done builds of a target are kept at most.
 	KeepDone int
 
+	// InstanceID identifies this Picchu among others that share target
+	// clusters or an Alertmanager (--instance-id): it marks what it writes
+	// there, and it writes over or deletes only what carries its mark.
+	// Setup sets it, when empty, to the UID of the delivery cluster's
+	// kube-system namespace, which stays the same across restarts.
+	InstanceID string
+	// ProtectedNamespaces are namespaces, beside
+	// picchuv1alpha1.DefaultProtectedNamespaces, that no app may be
+	// deployed in (--protected-namespaces): names, or prefixes ending in "*".
+	ProtectedNamespaces []string
+
 	// Shards, when set, split the apps between replicas: this one drives
 	// the apps of the shards it holds (see package shard). Nil drives
 	// every app.

@@ -13,6 +13,13 @@ const (
 	LabelFleet = "picchu.medium.engineering/fleet"
 	// LabelIgnore on a live object makes Picchu leave it alone.
 	LabelIgnore = "picchu.medium.engineering/ignore"
+	// LabelInstance, on an object Picchu writes on a target cluster, names
+	// the Picchu that wrote it (--instance-id: by default the UID of its
+	// delivery cluster's kube-system namespace), and LabelDeliveryNamespace
+	// the delivery namespace of the Cluster it wrote it through. A Picchu
+	// never writes over nor deletes an object either label gives to another.
+	LabelInstance          = "picchu.medium.engineering/instance"
+	LabelDeliveryNamespace = "picchu.medium.engineering/delivery-namespace"
 	// LabelPodTag is set on pods so that DestinationRule subsets select one tag.
 	LabelPodTag = "tag.picchu.medium.engineering"
 	// LabelFleetPrefix is the prefix of the per-fleet label on a Revision

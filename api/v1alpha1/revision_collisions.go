@@ -44,11 +44,13 @@ func Collisions(rev *Revision, others []Revision) []Collision {
 	return out
 }
 
-// revisionValidator checks a Revision's fields (Revision.Validate) and that
-// its "<app>-<target>" names are not another app's. reader reads the API
-// server, not a cache that may lag behind a Revision just created.
+// revisionValidator checks a Revision's fields (Revision.Validate), that its
+// "<app>-<target>" names are not protected namespaces, and that they are not
+// another app's. reader reads the API server, not a cache that may lag
+// behind a Revision just created.
 type revisionValidator struct {
-	reader client.Reader
+	reader    client.Reader
+	protected []string
 }
 
 func (v revisionValidator) ValidateCreate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
@@ -65,8 +67,14 @@ func (revisionValidator) ValidateDelete(context.Context, *Revision) (admission.W
 
 func (v revisionValidator) validate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
 	warnings, err := rev.Validate()
-	if err != nil || v.reader == nil {
+	if err != nil {
 		return warnings, err
+	}
+	if err := rev.validateProtected(v.protected); err != nil {
+		return warnings, err
+	}
+	if v.reader == nil {
+		return warnings, nil
 	}
 	// Only an app whose name is rev's "<app>-<target>" cut at a "-" can
 	// collide with it: ask the API server for those apps' Revisions alone.
@@ -107,4 +115,19 @@ func collidingApps(rev *Revision) []string {
 		}
 	}
 	return out
+}
+
+// validateProtected refuses targets whose "<app>-<target>" namespace is one
+// of protected, naming the target's name.
+func (rev *Revision) validateProtected(protected []string) error {
+	var errs field.ErrorList
+	for i, t := range rev.Spec.Targets {
+		if err := CheckProtected(rev.Spec.App.Name, t.Name, protected); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "targets").Index(i).Child("name"), t.Name, err.Error()))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(GroupVersion.WithKind("Revision").GroupKind(), rev.Name, errs)
 }

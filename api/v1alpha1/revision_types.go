@@ -182,6 +182,21 @@ type RevisionTargetStatus struct {
 	// revision in this target before it proved itself.
 	// +optional
 	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
+	// held says why the build cannot go on in this target until a person
+	// acts: the app's namespace there is protected (ProtectedNamespace), or
+	// an object it needs on a cluster exists and is not Picchu's (NotOwned).
+	// +optional
+	Held *RevisionHold `json:"held,omitempty"`
+}
+
+// RevisionHold is why a build holds in a target until a person acts.
+type RevisionHold struct {
+	// reason is ProtectedNamespace or NotOwned.
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// message names the namespace or object, and the cluster.
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message"`
 }
 
 // RevisionScaleStatus counts replicas summed over a target's live clusters.

@@ -16,14 +16,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
+// WebhookOptions are the operator's settings the webhooks check against.
+type WebhookOptions struct {
+	// ProtectedNamespaces are the namespaces, beside
+	// DefaultProtectedNamespaces, no app may be deployed in
+	// (--protected-namespaces).
+	ProtectedNamespaces []string
+}
+
 // SetupWebhooksWithManager registers the admission webhooks of every kind
 // that has one: Revision (defaulting, and validation, which also rejects an
-// "<app>-<target>" name another app has), Cluster and ClusterSecrets
-// (validation).
-func SetupWebhooksWithManager(mgr ctrl.Manager) error {
+// "<app>-<target>" name another app has or a protected namespace), Cluster
+// and ClusterSecrets (validation).
+func SetupWebhooksWithManager(mgr ctrl.Manager, o WebhookOptions) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &Revision{}).
 		WithDefaulter(revisionDefaulter{}).
-		WithValidator(revisionValidator{reader: mgr.GetAPIReader()}).
+		WithValidator(revisionValidator{reader: mgr.GetAPIReader(), protected: ProtectedNamespaces(o.ProtectedNamespaces)}).
 		Complete(); err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func TestWaypoint_Objects(t *testing.T) {
 func TestWaypoint_TheTargetAcceptsIt(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	if err := c.Apply(ctx, manifests.AppNamespace("mesh", "production", manifests.MeshAmbient)); err != nil {
 		t.Fatal(err)
 	}

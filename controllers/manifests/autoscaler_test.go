@@ -87,7 +87,7 @@ func TestScaledObject_TriggersWithoutAuthUseThePodIdentity(t *testing.T) {
 func TestAutoscalers_TheTargetAcceptsThem(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	if err := c.Apply(ctx, manifests.AppNamespace("jobs", "production", manifests.MeshSidecar)); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 func TestDuplicatePorts_ATargetAcceptsTheObjects(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	const app, ns = "dupports", "dupports-production"
 	spec := &picchuv1alpha1.RevisionTarget{
 		Name: "production", Fleet: "production",

@@ -3,6 +3,7 @@ package manifests_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -612,7 +613,7 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 		return []client.Object{manifests.AppNamespace(r.App, r.Target, manifests.MeshSidecar), dr, vs, manifests.Sidecar(r)}
 	}
 
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	want := objects()
 	for _, obj := range want {
 		if err := c.Apply(ctx, obj); err != nil {
@@ -625,8 +626,11 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 		if err := tgt.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
 			t.Fatalf("reading %T: %v", obj, err)
 		}
-		if !reflect.DeepEqual(got.GetLabels(), obj.GetLabels()) {
-			t.Errorf("%T labels %v, want %v", obj, got.GetLabels(), obj.GetLabels())
+		// The applier adds its owner's marker to the object's labels.
+		wantLabels := maps.Clone(obj.GetLabels())
+		maps.Copy(wantLabels, c.Owner.Labels())
+		if !reflect.DeepEqual(got.GetLabels(), wantLabels) {
+			t.Errorf("%T labels %v, want %v", obj, got.GetLabels(), wantLabels)
 		}
 		if g, w := istioSpec(got), istioSpec(obj); !proto.Equal(g, w) {
 			t.Errorf("stored %T spec differs\n got %v\nwant %v", obj, g, w)
@@ -636,7 +640,7 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 
 	// A new applier has no memory of what was applied, so this sends every
 	// object again; identical objects leave the stored ones unchanged.
-	again := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	again := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	for _, obj := range objects()[1:] {
 		if err := again.Apply(ctx, obj); err != nil {
 			t.Fatal(err)

@@ -206,7 +206,7 @@ func TestPrometheusScaledObject_AmbientRequestRate(t *testing.T) {
 func TestKEDADatadogAndAmbientObjects_TheTargetAcceptsThem(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	for _, ns := range []string{"dd-production", "amb-production"} {
 		if err := client.IgnoreAlreadyExists(tgt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
 			t.Fatal(err)

@@ -279,7 +279,7 @@ func TestServiceMonitors_SelectTheAppsNamespaceAndKeepOnlySLOMetrics(t *testing.
 func TestMonitoringPlans_TheTargetAcceptsThem(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	m := monitoring()
 	slo, err := manifests.SLORules(m)
 	if err != nil {
@@ -299,8 +299,11 @@ func TestMonitoringPlans_TheTargetAcceptsThem(t *testing.T) {
 	}
 	objects := []client.Object{
 		manifests.AppNamespace("shop", "production", manifests.MeshSidecar),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "service-level-objectives"}},
 		slo, canary, manifests.AlertRules(m), psl, sms[0], sms[1],
+	}
+	// The service levels' namespace is shared by every app: created, not applied.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "service-level-objectives"}}); err != nil {
+		t.Fatal(err)
 	}
 	for _, obj := range objects {
 		if err := c.Apply(ctx, obj); err != nil {

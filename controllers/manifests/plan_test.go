@@ -140,7 +140,7 @@ func names(env []corev1.EnvVar) []string {
 func TestPlans_ApplyToARealCluster(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	spec := target()
 	objects := []client.Object{
 		manifests.AppNamespace("shop", "production", manifests.MeshSidecar),

@@ -71,7 +71,7 @@ func TestReplicaSet_Platforms(t *testing.T) {
 func TestReplicaSet_PlatformsApplyToARealCluster(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	b := build()
 	b.Tag = "v2-platforms"
 	b.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{

@@ -143,7 +143,7 @@ func Test_Service_NoneWithoutPorts(t *testing.T) {
 func TestService_RenamedPortOnARealCluster(t *testing.T) {
 	ctx := context.Background()
 	tgt := env.Targets[0]
-	c := applier.NewCluster(tgt.Cluster, tgt.Client, log.Log)
+	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
 	const app = "renamed"
 	v1 := []picchuv1alpha1.PortInfo{port("http", 80, 8080, corev1.ProtocolTCP), port("status", 4444, 4444, corev1.ProtocolTCP)}
 	v2 := []picchuv1alpha1.PortInfo{port("web", 80, 8080, corev1.ProtocolTCP), port("status", 4444, 4444, corev1.ProtocolTCP)}

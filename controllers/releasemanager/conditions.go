@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +31,10 @@ const (
 // conditionInputs gathers, build by build, what the conditions say.
 type conditionInputs struct {
 	unavailable, progressing, timedOut, unknown []string
-	judging                                     bool
+	// notOwned are the objects of the app, on clusters, that exist and are
+	// not Picchu's: the app holds there until a person acts.
+	notOwned []string
+	judging  bool
 }
 
 // add counts a build in state, at weight percent.
@@ -56,43 +60,62 @@ func (c *conditionInputs) add(inc *incarnation, state release.State, weight int3
 }
 
 // setConditions sets Ready, Reconciling and Stalled in the kstatus style.
-func setConditions(rm *picchuv1alpha1.ReleaseManager, unavailable, progressing, timedOut, unknown []string) {
+// Stalled, when true, also says why Ready is false.
+func setConditions(rm *picchuv1alpha1.ReleaseManager, c conditionInputs) {
 	set := func(t string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
 			Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rm.Generation,
 		})
 	}
+	stalled := func(reason, msg string) {
+		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	}
 	switch {
-	case len(unknown) > 0:
-		msg := "held: " + strings.Join(unknown, ", ") + ", a state this version of Picchu does not handle"
-		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, ReasonUnknownState, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonUnknownState, msg)
-	case len(timedOut) > 0:
-		msg := "timed out: " + strings.Join(timedOut, ", ")
-		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, ReasonTimedOut, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonTimedOut, msg)
+	case len(c.unknown) > 0:
+		stalled(ReasonUnknownState, "held: "+strings.Join(c.unknown, ", ")+", a state this version of Picchu does not handle")
+	case len(c.timedOut) > 0:
+		stalled(ReasonTimedOut, "timed out: "+strings.Join(c.timedOut, ", "))
+	case len(c.notOwned) > 0:
+		stalled(picchuv1alpha1.ReasonNotOwned, truncate("held: "+strings.Join(c.notOwned, "; "), maxStalledMessage))
 	default:
 		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
 	}
-	switch {
-	case len(unavailable) > 0:
-		msg := "not synced on " + strings.Join(unavailable, ", ")
-		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonClustersUnavailable, msg)
-		if len(unknown) == 0 && len(timedOut) == 0 {
-			set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonClustersUnavailable, msg)
-		}
-	case len(progressing) > 0:
-		msg := strings.Join(progressing, ", ")
-		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, msg)
-		if len(unknown) == 0 && len(timedOut) == 0 {
-			set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, msg)
-		}
-	default:
-		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionReconciling)
-		if len(unknown) == 0 && len(timedOut) == 0 {
-			set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSynced, "every build is in its state on every cluster")
+	ready := func(status metav1.ConditionStatus, reason, msg string) {
+		if !meta.IsStatusConditionTrue(rm.Status.Conditions, picchuv1alpha1.ConditionStalled) {
+			set(picchuv1alpha1.ConditionReady, status, reason, msg)
 		}
 	}
+	switch {
+	case len(c.unavailable) > 0:
+		msg := "not synced on " + strings.Join(c.unavailable, ", ")
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonClustersUnavailable, msg)
+		ready(metav1.ConditionFalse, ReasonClustersUnavailable, msg)
+	case len(c.progressing) > 0:
+		msg := strings.Join(c.progressing, ", ")
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, msg)
+		ready(metav1.ConditionFalse, ReasonProgressing, msg)
+	default:
+		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionReconciling)
+		ready(metav1.ConditionTrue, ReasonSynced, "every build is in its state on every cluster")
+	}
+}
+
+// maxStalledMessage bounds a Stalled message made of clusters' errors: the
+// Revisions that mirror it keep it under their schema's bound.
+const maxStalledMessage = 2048
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "…"
+	cut := n - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // setOrphanedCondition sets Orphaned while no Revision targets the app in

@@ -128,6 +128,14 @@ type Reconciler struct {
 	// Shards, when set, are the apps this replica drives: ReleaseManagers
 	// of other apps are left to the replicas holding their shards.
 	Shards *shard.Coordinator
+	// InstanceID identifies this Picchu on target clusters: it marks what
+	// it writes there, and it writes over or deletes only what carries its
+	// mark (see applier.Owner).
+	InstanceID string
+	// ProtectedNamespaces are namespaces no app may be deployed in (see
+	// picchuv1alpha1.ProtectedNamespaces): a ReleaseManager of an app whose
+	// namespace is one of them touches no cluster.
+	ProtectedNamespaces []string
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterHandle
@@ -381,11 +389,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rm.Labels[picchuv1alpha1.LabelIgnore] != "" {
 		return ctrl.Result{}, nil
 	}
+	// A ReleaseManager being deleted is finalized even when some stored
+	// value does not decode: nothing else would ever let it go.
+	if !rm.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, rm)
+	}
 	if err := rm.DecodeError(); err != nil {
 		return ctrl.Result{}, controllers.ReportUndecodable(ctx, r.Client, r.Recorder, "ReleaseManager", rm, &rm.Status.Conditions, err)
 	}
-	if !rm.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, rm)
+	if err := picchuv1alpha1.CheckProtected(rm.Spec.App, rm.Spec.Target, r.ProtectedNamespaces); err != nil {
+		// The Revision controller creates none such; one made by hand, or
+		// before the namespace was protected, touches no cluster.
+		return ctrl.Result{}, controllers.ReportStalled(ctx, r.Client, r.Recorder, rm, &rm.Status.Conditions,
+			picchuv1alpha1.ReasonProtectedNamespace, err.Error())
 	}
 	if controllerutil.AddFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
 		if err := r.write(rm, func() error { return r.Client.Update(ctx, rm) }); err != nil {
@@ -491,6 +507,16 @@ func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 	if !controllerutil.ContainsFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
 		return ctrl.Result{}, nil
 	}
+	if why := r.leaveClustersAlone(rm); why != "" {
+		controllerutil.RemoveFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager)
+		if err := r.Client.Update(ctx, rm); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("removing finalizer of release manager %s/%s: %w", rm.Namespace, rm.Name, err)
+		}
+		if r.Recorder != nil {
+			r.Recorder.Eventf(rm, nil, corev1.EventTypeWarning, "ClustersLeftAlone", "Finalize", "%s", why)
+		}
+		return ctrl.Result{}, nil
+	}
 	fleet, err := r.fleet(ctx, rm)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -522,6 +548,20 @@ func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 	return ctrl.Result{}, nil
 }
 
+// leaveClustersAlone says why the ReleaseManager's app must not be removed
+// from its clusters when it goes, or "": its namespace is protected (it was
+// never Picchu's, whatever its labels say), or its spec did not decode, so
+// that which app it is cannot be told.
+func (r *Reconciler) leaveClustersAlone(rm *picchuv1alpha1.ReleaseManager) string {
+	if err := rm.DecodeError(); err != nil && rm.Spec.App == "" {
+		return fmt.Sprintf("not removing the app from its clusters: %v", err)
+	}
+	if err := picchuv1alpha1.CheckProtected(rm.Spec.App, rm.Spec.Target, r.ProtectedNamespaces); err != nil {
+		return fmt.Sprintf("not removing the app from its clusters: %v", err)
+	}
+	return ""
+}
+
 // handle returns the applier.Cluster for the registry's current client of a
 // cluster, keeping it while the client stays the same.
 func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cluster) *applier.Cluster {
@@ -533,7 +573,7 @@ func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cl
 	}
 	h := &clusterHandle{
 		remote: remoteCluster,
-		plans:  applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), ctrl.Log.WithName("plan")),
+		plans:  applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan")),
 	}
 	r.clusters[key] = h
 	return h.plans

@@ -124,8 +124,8 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *applier.Cluster, objs 
 
 // applyServiceLevels applies psl, creating its namespace first when the
 // cluster does not have it, or deletes gone when psl is nil. The namespace
-// is shared by every app and carries none of Picchu's labels, so it is
-// applied only when missing rather than on every run.
+// is shared by every app and carries none of Picchu's labels: it is created
+// when missing, and never applied over nor deleted.
 func applyServiceLevels(ctx context.Context, c *applier.Cluster, psl *slothv1.PrometheusServiceLevel, gone client.Object) error {
 	if psl == nil {
 		return c.Delete(ctx, gone)
@@ -134,7 +134,7 @@ func applyServiceLevels(ctx context.Context, c *applier.Cluster, psl *slothv1.Pr
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err := c.Apply(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: psl.Namespace}}); err != nil {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: psl.Namespace}}); err != nil {
 		return fmt.Errorf("creating the service levels namespace: %w", err)
 	}
 	return c.Apply(ctx, psl)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -160,7 +161,8 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 	}
 	rm.Status.ObservedGeneration = rm.Generation
 	out.held.tag, out.held.why = heldBy(s, c)
-	setConditions(rm, c.unavailable, c.progressing, c.timedOut, c.unknown)
+	c.notOwned = clusters.notOwned
+	setConditions(rm, c)
 	setAlertsCondition(rm, c.judging, s.alertProblems)
 	setEvidenceCondition(rm, s.noEvidence)
 	setOrphanedCondition(rm, s, rm.Status.Revisions)
@@ -239,6 +241,9 @@ type clusterOutcome struct {
 	buildsFailed map[string]map[string]error
 	// routed are the clusters that took the run's routing.
 	routed map[string]bool
+	// notOwned name the objects that exist on clusters and are not
+	// Picchu's, with their cluster.
+	notOwned []string
 	// waves say, of each wave's clusters, whether every live one took the
 	// run's changes to the app, and whether some live one took its routing.
 	waves []waveOutcome
@@ -270,6 +275,9 @@ func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 	for _, res := range results {
 		if res.Err != nil {
 			failed[res.Cluster] = res.Err.Error()
+			if no := (*applier.NotOwnedError)(nil); errors.As(res.Err, &no) {
+				out.notOwned = append(out.notOwned, fmt.Sprintf("on cluster %s, %v", res.Cluster, no))
+			}
 			if builds, only := buildErrors(res.Err); only {
 				out.buildsFailed[res.Cluster] = builds
 			}

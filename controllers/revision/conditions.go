@@ -110,7 +110,9 @@ func describeTarget(name string, ts *picchuv1alpha1.RevisionTargetStatus) string
 //     message being the picchu.medium.engineering/failed-reason annotation),
 //     a target failing or failed (Failed: its external test failed),
 //     timing out (TimedOut; Picchu fails the Revision next) or in a state
-//     this Picchu does not handle (UnknownState). Ready is False with the
+//     this Picchu does not handle (UnknownState), or held in a target
+//     until a person acts (status.targets[].held: its reason,
+//     ProtectedNamespace or NotOwned, and its message). Ready is False with the
 //     same reason. A failed build does not come back by itself, so a
 //     rollback under way is not Reconciling.
 //   - Otherwise Reconciling True (reason Progressing) while some target
@@ -128,6 +130,8 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 		parts                     []string
 		progressing, allReleased  = false, len(rev.Spec.Targets) > 0
 		failedIn, timedOutIn, odd []string
+		heldIn                    []string
+		heldReason                string
 	)
 	for _, t := range rev.Spec.Targets {
 		ts := byName[t.Name]
@@ -137,6 +141,12 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 			state = release.State(ts.State)
 		}
 		allReleased = allReleased && state == release.Released
+		if ts != nil && ts.Held != nil {
+			heldIn = append(heldIn, t.Name+": "+ts.Held.Message)
+			if heldReason == "" {
+				heldReason = ts.Held.Reason
+			}
+		}
 		switch targetProgress(state, t.Release.Eligible) {
 		case moving:
 			progressing = true
@@ -168,6 +178,8 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 		stalledReason, stalledMsg = ReasonTimedOut, "timed out in "+strings.Join(timedOutIn, ", ")
 	case len(failedIn) > 0:
 		stalledReason, stalledMsg = ReasonFailed, "failed in "+strings.Join(failedIn, ", ")
+	case len(heldIn) > 0:
+		stalledReason, stalledMsg = heldReason, "held in "+strings.Join(heldIn, "; ")
 	}
 
 	cond := func(t string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -49,6 +50,10 @@ type Reconciler struct {
 	// Revision's mirrored status (DefaultMirrorInterval when 0): the
 	// changes of its ReleaseManagers within it are written together.
 	MirrorInterval time.Duration
+	// ProtectedNamespaces are the namespaces no app is deployed in
+	// (picchuv1alpha1.ProtectedNamespaces): a target whose "<app>-<target>"
+	// is one gets no ReleaseManager, and the Revision is held there.
+	ProtectedNamespaces []string
 
 	// mirrored is when each Revision's status was last written.
 	mirrored sync.Map
@@ -132,7 +137,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	var rms []*picchuv1alpha1.ReleaseManager
+	held := map[string]*picchuv1alpha1.RevisionHold{}
 	for i := range rev.Spec.Targets {
+		if err := picchuv1alpha1.CheckProtected(rev.Spec.App.Name, rev.Spec.Targets[i].Name, r.ProtectedNamespaces); err != nil {
+			// Admission refuses such a Revision; one that got in (webhooks
+			// off) gets no ReleaseManager, so nothing touches a cluster.
+			held[rev.Spec.Targets[i].Name] = &picchuv1alpha1.RevisionHold{Reason: picchuv1alpha1.ReasonProtectedNamespace, Message: err.Error()}
+			if r.Recorder != nil && !heldBefore(rev, rev.Spec.Targets[i].Name, picchuv1alpha1.ReasonProtectedNamespace) {
+				r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, picchuv1alpha1.ReasonProtectedNamespace, "Hold", "%s", err.Error())
+			}
+			continue
+		}
 		rm, err := r.ensureReleaseManager(ctx, rev, &rev.Spec.Targets[i])
 		var collision *collisionError
 		if errors.As(err, &collision) {
@@ -152,7 +167,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.failIfBad(ctx, rev, rms); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.mirrorStatus(ctx, rev, rms)
+	return r.mirrorStatus(ctx, rev, rms, held)
+}
+
+// heldBefore says the Revision's status already records the target held
+// for reason.
+func heldBefore(rev *picchuv1alpha1.Revision, target, reason string) bool {
+	for _, ts := range rev.Status.Targets {
+		if ts.Name == target && ts.Held != nil && ts.Held.Reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteIfDeletable deletes the Revision when Deletable says so, and reports
@@ -388,10 +414,11 @@ func (e *collisionError) Error() string {
 // conditions from them (SetConditions), and writes the status only when it
 // changed, at most once per MirrorInterval: a change within it is written
 // when it ends.
-func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
+func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager,
+	held map[string]*picchuv1alpha1.RevisionHold) (ctrl.Result, error) {
 	before := rev.DeepCopy()
 	rev.Status.ObservedGeneration = rev.Generation
-	rev.Status.Targets = TargetStatuses(rev.Spec.App.Tag, rms)
+	rev.Status.Targets = TargetStatuses(rev.Spec.App.Tag, rms, held)
 	rev.Status.Summary = Summary(rev.Status.Targets)
 	SetConditions(rev, time.Now())
 	if equality.Semantic.DeepEqual(before.Status, rev.Status) {
@@ -417,11 +444,17 @@ func (r *Reconciler) mirrorInterval() time.Duration {
 	return DefaultMirrorInterval
 }
 
-// TargetStatuses returns, per ReleaseManager, what it records for tag.
-func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager) []picchuv1alpha1.RevisionTargetStatus {
-	out := make([]picchuv1alpha1.RevisionTargetStatus, 0, len(rms))
+// TargetStatuses returns, per ReleaseManager, what it records for tag, and
+// each target held without one (held, by target name). A ReleaseManager
+// stalled because its app's namespace or an object it needs is not
+// Picchu's holds the build: its Stalled condition is the target's held.
+func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager, held map[string]*picchuv1alpha1.RevisionHold) []picchuv1alpha1.RevisionTargetStatus {
+	out := make([]picchuv1alpha1.RevisionTargetStatus, 0, len(rms)+len(held))
+	for target, h := range held {
+		out = append(out, picchuv1alpha1.RevisionTargetStatus{Name: target, Held: h})
+	}
 	for _, rm := range rms {
-		ts := picchuv1alpha1.RevisionTargetStatus{Name: rm.Spec.Target}
+		ts := picchuv1alpha1.RevisionTargetStatus{Name: rm.Spec.Target, Held: stalledHold(rm)}
 		for _, s := range rm.Status.Revisions {
 			if s.Tag != tag {
 				continue
@@ -436,6 +469,17 @@ func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager) []picchuv1
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// stalledHold is the hold a ReleaseManager's Stalled condition says all its
+// builds are under, or nil.
+func stalledHold(rm *picchuv1alpha1.ReleaseManager) *picchuv1alpha1.RevisionHold {
+	c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue ||
+		(c.Reason != picchuv1alpha1.ReasonNotOwned && c.Reason != picchuv1alpha1.ReasonProtectedNamespace) {
+		return nil
+	}
+	return &picchuv1alpha1.RevisionHold{Reason: c.Reason, Message: c.Message}
 }
 
 // Summary is the one-line view of the targets "kubectl get revisions" shows,

@@ -70,7 +70,7 @@ func serveWebhooks(ctx context.Context, env *harness.Env) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := picchuv1alpha1.SetupWebhooksWithManager(mgr); err != nil {
+	if err := picchuv1alpha1.SetupWebhooksWithManager(mgr, picchuv1alpha1.WebhookOptions{ProtectedNamespaces: []string{"cert-*"}}); err != nil {
 		return fmt.Errorf("setting up webhooks: %w", err)
 	}
 	go func() {

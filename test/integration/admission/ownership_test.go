@@ -73,3 +73,26 @@ func TestRevision_FoundByAppOnTheAPIServer(t *testing.T) {
 		t.Errorf("found %d revisions, want only the unlabelled %s", len(revs.Items), u.GetName())
 	}
 }
+
+// TestRevisionWebhook_RejectsProtectedNamespaces checks that an app whose
+// "<app>-<target>" is a namespace Picchu never owns is refused, naming the
+// target's name and the namespace: Kubernetes' own (kube-*), default,
+// Istio's, and those --protected-namespaces adds ("cert-*" here).
+func TestRevisionWebhook_RejectsProtectedNamespaces(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ app, target, ns string }{
+		{"istio", "system", "istio-system"},
+		{"kube", "system", "kube-system"},
+		{"kube", "node-lease", "kube-node-lease"},
+		{"cert", "manager", "cert-manager"},
+	} {
+		err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON(tc.app, tc.target)))
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.targets[0].name") || !strings.Contains(err.Error(), `"`+tc.ns+`"`) ||
+			!strings.Contains(err.Error(), "protected") {
+			t.Errorf("%s in %s: got %v, want an invalid error naming spec.targets[0].name and the protected namespace %s", tc.app, tc.target, err, tc.ns)
+		}
+	}
+	if err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON("istio", "canary"))); err != nil {
+		t.Errorf("app istio in target canary (namespace istio-canary) was refused: %v", err)
+	}
+}

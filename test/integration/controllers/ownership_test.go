@@ -1,0 +1,282 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/test/integration/harness"
+	"github.com/medium/picchu/test/kit"
+)
+
+// theirs is a namespace someone else made on every target, with a Secret
+// in it, as it was before Picchu saw it.
+type theirs struct {
+	name string
+	// before are the namespace's and the Secret's stored JSON, by target.
+	before map[string][2][]byte
+}
+
+// theirNamespace creates, on every target, namespace name with labels and
+// an annotation of its owner's and a Secret, and records them.
+func theirNamespace(t *testing.T, name string, labels map[string]string) *theirs {
+	t.Helper()
+	ctx := context.Background()
+	out := &theirs{name: name, before: map[string][2][]byte{}}
+	for _, target := range env.Targets {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+			Annotations: map[string]string{"owner": "platform-team"}}}
+		if err := target.Client.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: name, Labels: map[string]string{"team": "platform"}},
+			Data: map[string][]byte{"ca.key": []byte("private")}}
+		if err := target.Client.Create(ctx, secret); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+		out.before[target.Name] = out.read(t, target)
+	}
+	return out
+}
+
+// read returns the stored JSON of the namespace and its Secret on target.
+func (th *theirs) read(t *testing.T, target *harness.Target) [2][]byte {
+	t.Helper()
+	ctx := context.Background()
+	var out [2][]byte
+	for i, obj := range []client.Object{&corev1.Namespace{}, &corev1.Secret{}} {
+		key := client.ObjectKey{Name: th.name}
+		if i == 1 {
+			key = client.ObjectKey{Namespace: th.name, Name: "ca"}
+		}
+		if err := target.Client.Get(ctx, key, obj); err != nil {
+			t.Fatalf("%s: reading %T %s: %v", target.Name, obj, key, err)
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = data
+	}
+	return out
+}
+
+// untouched checks, on every target, that the namespace and its Secret are
+// byte for byte what they were (resourceVersion, labels, annotations and
+// contents included), and that nothing of Picchu's runs in the namespace.
+func (th *theirs) untouched(t *testing.T) {
+	t.Helper()
+	for _, target := range env.Targets {
+		now := th.read(t, target)
+		for i, what := range []string{"namespace", "Secret"} {
+			if string(now[i]) != string(th.before[target.Name][i]) {
+				t.Errorf("%s: their %s %s changed:\nbefore %s\nafter  %s", target.Name, what, th.name, th.before[target.Name][i], now[i])
+			}
+		}
+		rss := &appsv1.ReplicaSetList{}
+		if err := target.Client.List(context.Background(), rss, client.InNamespace(th.name)); err != nil {
+			t.Fatal(err)
+		}
+		if len(rss.Items) > 0 {
+			t.Errorf("%s: %d ReplicaSets of Picchu's run in %s", target.Name, len(rss.Items), th.name)
+		}
+	}
+}
+
+// revisionIn is appRevision of app in target instead of production.
+func revisionIn(app, target, tag string) *picchuv1alpha1.Revision {
+	rev := appRevision(app, tag, env.Fleet)
+	rev.Spec.Targets[0].Name = target
+	return rev
+}
+
+// heldRevision waits until the Revision is Stalled for reason, with a
+// message that names each of names, and returns the message.
+func heldRevision(t *testing.T, name, reason string, names ...string) string {
+	t.Helper()
+	c := revisionCondition(t, name, picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, reason, "")
+	for _, n := range names {
+		if !strings.Contains(c.Message, n) {
+			t.Errorf("Stalled message %q does not name %q", c.Message, n)
+		}
+	}
+	return c.Message
+}
+
+// deleteAndWait deletes obj from the delivery cluster and waits until it
+// and the ReleaseManager rmName (finalizer included) are gone.
+func deleteAndWait(t *testing.T, obj client.Object, rmName string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Delivery.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	kit.Eventually(t, 30*time.Second, rmName+" gone", func() error {
+		for _, o := range []client.Object{obj, &picchuv1alpha1.ReleaseManager{ObjectMeta: metav1.ObjectMeta{Name: rmName, Namespace: env.Namespace}}} {
+			err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(o), o)
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still there (%v)", o, o.GetName(), err)
+			}
+		}
+		return nil
+	})
+}
+
+// TestReleaseManager_NeverTakesOverANamespaceItDidNotCreate gives every
+// target a namespace "payments-production" that a platform team made, with
+// a Secret, and applies app "payments": the operator, wired as main wires
+// it (its target caches hold only Picchu's objects), holds the build with a
+// condition naming the namespace and its cluster, on the ReleaseManager and
+// on the Revision, and when the Revision and then the app go, leaves the
+// namespace and its Secret as they were, byte for byte.
+func TestReleaseManager_NeverTakesOverANamespaceItDidNotCreate(t *testing.T) {
+	const app = "payments"
+	ns := theirNamespace(t, app+"-production", map[string]string{"team": "payments"})
+	config(t, app, "v1")
+	rev := appRevision(app, "v1", env.Fleet)
+	if err := env.Delivery.Client.Create(context.Background(), rev); err != nil {
+		t.Fatal(err)
+	}
+	kit.Eventually(t, 30*time.Second, "release manager stalled, naming the namespace", func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
+		if c == nil || c.Reason != picchuv1alpha1.ReasonNotOwned || !strings.Contains(c.Message, "Namespace /"+ns.name) ||
+			!strings.Contains(c.Message, "cluster "+env.Targets[0].Name) {
+			return fmt.Errorf("stalled %+v", c)
+		}
+		return nil
+	})
+	heldRevision(t, rev.Name, picchuv1alpha1.ReasonNotOwned, ns.name, "no Picchu app label")
+	ns.untouched(t)
+
+	deleteAndWait(t, rev, app+"-production")
+	ns.untouched(t)
+}
+
+// TestRevision_ProtectedNamespaceIsNeverTouched gives every target an
+// istio-system namespace that Istio's installer made, with a Secret, and
+// applies app "istio" in target "system" (admission would refuse it; this
+// suite runs without webhooks, as when they are down): the Revision is held
+// naming the namespace, no ReleaseManager is made, and when the Revision
+// goes the namespace is as it was. A ReleaseManager made by hand for it
+// touches no cluster either, and deleting it deletes nothing.
+func TestRevision_ProtectedNamespaceIsNeverTouched(t *testing.T) {
+	ctx := context.Background()
+	ns := theirNamespace(t, "istio-system", map[string]string{"istio-injection": "disabled"})
+	config(t, "istio", "v1")
+	rev := revisionIn("istio", "system", "v1")
+	if err := env.Delivery.Client.Create(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	heldRevision(t, rev.Name, picchuv1alpha1.ReasonProtectedNamespace, `"istio-system"`)
+	rmKey := client.ObjectKey{Namespace: env.Namespace, Name: "istio-system"}
+	if err := env.Delivery.Client.Get(ctx, rmKey, &picchuv1alpha1.ReleaseManager{}); !apierrors.IsNotFound(err) {
+		t.Errorf("release manager of a protected namespace: %v, want none", err)
+	}
+	ns.untouched(t)
+	deleteAndWait(t, rev, rmKey.Name)
+
+	rm := &picchuv1alpha1.ReleaseManager{
+		ObjectMeta: metav1.ObjectMeta{Name: rmKey.Name, Namespace: rmKey.Namespace},
+		Spec:       picchuv1alpha1.ReleaseManagerSpec{App: "istio", Target: "system", Fleet: env.Fleet},
+	}
+	if err := env.Delivery.Client.Create(ctx, rm); err != nil {
+		t.Fatal(err)
+	}
+	kit.Eventually(t, 20*time.Second, "hand-made release manager stalled", func() error {
+		if err := env.Delivery.Client.Get(ctx, rmKey, rm); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
+		if c == nil || c.Reason != picchuv1alpha1.ReasonProtectedNamespace || !strings.Contains(c.Message, `"istio-system"`) {
+			return fmt.Errorf("stalled %+v", c)
+		}
+		return nil
+	})
+	if len(rm.Finalizers) != 0 {
+		t.Errorf("finalizers %v on a release manager that touches no cluster", rm.Finalizers)
+	}
+	deleteAndWait(t, rm, rmKey.Name)
+	ns.untouched(t)
+}
+
+// TestReleaseManager_NeverWritesOverAnotherPicchusObjects gives every target
+// a namespace another Picchu made for an app of the same name (its app and
+// target labels, and its marker): this Picchu holds the build, naming the
+// other, and leaves the namespace alone, deletion included.
+func TestReleaseManager_NeverWritesOverAnotherPicchusObjects(t *testing.T) {
+	const app = "twin"
+	ns := theirNamespace(t, app+"-production", map[string]string{
+		picchuv1alpha1.LabelApp: app, picchuv1alpha1.LabelTarget: "production",
+		picchuv1alpha1.LabelInstance: "another-picchu", picchuv1alpha1.LabelDeliveryNamespace: env.Namespace,
+	})
+	config(t, app, "v1")
+	rev := appRevision(app, "v1", env.Fleet)
+	if err := env.Delivery.Client.Create(context.Background(), rev); err != nil {
+		t.Fatal(err)
+	}
+	heldRevision(t, rev.Name, picchuv1alpha1.ReasonNotOwned, ns.name, `another Picchu wrote it (instance "another-picchu"`)
+	ns.untouched(t)
+	deleteAndWait(t, rev, app+"-production")
+	ns.untouched(t)
+}
+
+// TestReleaseManager_MarksWhatItWritesAndAdoptsItsOlderObjects gives every
+// target a namespace labelled for app "legacy" by an earlier Picchu, which
+// marked nothing: the operator adopts it, and every object it writes for
+// the app carries its instance (the delivery cluster's kube-system UID, the
+// default) and delivery namespace.
+func TestReleaseManager_MarksWhatItWritesAndAdoptsItsOlderObjects(t *testing.T) {
+	ctx := context.Background()
+	const app = "legacy"
+	theirNamespace(t, app+"-production", map[string]string{picchuv1alpha1.LabelApp: app, picchuv1alpha1.LabelTarget: "production"})
+	system := &corev1.Namespace{}
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, system); err != nil {
+		t.Fatal(err)
+	}
+	marker := map[string]string{picchuv1alpha1.LabelInstance: string(system.UID), picchuv1alpha1.LabelDeliveryNamespace: env.Namespace}
+	config(t, app, "v1")
+	if err := env.Delivery.Client.Create(ctx, appRevision(app, "v1", env.Fleet)); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		makeReady(t, target, app, "v1")
+	}
+	buildState(t, 30*time.Second, app, "v1", "released")
+	for _, target := range env.Targets {
+		for _, obj := range []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app + "-production"}},
+			&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: app + "-production", Name: "v1"}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: app + "-production", Name: app}},
+		} {
+			kit.Eventually(t, 10*time.Second, fmt.Sprintf("%s: %T %s marked", target.Name, obj, obj.GetName()), func() error {
+				if err := target.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+					return err
+				}
+				got := map[string]string{}
+				for k := range marker {
+					got[k] = obj.GetLabels()[k]
+				}
+				if !maps.Equal(got, marker) {
+					return fmt.Errorf("marker labels %v, want %v", got, marker)
+				}
+				return nil
+			})
+		}
+	}
+}
