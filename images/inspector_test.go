@@ -199,7 +199,8 @@ func dockerConfigSecret(host, user, pass string) corev1.Secret {
 
 func TestInspector_PullSecrets(t *testing.T) {
 	reg := registry.New()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Over TLS: credentials never go over plain HTTP.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "picchu" || p != "s3cret" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
 			w.WriteHeader(http.StatusUnauthorized)
@@ -208,11 +209,13 @@ func TestInspector_PullSecrets(t *testing.T) {
 		reg.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	host := registryHostOf(srv)
-	push(t, host, remote.WithAuth(&authn.Basic{Username: "picchu", Password: "s3cret"}))
+	host := strings.TrimPrefix(srv.URL, "https://")
+	tr := srv.Client().Transport
+	push(t, host, remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: "picchu", Password: "s3cret"}))
 	ctx := context.Background()
 
-	in := New(Options{})
+	// No failure is remembered: each set of credentials is another question.
+	in := New(Options{Transport: tr})
 	if _, err := in.Platforms(ctx, host+"/shop:arm", nil); err == nil || errors.Is(err, ErrUnreachable) {
 		t.Errorf("no credentials: %v", err)
 	}
