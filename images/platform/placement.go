@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // The well-known node labels of a node's os and architecture.
@@ -136,6 +137,49 @@ func WithRequirements(aff *corev1.Affinity, reqs []corev1.NodeSelectorRequiremen
 		}
 	}
 	return out
+}
+
+// Recorded is the platforms whose requirements WithRequirements added to
+// own to make live, a pod template's affinity written before: every os it
+// requires with every architecture (which Requirements turns back into
+// the same requirements). None when live's required node affinity is not
+// own's with such requirements added.
+func Recorded(own, live *corev1.Affinity) []Platform {
+	sel := required(live)
+	if sel == nil || len(sel.NodeSelectorTerms) == 0 {
+		return nil
+	}
+	added := 0
+	if own := required(own); own != nil && len(own.NodeSelectorTerms) > 0 {
+		added = len(own.NodeSelectorTerms[0].MatchExpressions)
+	}
+	exprs := sel.NodeSelectorTerms[0].MatchExpressions
+	if len(exprs) != added+2 {
+		return nil
+	}
+	oses, arches := exprs[added], exprs[added+1]
+	if oses.Key != LabelOS || oses.Operator != corev1.NodeSelectorOpIn || arches.Key != LabelArch || arches.Operator != corev1.NodeSelectorOpIn {
+		return nil
+	}
+	var ps []Platform
+	for _, os := range oses.Values {
+		for _, arch := range arches.Values {
+			ps = append(ps, Platform{OS: os, Architecture: arch})
+		}
+	}
+	ps = Sorted(ps)
+	if len(ps) == 0 || !equality.Semantic.DeepEqual(required(WithRequirements(own, Requirements(ps))), sel) {
+		return nil
+	}
+	return ps
+}
+
+// required is the affinity's required node selector, or nil.
+func required(a *corev1.Affinity) *corev1.NodeSelector {
+	if a == nil || a.NodeAffinity == nil {
+		return nil
+	}
+	return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 }
 
 func join(ps []Platform) string {

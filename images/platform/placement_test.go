@@ -152,3 +152,40 @@ func TestWithRequirements(t *testing.T) {
 		})
 	}
 }
+
+func TestRecorded(t *testing.T) {
+	zone := in("topology.kubernetes.io/zone", "a")
+	gpu := in("gpu", "yes")
+	required := func(terms ...corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	term := func(rs ...corev1.NodeSelectorRequirement) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: rs}
+	}
+	written := func(own *corev1.Affinity, ps ...Platform) *corev1.Affinity {
+		return WithRequirements(own, Requirements(ps))
+	}
+	for _, tc := range []struct {
+		name      string
+		own, live *corev1.Affinity
+		want      []Platform
+	}{
+		{"none written", nil, nil, nil},
+		{"the user's own only", required(term(zone)), required(term(zone)), nil},
+		{"no affinity of the user's", nil, written(nil, amd64, arm64), []Platform{amd64, arm64}},
+		{"the variant is not written", nil, written(nil, arm64v8), []Platform{arm64}},
+		{"every os with every architecture", nil, written(nil, amd64, Platform{OS: "windows", Architecture: "arm64"}),
+			[]Platform{amd64, arm64, {OS: "windows", Architecture: "amd64"}, {OS: "windows", Architecture: "arm64"}}},
+		{"after the user's terms", required(term(zone), term(gpu)), written(required(term(zone), term(gpu)), arm64), []Platform{arm64}},
+		{"the user's affinity changed since", required(term(gpu)), written(required(term(zone)), arm64), nil},
+		{"a user's own arch requirement", required(term(in(LabelOS, "linux"), in(LabelArch, "amd64"))),
+			required(term(in(LabelOS, "linux"), in(LabelArch, "amd64"))), nil},
+		{"not in every term", required(term(zone), term(gpu)), required(term(zone, in(LabelOS, "linux"), in(LabelArch, "arm64")), term(gpu)), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Recorded(tc.own, tc.live); !slices.Equal(got, tc.want) {
+				t.Errorf("recorded %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
