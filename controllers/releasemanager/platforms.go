@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +15,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/images/platform"
 )
 
@@ -29,20 +31,85 @@ const (
 	ReasonNoMatchingNode    = "NoMatchingNode"
 )
 
-// inspectImages reads the platforms of the image of every build that has
-// a Revision, with its image pull secrets. A build whose image cannot be
-// read has platformsErr, and holds.
+// inspectImages reads the platforms of the image of every build about to
+// take traffic for the first time (platformGated), with its image pull
+// secrets: a build whose image cannot be read has platformsErr, and holds.
+// No other build waits on a registry, nor is its image inspected: it keeps
+// the platforms its ReplicaSets were written with. A steady fleet asks no
+// registry anything.
 func (r *Reconciler) inspectImages(ctx context.Context, s *snapshot) {
 	for _, inc := range s.incarnations {
 		if inc.revision == nil {
 			continue
 		}
+		if !platformGated(inc) {
+			inc.platforms = s.recordedPlatforms(inc)
+			continue
+		}
+		inc.platformsChecked = true
 		secrets, err := r.pullSecrets(ctx, inc.revision)
 		if err == nil {
 			inc.platforms, err = r.Images.Platforms(ctx, inc.revision.Spec.App.Image, secrets)
 		}
-		inc.platformsErr = err
+		if err != nil {
+			inc.platformsErr = clippedError{err}
+		}
 	}
+}
+
+// platformGated says a build's image platforms gate it: it has a Revision
+// and has not failed, and is about to take traffic for the first time: on
+// its way to traffic (release.State.IsEntering), it never took any, and no
+// one rolled the app back to it. A build that serves or served (released
+// and re-scaled, brought back, retiring), or fails, never waits on a
+// registry.
+func platformGated(inc *incarnation) bool {
+	return inc.revision != nil && !inc.revision.Spec.Failed &&
+		release.State(inc.status.State.Current).IsEntering() &&
+		inc.status.PeakPercent == 0 && inc.status.CurrentPercent == 0 && inc.control.rollback == ""
+}
+
+// recordedPlatforms are the platforms inc's ReplicaSet was written with,
+// read from its pod template's node affinity on the first cluster that
+// has one (platform.Recorded), so that writing it again keeps them.
+func (s *snapshot) recordedPlatforms(inc *incarnation) []platform.Platform {
+	for _, fc := range s.fleet {
+		tmpl, ok := fc.templates[inc.tag]
+		if !ok {
+			continue
+		}
+		if ps := platform.Recorded(inc.target.Affinity, tmpl.Spec.Affinity); len(ps) > 0 {
+			return ps
+		}
+	}
+	return nil
+}
+
+// Bounds of the text of platform checks in status: a registry's error
+// carries its body, and an image names its own platforms.
+const (
+	maxBuildPlatformsText = 512
+	maxPlatformsMessage   = 4096
+)
+
+// clippedError is err with its text bounded (maxBuildPlatformsText).
+type clippedError struct{ err error }
+
+func (e clippedError) Error() string { return clip(e.err.Error(), maxBuildPlatformsText) }
+func (e clippedError) Unwrap() error { return e.err }
+
+// clip is s cut to at most n bytes, on a rune boundary, ending with an
+// ellipsis when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 // pullSecrets reads the Revision's image pull secrets from its namespace.
@@ -59,12 +126,12 @@ func (r *Reconciler) pullSecrets(ctx context.Context, rev *picchuv1alpha1.Revisi
 }
 
 // readNodes reads the platforms of the ready nodes of every usable
-// cluster, at once, when some build's platforms are known. A cluster whose
+// cluster, at once, when some gated build's platforms are known. A cluster whose
 // nodes cannot be read holds no build for them.
 func (r *Reconciler) readNodes(ctx context.Context, s *snapshot) {
 	known := false
 	for _, inc := range s.incarnations {
-		known = known || len(inc.platforms) > 0
+		known = known || (inc.platformsChecked && len(inc.platforms) > 0)
 	}
 	if !known {
 		return
@@ -127,9 +194,10 @@ func (r *Reconciler) nodesChanged(key types.NamespacedName) {
 }
 
 // placementHold says why inc must not be synced on fc for its image's
-// platforms, or nil. A build that failed is never held: its replicas go.
+// platforms, or nil. Only a build the platforms gate is held: not one
+// that failed (its replicas go), nor one that serves or served.
 func placementHold(inc *incarnation, fc *fleetCluster) error {
-	if inc.revision == nil || inc.revision.Spec.Failed {
+	if !inc.platformsChecked || inc.revision == nil || inc.revision.Spec.Failed {
 		return nil
 	}
 	if inc.platformsErr != nil {
@@ -139,16 +207,16 @@ func placementHold(inc *incarnation, fc *fleetCluster) error {
 		return nil
 	}
 	if pl := platform.Place(inc.platforms, fc.nodes); !pl.Runnable {
-		return fmt.Errorf("held on cluster %s: %s", fc.obj.Name, pl.Message)
+		return fmt.Errorf("held on cluster %s: %s", fc.obj.Name, clip(pl.Message, maxBuildPlatformsText))
 	}
 	return nil
 }
 
-// runsNowhere says, when no live cluster of the fleet can run inc's image
-// and every live cluster's nodes are known, why: the build is rejected, as
-// when every cluster refuses its objects.
+// runsNowhere says, when no live cluster of the fleet can run the image of
+// a build the platforms gate and every live cluster's nodes are known,
+// why: the build is rejected, as when every cluster refuses its objects.
 func (s *snapshot) runsNowhere(inc *incarnation) string {
-	if inc.revision == nil || len(inc.platforms) == 0 {
+	if !inc.platformsChecked || inc.revision == nil || len(inc.platforms) == 0 {
 		return ""
 	}
 	var sides []string
@@ -168,8 +236,8 @@ func (s *snapshot) runsNowhere(inc *incarnation) string {
 	if len(sides) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("no live cluster has a ready node of a platform image %s offers (%s): %s",
-		inc.revision.Spec.App.Image, platformList(inc.platforms), strings.Join(sides, "; "))
+	return clip(fmt.Sprintf("no live cluster has a ready node of a platform image %s offers (%s): %s",
+		inc.revision.Spec.App.Image, platformList(inc.platforms), strings.Join(sides, "; ")), maxPlatformsMessage)
 }
 
 func platformList(ps []platform.Platform) string {
@@ -180,9 +248,10 @@ func platformList(ps []platform.Platform) string {
 	return strings.Join(s, ", ")
 }
 
-// setPlatformsCondition sets ImagePlatforms from the builds being synced:
-// False naming each build held and why, True when none is. It is left out
-// when images are not inspected.
+// setPlatformsCondition sets ImagePlatforms from the builds the platforms
+// gate: False naming each build held and why (a registry's error names the
+// registry), True when none is. Each build's part and the message are
+// bounded. It is left out when images are not inspected.
 func setPlatformsCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, inspecting bool) {
 	if !inspecting {
 		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionImagePlatforms)
@@ -190,7 +259,7 @@ func setPlatformsCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, inspe
 	}
 	var unknown, held []string
 	for _, inc := range s.incarnations {
-		if inc.revision == nil || inc.revision.Spec.Failed {
+		if !inc.platformsChecked || inc.revision == nil || inc.revision.Spec.Failed {
 			continue
 		}
 		if inc.platformsErr != nil {
@@ -205,7 +274,7 @@ func setPlatformsCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, inspe
 	}
 	set := func(status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
-			Type: picchuv1alpha1.ConditionImagePlatforms, Status: status, Reason: reason, Message: msg, ObservedGeneration: rm.Generation,
+			Type: picchuv1alpha1.ConditionImagePlatforms, Status: status, Reason: reason, Message: clip(msg, maxPlatformsMessage), ObservedGeneration: rm.Generation,
 		})
 	}
 	switch {
@@ -214,6 +283,6 @@ func setPlatformsCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, inspe
 	case len(held) > 0:
 		set(metav1.ConditionFalse, ReasonNoMatchingNode, strings.Join(held, "; "))
 	default:
-		set(metav1.ConditionTrue, ReasonPlatformsRunnable, "every build's image runs on a ready node of every cluster whose nodes were read")
+		set(metav1.ConditionTrue, ReasonPlatformsRunnable, "every build about to take traffic runs on a ready node of every cluster whose nodes were read")
 	}
 }

@@ -87,10 +87,13 @@ type incarnation struct {
 	secrets    []corev1.Secret
 	// externalSecrets are the ExternalSecrets it selects there, by name.
 	externalSecrets []unstructured.Unstructured
-	// platforms are what its image offers, when images are inspected and
-	// it was read; platformsErr says why it could not be.
-	platforms    []platform.Platform
-	platformsErr error
+	// platformsChecked says its image's platforms gate it this run
+	// (platformGated): platforms are what the image offers, when it was
+	// read, and platformsErr says why it could not be. Any other build's
+	// platforms are those its ReplicaSets were written with.
+	platformsChecked bool
+	platforms        []platform.Platform
+	platformsErr     error
 	// preflight are the pre-flight checks that failed for it this run, by
 	// cluster (checkPreflight).
 	preflight map[string]*preflight.Failure
