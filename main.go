@@ -30,6 +30,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/images"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/shard"
 	"github.com/medium/picchu/throttle"
@@ -60,14 +61,16 @@ type config struct {
 	syncPeriodSeconds       int
 	namespaces              string
 	protectedNamespaces     string
-	prometheusEnabled       bool
-	humaneReleasesEnabled   bool
-	kubeAPIQPS              float64
-	kubeAPIBurst            int
-	clusterAPIQPS           float64
-	shards                  shardFlags
-	operator                operator.Options
-	zap                     zap.Options
+	// imageRegistryAllowedHosts is --image-registry-allowed-hosts, as given.
+	imageRegistryAllowedHosts string
+	prometheusEnabled         bool
+	humaneReleasesEnabled     bool
+	kubeAPIQPS                float64
+	kubeAPIBurst              int
+	clusterAPIQPS             float64
+	shards                    shardFlags
+	operator                  operator.Options
+	zap                       zap.Options
 	// ignored are the flags of ignoredFlags the command line set.
 	ignored []string
 }
@@ -104,7 +107,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.SlackAPIURL, "slack-api-url", "", "Slack Web API base URL (empty: Slack's own)")
 	fs.DurationVar(&c.operator.SlackStuckAfter, "slack-stuck-after", releasemanager.DefaultStuckAfter, "tell Slack a release is stuck once it has held this long because a cluster or the metrics provider cannot be reached (0: never)")
 	fs.BoolVar(&c.operator.PreflightCapacity, "preflight-capacity", true, "before a build takes traffic on a cluster, check that its nodes have room for the build's pods that wait for one, and hold it there until they do (reads every target cluster's nodes and the pods bound to them)")
-	fs.BoolVar(&c.operator.InspectImagePlatforms, "inspect-image-platforms", false, "read the platforms of builds' images from their registries: a build holds on clusters with no ready node of a platform its image offers, and its pods require nodes of those platforms")
+	fs.BoolVar(&c.operator.InspectImagePlatforms, "inspect-image-platforms", false, "read the platforms of the images of builds about to take traffic from their registries: such a build holds on clusters with no ready node of a platform its image offers, and its pods require nodes of those platforms")
+	fs.StringVar(&c.imageRegistryAllowedHosts, "image-registry-allowed-hosts", "", "comma-separated hosts, besides an image's own registry (host and port), that --inspect-image-platforms may send requests to: a token realm or blob store elsewhere (host, host:port, or *.domain; e.g. auth.docker.io,production.cloudflare.docker.com for Docker Hub)")
 	fs.StringVar(&c.operator.AlertmanagerAddress, "alertmanager-address", "", "base URL of the Alertmanager (API v2) where the releaseSilences of Revisions are held while their builds are released (empty turns release silences off)")
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
@@ -142,6 +146,7 @@ func parseFlags(args []string) (*config, error) {
 	c.operator.ClusterQPS = float32(c.clusterAPIQPS)
 	c.operator.Namespaces = splitNamespaces(c.namespaces)
 	c.operator.ProtectedNamespaces = splitNamespaces(c.protectedNamespaces)
+	c.operator.ImageRegistryAllowedHosts, _ = images.ParseHosts(strings.Split(c.imageRegistryAllowedHosts, ","))
 	c.operator.HumaneReleasesDisabled = !c.humaneReleasesEnabled
 	if !c.prometheusEnabled {
 		c.operator.PrometheusQueryAddress = ""
@@ -235,6 +240,9 @@ func (c *config) check() error {
 		if errs := validation.IsValidLabelValue(id); len(errs) > 0 {
 			return fmt.Errorf("--instance-id: %q is not a label value: %s", id, strings.Join(errs, "; "))
 		}
+	}
+	if _, err := images.ParseHosts(strings.Split(c.imageRegistryAllowedHosts, ",")); err != nil {
+		return fmt.Errorf("--image-registry-allowed-hosts: %w", err)
 	}
 	for _, ns := range splitNamespaces(c.namespaces) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -189,6 +189,8 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--manage-route53=maybe"},
 		{"--slack-query-ttl", "soon"},
 		{"--alertmanager-address", "alertmanager:9093"},
+		{"--image-registry-allowed-hosts", "https://auth.docker.io/token"},
+		{"--image-registry-allowed-hosts", "*.example.com:443"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -203,6 +205,16 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		c.operator.PrometheusQueryTTL != 10*time.Second || c.operator.HumaneReleasesDisabled ||
 		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
 		t.Errorf("defaults differ from the documented ones: %+v", c)
+	}
+	if len(c.operator.ImageRegistryAllowedHosts) != 0 {
+		t.Errorf("image registry hosts allowed by default: %q", c.operator.ImageRegistryAllowedHosts)
+	}
+	c, err = parseFlags([]string{"--image-registry-allowed-hosts", "auth.docker.io, *.S3.amazonaws.com,tokens.example.com:8443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"auth.docker.io", "*.s3.amazonaws.com", "tokens.example.com:8443"}; !slices.Equal(c.operator.ImageRegistryAllowedHosts, want) {
+		t.Errorf("image registry hosts %q, want %q", c.operator.ImageRegistryAllowedHosts, want)
 	}
 	if c.shards.n != 0 || c.shards.leaseDuration != 15*time.Second || c.shards.renewDeadline != 10*time.Second || c.shards.retryPeriod != 2*time.Second {
 		t.Errorf("shards: %+v, want none, with controller-runtime's lease timings", c.shards)

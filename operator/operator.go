@@ -172,7 +172,7 @@ func imageInspector(o Options) releasemanager.ImageInspector {
 	if !o.InspectImagePlatforms {
 		return nil
 	}
-	return images.New(images.Options{})
+	return images.New(images.Options{AllowedHosts: o.ImageRegistryAllowedHosts, Transport: o.ImageTransport})
 }
 
 // clusterAlerts is what answers Clusters' preflight queries: the

@@ -57,11 +57,21 @@ type Options struct {
 	// Prometheus and Datadog, when set, are the alert sources, in place of
 	// the ones the settings above make.
 	Prometheus, Datadog releasemanager.AlertSource
-	// InspectImagePlatforms reads the platforms of builds' images from
-	// their registries (--inspect-image-platforms): builds hold on
-	// clusters with no ready node of a platform their image offers, and
-	// their pods require nodes of those platforms.
+	// InspectImagePlatforms reads the platforms of the images of builds
+	// about to take traffic for the first time from their registries
+	// (--inspect-image-platforms): such builds hold on clusters with no
+	// ready node of a platform their image offers, and their pods require
+	// nodes of those platforms.
 	InspectImagePlatforms bool
+	// ImageRegistryAllowedHosts are the hosts, besides an image's own
+	// registry (its host and port), that the image inspector may send a
+	// request to: a token realm or a blob store elsewhere
+	// (--image-registry-allowed-hosts; images.ParseHosts).
+	ImageRegistryAllowedHosts []string
+	// ImageTransport, when set, carries the image inspector's requests in
+	// place of go-containerregistry's default transport, through the same
+	// guard (tests trust their registry's certificate with it).
+	ImageTransport http.RoundTripper
 	// PreflightCapacity checks, before a build takes traffic on a cluster,
 	// that the cluster's nodes have room for the build's pods that wait
 	// for one (--preflight-capacity): the build holds there until they do.
