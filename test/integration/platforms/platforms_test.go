@@ -2,12 +2,14 @@
 // platforms (os/architecture) over two target clusters that run the real
 // kube-scheduler and ReplicaSet controller on kwok nodes: east has amd64
 // and arm64 nodes, west only amd64. The images are in an in-memory
-// registry that asks for the credentials of the Revisions' image pull
-// secrets.
+// registry, over TLS, that asks for the credentials of the Revisions'
+// image pull secrets, and in a second one that can be made to fail.
 package platforms_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -45,6 +47,13 @@ var (
 	host string
 	// armNode is east's arm64 node.
 	armNode string
+	// flaky is the registry that can be made to fail.
+	flaky *flakyRegistry
+	// registryTransport trusts both registries' certificate.
+	registryTransport http.RoundTripper
+	// op is the operator, started with operatorOptions.
+	op              *inprocess.Operator
+	operatorOptions operator.Options
 )
 
 const (
@@ -60,7 +69,8 @@ func setup(s *harness.Suite) error {
 	ctx := s.Ctx
 	env = s.Env
 	reg := registry.New()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Over TLS: the operator sends credentials over nothing else.
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != registryUser || p != registryPassword {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
 			w.WriteHeader(http.StatusUnauthorized)
@@ -69,8 +79,17 @@ func setup(s *harness.Suite) error {
 		reg.ServeHTTP(w, r)
 	}))
 	s.OnStop(func() error { srv.Close(); return nil })
-	host = strings.TrimPrefix(srv.URL, "http://")
+	host = strings.TrimPrefix(srv.URL, "https://")
+	flaky = startFlakyRegistry()
+	s.OnStop(func() error { flaky.close(); return nil })
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	roots.AddCert(flaky.srv.Certificate())
+	registryTransport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
 	if err := pushImages(); err != nil {
+		return err
+	}
+	if err := flaky.push(); err != nil {
 		return err
 	}
 	auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))
@@ -94,11 +113,14 @@ func setup(s *harness.Suite) error {
 		return fmt.Errorf("making node %s arm64: %w", arm.Name, err)
 	}
 	armNode = arm.Name
-	op, err := inprocess.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second, InspectImagePlatforms: true})
-	if err != nil {
+	operatorOptions = operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second, InspectImagePlatforms: true,
+		ImageTransport: registryTransport}
+	var err error
+	if op, err = inprocess.Start(env, operatorOptions); err != nil {
 		return fmt.Errorf("starting the operator: %w", err)
 	}
-	s.OnStop(op.Stop)
+	// The operator running then: a test may restart it.
+	s.OnStop(func() error { return op.Stop() })
 	return nil
 }
 
@@ -120,6 +142,7 @@ func image(os, arch string) (v1.Image, error) {
 // shop:s390x.
 func pushImages() error {
 	auth := remote.WithAuth(&authn.Basic{Username: registryUser, Password: registryPassword})
+	tr := remote.WithTransport(registryTransport)
 	var adds []mutate.IndexAddendum
 	for _, arch := range []string{"amd64", "arm64"} {
 		img, err := image("linux", arch)
@@ -132,7 +155,7 @@ func pushImages() error {
 	if err != nil {
 		return err
 	}
-	if err := remote.WriteIndex(ref, mutate.AppendManifests(empty.Index, adds...), auth); err != nil {
+	if err := remote.WriteIndex(ref, mutate.AppendManifests(empty.Index, adds...), auth, tr); err != nil {
 		return fmt.Errorf("pushing %s: %w", ref, err)
 	}
 	for _, arch := range []string{"arm64", "s390x"} {
@@ -145,7 +168,7 @@ func pushImages() error {
 		if err != nil {
 			return err
 		}
-		if err := remote.Write(ref, img, auth); err != nil {
+		if err := remote.Write(ref, img, auth, tr); err != nil {
 			return fmt.Errorf("pushing %s: %w", ref, err)
 		}
 	}
