@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,12 +35,14 @@ import (
 	"github.com/medium/picchu/test/kit"
 )
 
-// armRegistry serves, on 127.0.0.1, an in-memory registry that asks for a
+// armRegistry serves, on 127.0.0.1 over TLS (the operator sends
+// credentials over nothing else), an in-memory registry that asks for a
 // user and password, holding app:v1, a linux/arm64 image (a single
 // manifest), and creates the pull secret of its credentials on the
-// delivery cluster. It returns the image's reference and the secret's
-// name; cleanup deletes the secret and stops the registry.
-func armRegistry(t *testing.T, app string) (image, secret string) {
+// delivery cluster. It returns the image's reference, the secret's name,
+// and a PEM file of the registry's certificate for the operator to trust
+// (SSL_CERT_FILE); cleanup deletes the secret and stops the registry.
+func armRegistry(t *testing.T, app string) (image, secret, caFile string) {
 	t.Helper()
 	ctx := context.Background()
 	const user, password = "picchu", "s3cret"
@@ -57,9 +62,13 @@ func armRegistry(t *testing.T, app string) (image, secret string) {
 	}))
 	srv.Listener.Close()
 	srv.Listener = l
-	srv.Start()
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	host := l.Addr().String()
+	caFile = filepath.Join(t.TempDir(), "registry.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	img, err := random.Image(64, 1)
 	if err != nil {
@@ -79,7 +88,7 @@ func armRegistry(t *testing.T, app string) (image, secret string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: user, Password: password})); err != nil {
+	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: user, Password: password}), remote.WithTransport(srv.Client().Transport)); err != nil {
 		t.Fatalf("pushing %s: %v", image, err)
 	}
 
@@ -101,7 +110,7 @@ func armRegistry(t *testing.T, app string) (image, secret string) {
 			t.Error(err)
 		}
 	})
-	return image, secret
+	return image, secret, caFile
 }
 
 // testLog writes lines to a test's log.
@@ -210,7 +219,7 @@ func TestImagePlatformsOnTheFleet(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	image, secret := armRegistry(t, app)
+	image, secret, caFile := armRegistry(t, app)
 	east, west := lab.Target("east"), lab.Target("west")
 	type added struct {
 		c    *fleet.Cluster
@@ -242,7 +251,7 @@ func TestImagePlatformsOnTheFleet(t *testing.T) {
 		}
 	})
 	eastArm := addArmNode(east)
-	if err := lab.StartOperator(ctx, operatorBinary, "--inspect-image-platforms"); err != nil {
+	if err := lab.StartOperatorWithEnv(ctx, operatorBinary, []string{"SSL_CERT_FILE=" + caFile}, "--inspect-image-platforms"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("registry up, %s added to east, operator restarted: %s", eastArm, time.Since(start).Round(100*time.Millisecond))

@@ -45,12 +45,18 @@ func (f *Fleet) OperatorLog() string { return daemon{f.Dir, operatorDaemon}.LogF
 // OperatorArgs and extra flags, and waits until it is ready. It keeps
 // running after this process ends, until StopOperator or Down.
 func (f *Fleet) StartOperator(ctx context.Context, binary string, extra ...string) error {
+	return f.StartOperatorWithEnv(ctx, binary, nil, extra...)
+}
+
+// StartOperatorWithEnv is StartOperator with env ("NAME=value") added to
+// the operator's environment.
+func (f *Fleet) StartOperatorWithEnv(ctx context.Context, binary string, env []string, extra ...string) error {
 	d := daemon{f.Dir, operatorDaemon}
 	if err := d.stop(); err != nil {
 		return err
 	}
 	f.logf("starting the operator (log %s)", d.LogFile())
-	if err := d.start(append(append([]string{binary}, f.OperatorArgs()...), extra...)); err != nil {
+	if err := d.start(append(append([]string{binary}, f.OperatorArgs()...), extra...), env...); err != nil {
 		return err
 	}
 	return f.waitHTTP(ctx, d, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(f.state.ProbePort))+"/readyz")
