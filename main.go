@@ -36,6 +36,10 @@ import (
 	"github.com/medium/picchu/throttle"
 )
 
+// defaultImageRegistryAllowedHosts are the public token realm and blob
+// stores of Docker Hub and GHCR, which are not the registries' own hosts.
+const defaultImageRegistryAllowedHosts = "auth.docker.io,production.cloudflare.docker.com,pkg-containers.githubusercontent.com"
+
 // leaderElectionID is the original's, so an old and a new operator never
 // lead at once.
 const leaderElectionID = "de705aec.picchu.medium.engineering"
@@ -108,7 +112,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.operator.SlackStuckAfter, "slack-stuck-after", releasemanager.DefaultStuckAfter, "tell Slack a release is stuck once it has held this long because a cluster or the metrics provider cannot be reached (0: never)")
 	fs.BoolVar(&c.operator.PreflightCapacity, "preflight-capacity", true, "before a build takes traffic on a cluster, check that its nodes have room for the build's pods that wait for one, and hold it there until they do (reads every target cluster's nodes and the pods bound to them)")
 	fs.BoolVar(&c.operator.InspectImagePlatforms, "inspect-image-platforms", false, "read the platforms of the images of builds about to take traffic from their registries: such a build holds on clusters with no ready node of a platform its image offers, and its pods require nodes of those platforms")
-	fs.StringVar(&c.imageRegistryAllowedHosts, "image-registry-allowed-hosts", "", "comma-separated hosts, besides an image's own registry (host and port), that --inspect-image-platforms may send requests to: a token realm or blob store elsewhere (host, host:port, or *.domain; e.g. auth.docker.io,production.cloudflare.docker.com for Docker Hub)")
+	fs.StringVar(&c.imageRegistryAllowedHosts, "image-registry-allowed-hosts", defaultImageRegistryAllowedHosts, "comma-separated hosts, besides an image's own registry (host and port), that --inspect-image-platforms may send requests to: a token realm or blob store elsewhere (host, host:port, or *.domain; the default lets Docker Hub and GHCR images be read; setting it replaces the list)")
 	fs.StringVar(&c.operator.AlertmanagerAddress, "alertmanager-address", "", "base URL of the Alertmanager (API v2) where the releaseSilences of Revisions are held while their builds are released (empty turns release silences off)")
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")

@@ -206,8 +206,8 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
 		t.Errorf("defaults differ from the documented ones: %+v", c)
 	}
-	if len(c.operator.ImageRegistryAllowedHosts) != 0 {
-		t.Errorf("image registry hosts allowed by default: %q", c.operator.ImageRegistryAllowedHosts)
+	if want := []string{"auth.docker.io", "production.cloudflare.docker.com", "pkg-containers.githubusercontent.com"}; !slices.Equal(c.operator.ImageRegistryAllowedHosts, want) {
+		t.Errorf("image registry hosts allowed by default: %q, want Docker Hub's and GHCR's %q", c.operator.ImageRegistryAllowedHosts, want)
 	}
 	c, err = parseFlags([]string{"--image-registry-allowed-hosts", "auth.docker.io, *.S3.amazonaws.com,tokens.example.com:8443"})
 	if err != nil {
