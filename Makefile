@@ -109,9 +109,11 @@ build: ## Build the operator into bin/picchu.
 plugin: ## Build the kubectl plugin into bin/kubectl-picchu: with bin/ on PATH, `kubectl picchu` runs it.
 	go build -o bin/kubectl-picchu ./cmd/kubectl-picchu
 
+NAMESPACES ?= picchu
+
 .PHONY: run
-run: build install ## Install the CRDs and run the operator against the current kubeconfig's cluster, without webhooks.
-	bin/picchu --enable-webhooks=false --metrics-addr 127.0.0.1:8383 --health-probe-bind-address 127.0.0.1:8081
+run: build install ## Install the CRDs and run the operator against the current kubeconfig's cluster, without webhooks, for the Clusters and Revisions of NAMESPACES (default picchu).
+	bin/picchu --namespaces=$(NAMESPACES) --enable-webhooks=false --metrics-addr 127.0.0.1:8383 --health-probe-bind-address 127.0.0.1:8081
 
 .PHONY: install
 install: ## Install the CRDs into the current kubeconfig's cluster (server-side: the Revision CRD is large).

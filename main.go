@@ -95,7 +95,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.kubeAPIBurst, "kube-api-burst", throttle.DefaultBurst, "requests the delivery cluster's client sends at once at most, above --kube-api-qps")
 	fs.Float64Var(&c.clusterAPIQPS, "cluster-api-qps", throttle.DefaultQPS, "requests per second each target cluster's client sends at most, on average")
 	fs.IntVar(&c.operator.ClusterBurst, "cluster-api-burst", throttle.DefaultBurst, "requests each target cluster's client sends at once at most, above --cluster-api-qps")
-	fs.StringVar(&c.namespaces, "namespaces", os.Getenv("POD_NAMESPACE"), "comma-separated namespaces of the delivery cluster holding Picchu's Clusters and Revisions: Secrets and ConfigMaps (Cluster credentials, configSelector) are read only there (default: $POD_NAMESPACE; empty: every namespace)")
+	fs.StringVar(&c.namespaces, "namespaces", ownNamespace(), "comma-separated namespaces of the delivery cluster holding Picchu's Clusters and Revisions: Secrets and ConfigMaps (Cluster credentials, configSelector) are read only there (default: $POD_NAMESPACE, or the in-cluster namespace; required: \"*\" reads every namespace)")
 	fs.BoolVar(&c.operator.AllowExecCredentials, "allow-exec-credentials", false, "accept exec plugins in Cluster Secrets: whoever may write a Cluster's Secret can then run commands as the operator")
 	fs.IntVar(&c.operator.ConcurrentRevisions, "concurrent-revisions", 20, "Revisions reconciled in parallel")
 	fs.IntVar(&c.operator.ConcurrentReleaseManagers, "concurrent-release-managers", 50, "ReleaseManagers reconciled in parallel")
@@ -248,6 +248,11 @@ func (c *config) check() error {
 	if _, err := images.ParseHosts(strings.Split(c.imageRegistryAllowedHosts, ",")); err != nil {
 		return fmt.Errorf("--image-registry-allowed-hosts: %w", err)
 	}
+	if strings.TrimSpace(c.namespaces) == "" {
+		// Empty used to mean every namespace: a Deployment that lost its
+		// POD_NAMESPACE silently read every Secret of the cluster.
+		return errors.New(`--namespaces is empty, $POD_NAMESPACE is not set and the operator does not run in a cluster: name the namespaces that hold Picchu's Clusters and Revisions, or "*" to read Secrets and ConfigMaps of every namespace`)
+	}
 	for _, ns := range splitNamespaces(c.namespaces) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
@@ -285,8 +290,27 @@ func secretWatched(flag, value, namespaces string) error {
 	return nil
 }
 
-// splitNamespaces splits --namespaces; none means every namespace.
+// inClusterNamespace is where a pod's service account names its namespace.
+var inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the operator's namespace: $POD_NAMESPACE, or, in a pod,
+// the pod's; "" when neither says.
+func ownNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	data, err := os.ReadFile(inClusterNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// splitNamespaces splits --namespaces; "*", or none, means every namespace.
 func splitNamespaces(flag string) []string {
+	if strings.TrimSpace(flag) == "*" {
+		return nil
+	}
 	var out []string
 	for ns := range strings.SplitSeq(flag, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {

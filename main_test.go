@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -81,6 +82,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{
 			"--kubeconfig", kubeconfig,
+			"--namespaces", env.Namespace,
 			"--enable-webhooks=false",
 			"--enable-leader-election",
 			"--leader-election-namespace", env.Namespace,
@@ -167,6 +169,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 }
 
 func TestParseFlags_RejectsBadValues(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "picchu")
 	for _, args := range [][]string{
 		{"--sync-period-seconds", "0"},
 		{"--concurrent-revisions", "0"},
@@ -223,6 +226,35 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		t.Errorf("rate limits: delivery %v/%d, clusters %v/%d; want 50/300 (Flux's) for both",
 			c.kubeAPIQPS, c.kubeAPIBurst, c.operator.ClusterQPS, c.operator.ClusterBurst)
 	}
+	if !slices.Equal(c.operator.Namespaces, []string{"picchu"}) {
+		t.Errorf("namespaces %q, want $POD_NAMESPACE's", c.operator.Namespaces)
+	}
+}
+
+// TestParseFlags_NamespacesAreNeverEmpty checks that the operator reads
+// Secrets cluster-wide only when told "--namespaces=*": without
+// --namespaces, $POD_NAMESPACE or a pod's namespace, it refuses to start
+// rather than read every Secret of the cluster.
+func TestParseFlags_NamespacesAreNeverEmpty(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	inClusterNamespace = filepath.Join(t.TempDir(), "namespace")
+	if _, err := parseFlags(nil); err == nil || !strings.Contains(err.Error(), "--namespaces is empty") {
+		t.Errorf("no namespace anywhere: got %v, want --namespaces refused as empty", err)
+	}
+	if _, err := parseFlags([]string{"--namespaces", " "}); err == nil {
+		t.Error("--namespaces of spaces was accepted")
+	}
+	c, err := parseFlags([]string{"--namespaces", "*"})
+	if err != nil || c.operator.Namespaces != nil {
+		t.Errorf(`--namespaces "*": %v, namespaces %q; want every namespace (nil)`, err, c.operator.Namespaces)
+	}
+	if err := os.WriteFile(inClusterNamespace, []byte("delivery\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = parseFlags(nil)
+	if err != nil || !slices.Equal(c.operator.Namespaces, []string{"delivery"}) {
+		t.Errorf("in a pod of namespace delivery: %v, namespaces %q; want the pod's", err, c.operator.Namespaces)
+	}
 }
 
 // originalCommandLine is the command line the original operator's
@@ -250,6 +282,7 @@ var originalCommandLine = []string{
 // TestParseFlags_TheOriginalsCommandLine checks that the original's command
 // line starts Picchu, each flag setting what it set in the original.
 func TestParseFlags_TheOriginalsCommandLine(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "picchu") // as a pod's namespace gives it
 	c, err := parseFlags(originalCommandLine)
 	if err != nil {
 		t.Fatalf("the original's command line is refused: %v", err)

@@ -17,9 +17,6 @@ import (
 	"github.com/medium/picchu/shard"
 )
 
-// inClusterNamespace is where a pod's service account names its namespace.
-const inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 // shardFlags split the apps between replicas (--shards and the lease
 // timings).
 type shardFlags struct {

@@ -15,7 +15,7 @@ func OperatorBinary(ctx context.Context) (string, error) {
 }
 
 // OperatorArgs are the flags the fleet runs the operator with, before any
-// extra ones: the delivery cluster's kubeconfig, no webhooks (the fleet has
+// extra ones: the delivery cluster's kubeconfig, the fleet's namespace, no webhooks (the fleet has
 // no cert-manager; the CRD schemas still validate), loopback ports, and the
 // fleet's Prometheus, asked again every second.
 func (f *Fleet) OperatorArgs() []string {
@@ -25,6 +25,7 @@ func (f *Fleet) OperatorArgs() []string {
 func (f *Fleet) operatorArgs(metricsPort, probePort int) []string {
 	return []string{
 		"--kubeconfig=" + f.Delivery.Kubeconfig,
+		"--namespaces=" + f.Namespace,
 		"--enable-webhooks=false",
 		"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
