@@ -447,8 +447,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return res, err
 	}
-	return res, r.collectGarbage(ctx, snap)
+	if err := r.collectGarbage(ctx, snap); err != nil {
+		// An error would replace the run's due time (its next step, a
+		// deadline) with the controller's backoff, which grows to minutes
+		// while the error lasts: the release must not wait on garbage.
+		// The collection is tried again at the next run, which comes at
+		// the latest after gcRetry.
+		ctrl.LoggerFrom(ctx).Error(err, "collecting garbage; the release goes on")
+		if r.Recorder != nil {
+			r.Recorder.Eventf(rm, nil, corev1.EventTypeWarning, "GarbageCollectionFailed", "CollectGarbage", "%v", err)
+		}
+		if res.RequeueAfter <= 0 || res.RequeueAfter > gcRetry {
+			res.RequeueAfter = gcRetry
+		}
+	}
+	return res, nil
 }
+
+// gcRetry is the longest a failed garbage collection waits to be tried again.
+const gcRetry = time.Minute
 
 // write writes rm with update, an Update of it or of its status, and
 // records the version the write replaced.
