@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/redact"
 )
 
 // FieldManager owns every field Picchu applies, except replicas.
@@ -145,7 +146,7 @@ func (c *Cluster) Create(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	if err := c.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); client.IgnoreAlreadyExists(err) != nil {
-		return fmt.Errorf("creating %s: %w", c.describe(key), err)
+		return c.failed(key, "creating", err)
 	}
 	return nil
 }
@@ -238,7 +239,7 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 
 	if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
 		client.FieldOwner(manager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s: %w", c.describe(key), err)
+		return c.failed(key, "applying", err)
 	}
 	c.remember(key, appliedObject{hash: hash, generation: desired.GetGeneration(), resourceVersion: desired.GetResourceVersion()})
 	return nil
@@ -264,7 +265,7 @@ func (c *Cluster) read(ctx context.Context, key objectKey) (*unstructured.Unstru
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", c.describe(key), err)
+		return nil, c.failed(key, "reading", err)
 	}
 	return live, nil
 }
@@ -288,7 +289,7 @@ func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
 		c.forget(key)
 		return nil
 	case err != nil:
-		return fmt.Errorf("reading %s: %w", c.describe(key), err)
+		return c.failed(key, "reading", err)
 	}
 	return c.delete(ctx, key, obj.GetLabels(), live)
 }
@@ -333,7 +334,7 @@ func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]str
 	}
 	uid := live.GetUID()
 	if err := c.Client.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting %s: %w", c.describe(key), err)
+		return c.failed(key, "deleting", err)
 	}
 	c.forget(key)
 	return nil
@@ -419,4 +420,15 @@ func (c *Cluster) Remembered() int {
 
 func (c *Cluster) describe(key objectKey) string {
 	return fmt.Sprintf("%s %s/%s", key.gvk.Kind, key.namespace, key.name)
+}
+
+// failed is err, from doing verb to key's object. A Secret's is told as
+// package redact tells it: the API server's answer, or an admission
+// policy's, may quote the values sent, and these errors reach the
+// ReleaseManager's status and events, the Revision's failed-reason and Slack.
+func (c *Cluster) failed(key objectKey, verb string, err error) error {
+	if key.gvk.Group == "" && key.gvk.Kind == "Secret" {
+		return redact.Wrap(err, "%s %s", verb, c.describe(key))
+	}
+	return fmt.Errorf("%s %s: %w", verb, c.describe(key), err)
 }

@@ -40,7 +40,7 @@ type ClusterResult struct {
 	Cluster string
 	// Problem says why the cluster's copies are not as wanted ("" when they
 	// are): it is unreachable, not ready, or a request failed. It names no
-	// value of any Secret (see Describe).
+	// value of any Secret (see redact.Describe).
 	Problem string
 	// Conflicts are the copies whose names are held by objects this
 	// ClusterSecrets did not create.

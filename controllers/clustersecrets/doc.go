@@ -6,10 +6,11 @@
 //
 // The decisions are pure: Parse (the spec, whose selectors never panic),
 // SelectSecrets and SelectClusters (what goes where), Copies and Diff (what
-// to create, update, replace and delete on one cluster), SetConditions
-// (Ready, Reconciling and Stalled) and Describe (an error without what an
-// API server may have echoed of a Secret's values). The Reconciler reads
-// only caches in the steady state: the delivery cluster's, and one cache
-// per target cluster of the copies (Secrets labelled LabelOwner), built on
-// the remote.Registry's client of that cluster.
+// to create, update, replace and delete on one cluster) and SetConditions
+// (Ready, Reconciling and Stalled). Its errors are told as package redact
+// tells them, without what an API server may have echoed of a Secret's
+// values. The Reconciler reads only caches in the steady state: the
+// delivery cluster's, and one cache per target cluster of the copies
+// (Secrets labelled LabelOwner), built on the remote.Registry's client of
+// that cluster.
 package clustersecrets

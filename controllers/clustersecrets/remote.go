@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/medium/picchu/redact"
 )
 
 // copies keeps, per target cluster, a cache of the copies every
@@ -53,7 +55,7 @@ type copyCache struct {
 
 	mu sync.Mutex
 	// lastError says why the copies could not be listed or watched last,
-	// as Describe says it.
+	// as redact.Describe says it.
 	lastError string
 }
 
@@ -146,7 +148,7 @@ func (c *copies) start(key types.NamespacedName, remote cluster.Cluster) (*copyC
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
-			cc.setError(Describe(err))
+			cc.setError(redact.Describe(err))
 			toolscache.DefaultWatchErrorHandler(ctx, r, err)
 		},
 	})
@@ -211,7 +213,7 @@ func (cc *copyCache) list(ctx context.Context) ([]corev1.Secret, error) {
 	}
 	list := &corev1.SecretList{}
 	if err := cc.cache.List(ctx, list); err != nil {
-		return nil, failed(err, "listing the copies")
+		return nil, redact.Wrap(err, "listing the copies")
 	}
 	cc.setError("")
 	return list.Items, nil

@@ -8,11 +8,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/medium/picchu/redact"
 )
 
 // writer carries out the Actions of one ClusterSecrets on one cluster.
 // Its errors say what was done to which object and why it failed, never
-// with a value of a Secret (see Describe).
+// with a value of a Secret (see redact.Describe).
 type writer struct {
 	// client writes to the cluster.
 	client client.Client
@@ -84,7 +86,7 @@ func (w *writer) ensureNamespace(ctx context.Context, ns string) error {
 	case err == nil:
 		return nil
 	case !apierrors.IsNotFound(err):
-		return failed(err, "reading namespace %s", ns)
+		return redact.Wrap(err, "reading namespace %s", ns)
 	}
 	created := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        ns,
@@ -92,7 +94,7 @@ func (w *writer) ensureNamespace(ctx context.Context, ns string) error {
 		Annotations: map[string]string{AnnotationOwner: w.owner},
 	}}
 	if err := w.client.Create(ctx, created); err != nil && !apierrors.IsAlreadyExists(err) {
-		return failed(err, "creating namespace %s", ns)
+		return redact.Wrap(err, "creating namespace %s", ns)
 	}
 	w.changes = append(w.changes, "created namespace "+ns)
 	return nil
@@ -116,11 +118,11 @@ func (w *writer) create(ctx context.Context, s *corev1.Secret) error {
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return failed(err, "creating Secret %s", key)
+		return redact.Wrap(err, "creating Secret %s", key)
 	}
 	live := &corev1.Secret{}
 	if err := w.reader.Get(ctx, key, live); err != nil {
-		return failed(err, "reading Secret %s, which exists", key)
+		return redact.Wrap(err, "reading Secret %s, which exists", key)
 	}
 	switch {
 	case ignored(live):
@@ -144,7 +146,7 @@ func (w *writer) create(ctx context.Context, s *corev1.Secret) error {
 // update writes the live copy u, as read with its resourceVersion.
 func (w *writer) update(ctx context.Context, u *corev1.Secret) error {
 	if err := w.client.Update(ctx, u); err != nil {
-		return failed(err, "updating Secret %s", keyOf(u))
+		return redact.Wrap(err, "updating Secret %s", keyOf(u))
 	}
 	w.changes = append(w.changes, "updated "+keyOf(u).String())
 	return nil
@@ -155,7 +157,7 @@ func (w *writer) update(ctx context.Context, u *corev1.Secret) error {
 func (w *writer) delete(ctx context.Context, s *corev1.Secret) error {
 	err := w.client.Delete(ctx, s, client.Preconditions{UID: &s.UID})
 	if client.IgnoreNotFound(err) != nil {
-		return failed(err, "deleting Secret %s", keyOf(s))
+		return redact.Wrap(err, "deleting Secret %s", keyOf(s))
 	}
 	if err == nil {
 		w.changes = append(w.changes, "deleted "+keyOf(s).String())

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/redact"
 )
 
 // target is a mirror cluster as one run uses it: reads go to its API
@@ -210,7 +211,7 @@ func (r *Reconciler) put(ctx context.Context, t *target, mirror types.Namespaced
 		return &notServedError{gvk: gvk, cluster: t.key}
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("reading %s: %w", what, err)
+		return failed(gvk, "reading", what, err)
 	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
 		r.memo.put(key, written{mirror: mirror, hash: hash, at: now})
 		return nil
@@ -225,7 +226,7 @@ func (r *Reconciler) put(ctx context.Context, t *target, mirror types.Namespaced
 		return &notServedError{gvk: gvk, cluster: t.key}
 	}
 	if err != nil {
-		return fmt.Errorf("applying %s: %w", what, err)
+		return failed(gvk, "applying", what, err)
 	}
 	r.memo.put(key, written{mirror: mirror, hash: hash, at: now})
 	return nil
@@ -244,7 +245,7 @@ func (r *Reconciler) remove(ctx context.Context, t *target, mirror types.Namespa
 		r.memo.drop(key)
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("reading %s: %w", what, err)
+		return false, failed(key.gvk, "reading", what, err)
 	case !Ours(live, mirror):
 		r.memo.drop(key)
 		return false, nil
@@ -253,10 +254,21 @@ func (r *Reconciler) remove(ctx context.Context, t *target, mirror types.Namespa
 	}
 	uid := live.GetUID()
 	if err := t.writer.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("deleting %s: %w", what, err)
+		return false, failed(key.gvk, "deleting", what, err)
 	}
 	r.memo.drop(key)
 	return true, nil
+}
+
+// failed is err, from doing verb to the copy what, of kind gvk. A
+// Secret's is told as package redact tells it: the mirror's answer, or an
+// admission policy's there, may quote the values sent, and it becomes the
+// Mirror's status.
+func failed(gvk schema.GroupVersionKind, verb, what string, err error) error {
+	if gvk == SecretKind {
+		return redact.Wrap(err, "%s %s", verb, what)
+	}
+	return fmt.Errorf("%s %s: %w", verb, what, err)
 }
 
 // listCopies lists the copies mirror wrote of gvk in namespace on the mirror.
