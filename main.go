@@ -65,6 +65,7 @@ type config struct {
 	syncPeriodSeconds       int
 	namespaces              string
 	protectedNamespaces     string
+	crossNamespaceSources   string
 	// imageRegistryAllowedHosts is --image-registry-allowed-hosts, as given.
 	imageRegistryAllowedHosts string
 	prometheusEnabled         bool
@@ -96,6 +97,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Float64Var(&c.clusterAPIQPS, "cluster-api-qps", throttle.DefaultQPS, "requests per second each target cluster's client sends at most, on average")
 	fs.IntVar(&c.operator.ClusterBurst, "cluster-api-burst", throttle.DefaultBurst, "requests each target cluster's client sends at once at most, above --cluster-api-qps")
 	fs.StringVar(&c.namespaces, "namespaces", ownNamespace(), "comma-separated namespaces of the delivery cluster holding Picchu's Clusters and Revisions: Secrets and ConfigMaps (Cluster credentials, configSelector) are read only there (default: $POD_NAMESPACE, or the in-cluster namespace; required: \"*\" reads every namespace)")
+	fs.StringVar(&c.crossNamespaceSources, "allow-cross-namespace-sources", "", "comma-separated namespaces (among --namespaces) whose Secrets a ClusterSecrets, and whose ConfigMaps and Secrets a Mirror's additionalConfigSelectors, in another namespace may copy to clusters; empty: each copies only from its own namespace, and one whose source is elsewhere is Stalled (SourceNotAllowed)")
 	fs.BoolVar(&c.operator.AllowExecCredentials, "allow-exec-credentials", false, "accept exec plugins in Cluster Secrets: whoever may write a Cluster's Secret can then run commands as the operator")
 	fs.IntVar(&c.operator.ConcurrentRevisions, "concurrent-revisions", 20, "Revisions reconciled in parallel")
 	fs.IntVar(&c.operator.ConcurrentReleaseManagers, "concurrent-release-managers", 50, "ReleaseManagers reconciled in parallel")
@@ -151,6 +153,7 @@ func parseFlags(args []string) (*config, error) {
 	c.operator.Namespaces = splitNamespaces(c.namespaces)
 	c.operator.ProtectedNamespaces = splitNamespaces(c.protectedNamespaces)
 	c.operator.ImageRegistryAllowedHosts, _ = images.ParseHosts(strings.Split(c.imageRegistryAllowedHosts, ","))
+	c.operator.CrossNamespaceSources = splitNamespaces(c.crossNamespaceSources)
 	c.operator.HumaneReleasesDisabled = !c.humaneReleasesEnabled
 	if !c.prometheusEnabled {
 		c.operator.PrometheusQueryAddress = ""
@@ -256,6 +259,16 @@ func (c *config) check() error {
 	for _, ns := range splitNamespaces(c.namespaces) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	watched := splitNamespaces(c.namespaces)
+	for _, ns := range splitNamespaces(c.crossNamespaceSources) {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--allow-cross-namespace-sources: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		// Allowed but not read, it would only trade one refusal for another.
+		if len(watched) > 0 && !slices.Contains(watched, ns) {
+			return fmt.Errorf("--allow-cross-namespace-sources: namespace %s is not among --namespaces %q, whose Secrets alone the operator reads", ns, c.namespaces)
 		}
 	}
 	if c.operator.DatadogSecret != "" {

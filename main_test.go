@@ -194,6 +194,8 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--alertmanager-address", "alertmanager:9093"},
 		{"--image-registry-allowed-hosts", "https://auth.docker.io/token"},
 		{"--image-registry-allowed-hosts", "*.example.com:443"},
+		{"--allow-cross-namespace-sources", "Not_A_Namespace"},
+		{"--namespaces", "picchu,shared", "--allow-cross-namespace-sources", "shared,elsewhere"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -218,6 +220,16 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 	}
 	if want := []string{"auth.docker.io", "*.s3.amazonaws.com", "tokens.example.com:8443"}; !slices.Equal(c.operator.ImageRegistryAllowedHosts, want) {
 		t.Errorf("image registry hosts %q, want %q", c.operator.ImageRegistryAllowedHosts, want)
+	}
+	if len(c.operator.CrossNamespaceSources) != 0 {
+		t.Errorf("cross-namespace sources %q allowed by default, want none", c.operator.CrossNamespaceSources)
+	}
+	c, err = parseFlags([]string{"--namespaces", "picchu,shared", "--allow-cross-namespace-sources", "shared"})
+	if err != nil || !slices.Equal(c.operator.CrossNamespaceSources, []string{"shared"}) {
+		t.Errorf("--allow-cross-namespace-sources shared: %v, %+v", err, c)
+	}
+	if c, err = parseFlags(nil); err != nil {
+		t.Fatal(err)
 	}
 	if c.shards.n != 0 || c.shards.leaseDuration != 15*time.Second || c.shards.renewDeadline != 10*time.Second || c.shards.retryPeriod != 2*time.Second {
 		t.Errorf("shards: %+v, want none, with controller-runtime's lease timings", c.shards)

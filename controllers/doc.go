@@ -7,6 +7,7 @@
 // are pure, in release and schedule; what a release creates on a target is
 // in manifests. This package holds the little they share: the index of
 // Revisions by app, the report of objects whose stored values the Go types
-// cannot hold, the source of notifications from target clusters' caches and
-// the cache of the delivery cluster's ExternalSecrets.
+// cannot hold, the source of notifications from target clusters' caches,
+// the cache of the delivery cluster's ExternalSecrets, and which namespaces
+// a ClusterSecrets or Mirror may copy from (SourcesAllowed).
 package controllers

@@ -11,17 +11,19 @@ import (
 
 // setupClusterSecrets adds the ClusterSecrets controller to mgr: it copies
 // the Secrets of the delivery cluster's watched namespaces (o.Namespaces)
-// that each ClusterSecrets selects to the Clusters it selects, reaching
-// them through registry.
+// that each ClusterSecrets selects, in its own namespace or one of
+// o.CrossNamespaceSources, to the Clusters it selects, reaching them
+// through registry.
 func setupClusterSecrets(mgr ctrl.Manager, registry *remote.Registry, o Options) error {
 	if err := (&clustersecrets.Reconciler{
-		Client:         mgr.GetClient(),
-		Registry:       registry,
-		Recorder:       mgr.GetEventRecorder("picchu"),
-		Namespaces:     o.Namespaces,
-		SyncPeriod:     o.SyncPeriod,
-		ClusterTimeout: o.ClusterTimeout,
-		Shards:         o.Shards,
+		Client:                mgr.GetClient(),
+		Registry:              registry,
+		Recorder:              mgr.GetEventRecorder("picchu"),
+		Namespaces:            o.Namespaces,
+		CrossNamespaceSources: o.CrossNamespaceSources,
+		SyncPeriod:            o.SyncPeriod,
+		ClusterTimeout:        o.ClusterTimeout,
+		Shards:                o.Shards,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the clustersecrets controller: %w", err)
 	}

@@ -14,7 +14,9 @@ import (
 // setupMirrors adds the Mirror controller to mgr, and registers its
 // failure counter with the metrics the operator serves. Its resync is the
 // operator's, and its requests to one mirror in one run are bounded by
-// o.ClusterTimeout (the controller's defaults when 0).
+// o.ClusterTimeout (the controller's defaults when 0). Its
+// additionalConfigSelectors may select only in the Mirror's namespace and
+// o.CrossNamespaceSources.
 func setupMirrors(mgr ctrl.Manager, registry *remote.Registry, externalSecrets cache.Cache, o Options) error {
 	if err := mirror.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the mirror metrics: %w", err)
@@ -23,6 +25,7 @@ func setupMirrors(mgr ctrl.Manager, registry *remote.Registry, externalSecrets c
 		Client:                  mgr.GetClient(),
 		ExternalSecrets:         externalSecrets,
 		Registry:                registry,
+		CrossNamespaceSources:   o.CrossNamespaceSources,
 		Resync:                  o.SyncPeriod,
 		Timeout:                 o.ClusterTimeout,
 		MaxConcurrentReconciles: 2,

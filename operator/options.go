@@ -22,6 +22,13 @@ type Options struct {
 	// Revisions: Secrets and ConfigMaps are read only there (every
 	// namespace when empty). See DeliveryCache.
 	Namespaces []string
+	// CrossNamespaceSources are the namespaces whose Secrets (and, for a
+	// Mirror's additionalConfigSelectors, ConfigMaps) a ClusterSecrets or
+	// Mirror of another namespace may copy
+	// (--allow-cross-namespace-sources). Empty: each copies only from its
+	// own namespace; one whose source is elsewhere is Stalled
+	// (SourceNotAllowed) and copies nothing.
+	CrossNamespaceSources []string
 	// ConcurrentRevisions and ConcurrentReleaseManagers bound the parallel
 	// reconciles of those kinds.
 	ConcurrentRevisions       int

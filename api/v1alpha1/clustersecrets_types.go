@@ -45,8 +45,11 @@ type ClusterSecretsSpec struct {
 // namespace, one labelled picchu.medium.engineering/credentials, a
 // service-account token.
 type SecretSource struct {
-	// namespace of the Secrets. The operator must read Secrets there (one
-	// of its --namespaces), else the ClusterSecrets is Stalled.
+	// namespace of the Secrets: the ClusterSecrets' own, unless the
+	// operator allows copies from this one (--allow-cross-namespace-sources),
+	// else the ClusterSecrets is Stalled (SourceNotAllowed) and copies
+	// nothing. The operator must also read Secrets there (one of its
+	// --namespaces), else it is Stalled (SourceNotWatched).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	Namespace string `json:"namespace"`

@@ -55,7 +55,10 @@ type MirrorSpec struct {
 // those of namespace that labelSelector selects and that carry the build's
 // app and tag under appLabelName and tagLabelName.
 type AdditionalConfigSelector struct {
-	// namespace to select in (the Mirror's when empty): one of the
+	// namespace to select in (the Mirror's when empty). Another namespace
+	// than the Mirror's must be allowed by the operator
+	// (--allow-cross-namespace-sources), else the Mirror is Stalled
+	// (SourceNotAllowed) and copies nothing; and it must be one of the
 	// operator's --namespaces, the only ones whose ConfigMaps and Secrets it
 	// reads. The copies go to the namespace of the same name on the mirror.
 	// +optional
@@ -82,7 +85,8 @@ type MirrorStatus struct {
 	// ExternalSecrets the mirror does not serve); False otherwise, its
 	// reason that of the first failure (ClusterNotFound,
 	// ClusterNotConnected, Unreachable, Rejected, NotOwned,
-	// ConfigUnreadable) and its message naming each failed build.
+	// ConfigUnreadable, SourceNotAllowed) and its message naming each
+	// failed build.
 	// Reconciling is True while a failure is retried with backoff
 	// (Unreachable, ClusterNotConnected); Stalled while one needs a person.
 	// +optional

@@ -21,6 +21,10 @@ const (
 	// ReasonSourceNotWatched: the operator does not read the Secrets of
 	// the source namespace (Stalled).
 	ReasonSourceNotWatched = "SourceNotWatched"
+	// ReasonSourceNotAllowed: the source namespace is not the
+	// ClusterSecrets' own, and the operator does not allow copies from it
+	// (--allow-cross-namespace-sources) (Stalled).
+	ReasonSourceNotAllowed = "SourceNotAllowed"
 	// ReasonNotOwned: a copy's name is held on a cluster by an object this
 	// ClusterSecrets did not create (Stalled: a person must act).
 	ReasonNotOwned = "NotOwned"
@@ -54,6 +58,10 @@ type Outcome struct {
 	// NotWatched is the source namespace when the operator does not read
 	// its Secrets.
 	NotWatched string
+	// NotAllowed is the source namespace when it is another namespace than
+	// the ClusterSecrets' own that the operator does not allow copies
+	// from; Home is then the ClusterSecrets' namespace.
+	NotAllowed, Home string
 	// Deleting: the run removed copies of a ClusterSecrets being deleted.
 	Deleting bool
 	// Secrets are the names of the Secrets copied.
@@ -65,9 +73,15 @@ type Outcome struct {
 	Clusters []ClusterResult
 }
 
+// Refused says whether the spec is not acted on at all: nothing is
+// copied or removed until it, or the operator, changes.
+func (o Outcome) Refused() bool {
+	return len(o.Problems) > 0 || o.NotAllowed != "" || o.NotWatched != ""
+}
+
 // Clean says whether the run left nothing to retry.
 func (o Outcome) Clean() bool {
-	if len(o.Problems) > 0 || o.NotWatched != "" {
+	if o.Refused() {
 		return false
 	}
 	for _, c := range o.Clusters {
@@ -82,7 +96,7 @@ func (o Outcome) Clean() bool {
 // from the outcome of a run on the object of generation generation:
 //
 //   - a spec Picchu cannot act on: Stalled (InvalidSpec, naming the fields,
-//     or SourceNotWatched), Ready False;
+//     SourceNotAllowed or SourceNotWatched), Ready False;
 //   - copies another object's name holds: Stalled (NotOwned, naming the
 //     cluster and the Secret, and the clusters not synced if any), Ready
 //     False;
@@ -118,6 +132,14 @@ func SetConditions(conds *[]metav1.Condition, generation int64, o Outcome) {
 		}
 		stalled = ReasonInvalidSpec
 		msg := strings.Join(parts, "; ") + "; nothing is copied or removed until the spec is fixed"
+		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
+	case o.NotAllowed != "":
+		stalled = ReasonSourceNotAllowed
+		msg := fmt.Sprintf("spec.source.namespace: %s is not this ClusterSecrets' namespace (%s), and the operator "+
+			"does not allow copying Secrets from it (--allow-cross-namespace-sources); nothing is copied or removed "+
+			"until the source is this namespace or the operator allows %s (the copies made before stay as they are)",
+			o.NotAllowed, o.Home, o.NotAllowed)
 		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
 		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
 	case o.NotWatched != "":

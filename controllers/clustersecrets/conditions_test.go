@@ -101,6 +101,13 @@ func TestSetConditions(t *testing.T) {
 			message: []string{"namespace kube-system", "--namespaces"},
 		},
 		{
+			name:    "a source in another namespace the operator does not allow",
+			outcome: clustersecrets.Outcome{NotAllowed: "payments", Home: "picchu"},
+			ready:   metav1.ConditionFalse, reason: clustersecrets.ReasonSourceNotAllowed, stalled: true, kstatus: kstatus.FailedStatus,
+			message: []string{"spec.source.namespace: payments is not this ClusterSecrets' namespace (picchu)",
+				"--allow-cross-namespace-sources", "nothing is copied or removed"},
+		},
+		{
 			name:    "being deleted, a cluster holding on",
 			outcome: clustersecrets.Outcome{Deleting: true, Clusters: []clustersecrets.ClusterResult{down("west", "not ready")}},
 			ready:   metav1.ConditionFalse, reason: clustersecrets.ReasonDeleting, reconciling: true,

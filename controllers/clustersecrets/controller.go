@@ -69,6 +69,11 @@ type Reconciler struct {
 	// namespace when empty): a ClusterSecrets whose source is elsewhere is
 	// Stalled.
 	Namespaces []string
+	// CrossNamespaceSources are the namespaces a ClusterSecrets of another
+	// namespace may copy Secrets from (--allow-cross-namespace-sources):
+	// one whose source is another namespace, not among them, is Stalled
+	// and copies nothing. None when empty: each copies only from its own.
+	CrossNamespaceSources []string
 	// SyncPeriod is the safety resync (DefaultSyncPeriod when 0).
 	SyncPeriod time.Duration
 	// ClusterTimeout bounds the work on one cluster in one run
@@ -206,7 +211,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case out.Clean():
 		r.failures.Delete(req.NamespacedName)
 		return ctrl.Result{RequeueAfter: r.SyncPeriod}, nil
-	case len(out.Problems) > 0 || out.NotWatched != "":
+	case out.Refused():
 		return ctrl.Result{}, nil // only a change of the spec or of the operator can help
 	}
 	return ctrl.Result{RequeueAfter: r.retryAfter(req.NamespacedName)}, nil
@@ -231,6 +236,11 @@ func (r *Reconciler) sync(ctx context.Context, cs *picchuv1alpha1.ClusterSecrets
 	sel, problems := Parse(cs)
 	if len(problems) > 0 {
 		return Outcome{Problems: problems}, nil, nil
+	}
+	// Refused before anything is read, and before whether it can be read
+	// at all: the fix is the same either way.
+	if !controllers.SourcesAllowed(cs.Namespace, sel.SourceNamespace, r.CrossNamespaceSources) {
+		return Outcome{NotAllowed: sel.SourceNamespace, Home: cs.Namespace}, nil, nil
 	}
 	if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, sel.SourceNamespace) {
 		return Outcome{NotWatched: sel.SourceNamespace}, nil, nil
@@ -342,7 +352,7 @@ func (r *Reconciler) record(ctx context.Context, cs *picchuv1alpha1.ClusterSecre
 	}
 	before := cs.DeepCopy()
 	cs.Status.ObservedGeneration = cs.Generation
-	if len(out.Problems) == 0 && out.NotWatched == "" && !out.Deleting {
+	if !out.Refused() && !out.Deleting {
 		// Else nothing was acted on: the Secrets copied stay those last copied.
 		cs.Status.Secrets = out.Secrets
 		if len(cs.Status.Secrets) == 0 {

@@ -31,6 +31,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/breaker"
+	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/shard"
 )
@@ -60,6 +61,11 @@ type Reconciler struct {
 	ExternalSecrets cache.Cache
 	// Registry holds the clients of the Clusters Mirrors name.
 	Registry *remote.Registry
+	// CrossNamespaceSources are the namespaces an additionalConfigSelector
+	// of a Mirror of another namespace may select in
+	// (--allow-cross-namespace-sources): a Mirror with one selecting
+	// elsewhere is Stalled and copies nothing. None when empty.
+	CrossNamespaceSources []string
 	// Resync, Timeout and KindRecheck: the defaults above when 0.
 	Resync, Timeout, KindRecheck time.Duration
 	// MaxConcurrentReconciles bounds the Mirrors worked on at once (1 when 0).
@@ -219,6 +225,11 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 		o.Failures = append(o.Failures, Failure{Reason: reason, Message: msg})
 		return o, appsOf(revs), next, nil
 	}
+	// Refused before the mirror is asked anything: no copy is written,
+	// and none deleted.
+	if msg := r.notAllowed(m); msg != "" {
+		return fail(ReasonSourceNotAllowed, msg, wanted)
+	}
 
 	cl := &picchuv1alpha1.Cluster{}
 	clusterKey := types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}
@@ -308,6 +319,24 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 
 func sortedNotes(notes map[string]bool) []string {
 	return slices.Sorted(maps.Keys(notes))
+}
+
+// notAllowed says which of m's additionalConfigSelectors selects in a
+// namespace the operator does not allow it to copy from, naming the field;
+// "" when none does.
+func (r *Reconciler) notAllowed(m *picchuv1alpha1.Mirror) string {
+	var refused []string
+	for i, a := range m.Spec.AdditionalConfigSelectors {
+		if a.Namespace != "" && !controllers.SourcesAllowed(m.Namespace, a.Namespace, r.CrossNamespaceSources) {
+			refused = append(refused, fmt.Sprintf("spec.additionalConfigSelectors[%d].namespace: %s", i, a.Namespace))
+		}
+	}
+	if len(refused) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: not this Mirror's namespace (%s), and the operator does not allow copying from it "+
+		"(--allow-cross-namespace-sources); nothing is copied or deleted until the selector is changed or the "+
+		"operator allows it (the copies made before stay as they are)", strings.Join(refused, "; "), m.Namespace)
 }
 
 // esNote is the note of a mirror that does not serve ExternalSecrets.

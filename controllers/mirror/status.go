@@ -37,6 +37,11 @@ const (
 	// at home (a selector that does not parse, or a namespace outside
 	// --namespaces).
 	ReasonConfigUnreadable = "ConfigUnreadable"
+	// ReasonSourceNotAllowed: Stalled, an additionalConfigSelector selects
+	// in another namespace than the Mirror's, which the operator does not
+	// allow copies from (--allow-cross-namespace-sources): nothing is
+	// copied or deleted.
+	ReasonSourceNotAllowed = "SourceNotAllowed"
 )
 
 // Failure is a build the run could not copy, or, with Build empty, the
@@ -90,7 +95,9 @@ func Classify(err error) string {
 }
 
 // stalls are the reasons a person must act on.
-var stalls = map[string]bool{ReasonClusterNotFound: true, ReasonRejected: true, ReasonNotOwned: true, ReasonConfigUnreadable: true}
+var stalls = map[string]bool{
+	ReasonClusterNotFound: true, ReasonRejected: true, ReasonNotOwned: true, ReasonConfigUnreadable: true, ReasonSourceNotAllowed: true,
+}
 
 // SetConditions sets a Mirror's observedGeneration and its Ready,
 // Reconciling and Stalled conditions from a run's outcome. Ready is True

@@ -52,6 +52,13 @@ func TestSetConditions(t *testing.T) {
 			stalled: ReasonClusterNotFound,
 		},
 		{
+			name: "a source in a namespace not allowed",
+			outcome: Outcome{Cluster: "dr", Failures: []Failure{{Reason: ReasonSourceNotAllowed,
+				Message: "spec.additionalConfigSelectors[0].namespace: payments: not this Mirror's namespace (picchu)"}}},
+			ready:   cond{metav1.ConditionFalse, ReasonSourceNotAllowed, "spec.additionalConfigSelectors[0].namespace: payments: not this Mirror's namespace (picchu)"},
+			stalled: ReasonSourceNotAllowed,
+		},
+		{
 			name: "one build rejected, another copied",
 			outcome: Outcome{Cluster: "dr", Copied: 1, Failures: []Failure{
 				{Build: "echo-v2", App: "echo", Reason: ReasonRejected, Message: "applying Revision picchu/echo-v2: invalid"},

@@ -16,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/clustersecrets"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
@@ -333,8 +335,8 @@ func TestClusterSecrets_ASpecItCannotActOnIsStalled(t *testing.T) {
 			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Target.FieldSelector = "metadata.name" }, clustersecrets.ReasonInvalidSpec},
 		{"a field no one selects Secrets by", "spec.source.fieldSelector",
 			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.FieldSelector = "data.password=x" }, clustersecrets.ReasonInvalidSpec},
-		{"a source the operator does not read", "namespace kube-system",
-			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.Namespace = "kube-system" }, clustersecrets.ReasonSourceNotWatched},
+		{"a source in another namespace", "spec.source.namespace: kube-system",
+			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.Namespace = "kube-system" }, clustersecrets.ReasonSourceNotAllowed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -481,4 +483,87 @@ func TestClusterSecrets_NoValueLeaksIntoStatusOrEvents(t *testing.T) {
 	if msg := readyOf(t, "leak"); !strings.Contains(msg, "leaky: Invalid (HTTP 422") || strings.Contains(msg, "target-1") {
 		t.Errorf("the refusal is not told as the reason and code of target-0's answer: %s", msg)
 	}
+}
+
+// TestClusterSecrets_ASourceInAnotherNamespaceIsRefusedUnlessAllowed has
+// a ClusterSecrets copy the Secrets of another namespace the operator
+// reads: by default it is Stalled, SourceNotAllowed naming the field and
+// the namespace, and writes nothing to any cluster; with the namespace
+// allowed, the copies land; allowed no more, it is refused again and the
+// copies it made stay, until it is deleted.
+func TestClusterSecrets_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
+	const ns = "shared-elsewhere"
+	ctx := context.Background()
+	db := sourceIn(t, elsewhere, "elsewhere-db", map[string]string{"copy": "elsewhere"}, corev1.SecretTypeOpaque,
+		map[string]string{"password": "from-elsewhere"})
+	restarted := false
+	// Registered before the ClusterSecrets, so run after it is removed.
+	t.Cleanup(func() {
+		if restarted {
+			restart(t)
+		}
+	})
+	spec := specOf("elsewhere", ns)
+	spec.Source.Namespace = elsewhere
+	before := targetWrites.count()
+	cs := create(t, "elsewhere", spec)
+	refused := []string{"spec.source.namespace: " + elsewhere + " is not this ClusterSecrets' namespace (" + env.Namespace + ")",
+		"--allow-cross-namespace-sources"}
+	condition(t, "elsewhere", picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, clustersecrets.ReasonSourceNotAllowed, refused...)
+	got := condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonSourceNotAllowed, refused...)
+	if len(got.Status.Secrets) > 0 {
+		t.Errorf("status.secrets %v of a refused ClusterSecrets", got.Status.Secrets)
+	}
+	if n := targetWrites.count() - before; n > 0 {
+		t.Errorf("%d writes to target clusters for a refused ClusterSecrets", n)
+	}
+	for _, target := range enabled() {
+		if _, err := copyOn(ctx, target, ns, db.Name); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: a refused source copied: %v", target.Name, err)
+		}
+	}
+
+	restarted = true
+	restart(t, func(o *operator.Options) { o.CrossNamespaceSources = []string{elsewhere} })
+	landed(t, enabled(), "elsewhere", ns, db)
+	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced,
+		"1 Secret copied to target-0, target-1")
+
+	restart(t)
+	restarted = false
+	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonSourceNotAllowed, refused...)
+	// The copies made while it was allowed stay, until it is deleted.
+	landed(t, enabled(), "elsewhere", ns, db)
+	remove(t, cs)
+	gone(t, enabled(), ns, db.Name)
+}
+
+// TestClusterSecrets_ASourceTheOperatorDoesNotReadIsStalled has a
+// ClusterSecrets of a namespace whose Secrets the operator does not read
+// copy from its own namespace: SourceNotWatched, naming the namespace.
+func TestClusterSecrets_ASourceTheOperatorDoesNotReadIsStalled(t *testing.T) {
+	ctx := context.Background()
+	cs := &picchuv1alpha1.ClusterSecrets{
+		ObjectMeta: metav1.ObjectMeta{Name: "unwatched", Namespace: unwatched},
+		Spec: picchuv1alpha1.ClusterSecretsSpec{
+			Source: picchuv1alpha1.SecretSource{Namespace: unwatched},
+			Target: picchuv1alpha1.SecretTarget{Namespace: "shared-unwatched"},
+		},
+	}
+	if err := env.Delivery.Client.Create(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { remove(t, cs) })
+	kit.Eventually(t, timeout, "unwatched Stalled (SourceNotWatched)", func() error {
+		got := &picchuv1alpha1.ClusterSecrets{}
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(cs), got); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, picchuv1alpha1.ConditionStalled)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != clustersecrets.ReasonSourceNotWatched ||
+			!strings.Contains(c.Message, "namespace "+unwatched) {
+			return fmt.Errorf("conditions %+v", got.Status.Conditions)
+		}
+		return nil
+	})
 }

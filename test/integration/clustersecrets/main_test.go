@@ -50,19 +50,59 @@ func setup(s *harness.Suite) error {
 			return fmt.Errorf("labelling cluster %s: %w", target.Name, err)
 		}
 	}
-	op, err := inprocess.Start(env, operator.Options{
+	for _, ns := range []string{elsewhere, unwatched} {
+		if err := env.Delivery.Client.Create(s.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	var err error
+	if current, err = startOperator(); err != nil {
+		return fmt.Errorf("starting the operator: %w", err)
+	}
+	s.OnStop(func() error { return current.Stop() })
+	return nil
+}
+
+// Namespaces of the delivery cluster besides env's: the operator reads
+// the Secrets of elsewhere, and not those of unwatched.
+const (
+	elsewhere = "secrets-elsewhere"
+	unwatched = "secrets-unwatched"
+)
+
+// current is the running operator.
+var current *inprocess.Operator
+
+// startOperator starts the operator, reading the Secrets of env's
+// namespace and elsewhere, with the options changed by change.
+func startOperator(change ...func(*operator.Options)) (*inprocess.Operator, error) {
+	opts := operator.Options{
+		Namespaces: []string{elsewhere},
 		// Short, so that a cluster taken away is seen back soon.
 		ClusterHealthPeriod: 2 * time.Second,
 		ClusterTimeout:      5 * time.Second,
 		// Long, so that only events can explain a prompt copy.
 		SyncPeriod:    10 * time.Minute,
 		WrapTransport: targetWrites.wrap,
-	})
-	if err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
 	}
-	s.OnStop(op.Stop)
-	return nil
+	for _, c := range change {
+		c(&opts)
+	}
+	return inprocess.Start(env, opts)
+}
+
+// restart stops the running operator and starts a new one, with the
+// options changed by change.
+func restart(t testing.TB, change ...func(*operator.Options)) {
+	t.Helper()
+	if err := current.Stop(); err != nil {
+		t.Fatalf("stopping the operator: %v", err)
+	}
+	op, err := startOperator(change...)
+	if err != nil {
+		t.Fatalf("starting the operator again: %v", err)
+	}
+	current = op
 }
 
 // writes counts the requests that write Secrets or namespaces to target
@@ -102,8 +142,15 @@ func enabled() []*harness.Target { return env.Targets[:2] }
 // when the test ends.
 func source(t *testing.T, name string, labels map[string]string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
 	t.Helper()
+	return sourceIn(t, env.Namespace, name, labels, typ, data)
+}
+
+// sourceIn creates a Secret in namespace of the delivery cluster, deleted
+// when the test ends.
+func sourceIn(t *testing.T, namespace, name string, labels map[string]string, typ corev1.SecretType, data map[string]string) *corev1.Secret {
+	t.Helper()
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Type:       typ,
 		Data:       map[string][]byte{},
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -31,11 +32,12 @@ type Operator struct {
 }
 
 // Start starts the operator against env's delivery cluster, with Secrets
-// and ConfigMaps read from env's namespace only (as main with --namespaces).
-// Unless opts say otherwise, target clusters are checked every 10 s, with a
-// 2 s deadline.
+// and ConfigMaps read from env's namespace only, and those opts.Namespaces
+// add (as main with --namespaces). Unless opts say otherwise, target
+// clusters are checked every 10 s, with a 2 s deadline.
 func Start(env *harness.Env, opts operator.Options) (*Operator, error) {
-	opts.Namespaces = []string{env.Namespace}
+	opts.Namespaces = append([]string{env.Namespace}, slices.DeleteFunc(slices.Clone(opts.Namespaces),
+		func(ns string) bool { return ns == env.Namespace })...)
 	if opts.ClusterHealthPeriod == 0 {
 		opts.ClusterHealthPeriod = 10 * time.Second
 	}

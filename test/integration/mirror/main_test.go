@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,20 +93,56 @@ func setup(s *harness.Suite) error {
 		return fmt.Errorf("parsing the mirror's address: %w", err)
 	}
 	requests.host = host.Host
-	if current, err = inprocess.Start(env, operator.Options{
-		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
-		WrapTransport: requests.wrap,
-	}); err != nil {
+	if err := env.Delivery.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", elsewhere, err)
+	}
+	if current, err = startOperator(); err != nil {
 		return fmt.Errorf("starting the operator: %w", err)
 	}
-	s.OnStop(func() error {
-		err := current.Stop()
-		for _, name := range []string{mirrorCluster, downCluster} {
-			current.Registry.Remove(types.NamespacedName{Namespace: env.Namespace, Name: name})
-		}
-		return err
-	})
+	s.OnStop(func() error { return stopOperator(current) })
 	return nil
+}
+
+// elsewhere is a namespace the operator reads besides env's, whose
+// ConfigMaps and Secrets a Mirror of env's namespace may copy only when
+// the operator allows it.
+const elsewhere = "mirror-elsewhere"
+
+// startOperator starts the operator against the delivery cluster, reading
+// env's namespace and elsewhere, with the options changed by change.
+func startOperator(change ...func(*operator.Options)) (*inprocess.Operator, error) {
+	opts := operator.Options{
+		Namespaces: []string{elsewhere},
+		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
+		WrapTransport: requests.wrap,
+	}
+	for _, c := range change {
+		c(&opts)
+	}
+	return inprocess.Start(env, opts)
+}
+
+// stopOperator stops op and drops its clients of the mirrors too.
+func stopOperator(op *inprocess.Operator) error {
+	err := op.Stop()
+	for _, name := range []string{mirrorCluster, downCluster} {
+		op.Registry.Remove(types.NamespacedName{Namespace: env.Namespace, Name: name})
+	}
+	return err
+}
+
+// restart stops the running operator and starts a new one, with the
+// options changed by change.
+func restart(t testing.TB, change ...func(*operator.Options)) {
+	t.Helper()
+	if err := stopOperator(current); err != nil {
+		t.Fatalf("stopping the operator: %v", err)
+	}
+	op, err := startOperator(change...)
+	if err != nil {
+		t.Fatalf("starting the operator again: %v", err)
+	}
+	current = op
 }
 
 // startSecond starts the mirror's delivery API server with Picchu's CRDs.
