@@ -60,9 +60,12 @@ type release struct{ app, target, tag string }
 func (n Notice) release() release { return release{n.App, n.Target, n.Tag} }
 
 // Text is the notice as one line of Slack markdown, also the message's
-// fallback text.
+// fallback text. Every part that comes from outside Picchu (the app, tag
+// and target, the alerts, the reason, who asked) is escaped as Slack
+// requires, so that it shows as written: a reason holding <!channel>
+// notifies no one, and one holding <https://…|…> links nowhere.
 func (n Notice) Text() string {
-	build := fmt.Sprintf("*%s* `%s` in %s", n.App, n.Tag, n.Target)
+	build := fmt.Sprintf("*%s* `%s` in %s", escape(n.App), escape(n.Tag), escape(n.Target))
 	switch n.Kind {
 	case Started:
 		return build + ": canary started"
@@ -75,10 +78,14 @@ func (n Notice) Text() string {
 	case Failed:
 		var why []string
 		if len(n.Alerts) > 0 {
-			why = append(why, "alerts firing: "+strings.Join(n.Alerts, ", "))
+			alerts := make([]string, len(n.Alerts))
+			for i, a := range n.Alerts {
+				alerts[i] = escape(a)
+			}
+			why = append(why, "alerts firing: "+strings.Join(alerts, ", "))
 		}
 		if n.Reason != "" {
-			why = append(why, n.Reason)
+			why = append(why, escape(n.Reason))
 		}
 		if len(why) == 0 {
 			return build + ": failed; rolling back"
@@ -89,12 +96,20 @@ func (n Notice) Text() string {
 	case Recommissioned:
 		return build + ": recommissioned, no healthy build being left"
 	case Stuck:
-		return build + ": stuck, " + n.Reason
+		return build + ": stuck, " + escape(n.Reason)
 	case Paused, Resumed, Promoted, Retried, RolledBackTo:
-		return fmt.Sprintf("%s: %s by %s", build, n.Kind, n.By)
+		return fmt.Sprintf("%s: %s by %s", build, n.Kind, escape(n.By))
 	}
 	return fmt.Sprintf("%s: %s", build, n.Kind)
 }
+
+// escaper escapes the three characters Slack's markdown gives a meaning
+// of its own to: < and > delimit links and mentions (<!channel>,
+// <@U123>), & starts the escapes themselves.
+var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// escape is text from outside Picchu, made to show as written in Slack.
+func escape(text string) string { return escaper.Replace(text) }
 
 // blocks are the message's blocks: the text, as one section.
 func (n Notice) blocks() []slack.Block {

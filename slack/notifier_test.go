@@ -68,6 +68,34 @@ func TestNotifier_OneThreadPerRelease(t *testing.T) {
 	}
 }
 
+// TestNotifier_EscapesWhatUsersWrote: the parts of a notice that come
+// from users (a failure's reason, its alerts, who asked) reach Slack
+// escaped as its markdown requires, so a reason holding <!channel> pings
+// no one; Picchu's own markup (the app in bold, the tag as code) still is.
+func TestNotifier_EscapesWhatUsersWrote(t *testing.T) {
+	f := slackfake.New(t, token)
+	n := started(t, f, staticToken)
+	n.Notify(Notice{App: "shop", Target: "production", Tag: "v3", Kind: Failed,
+		Alerts: []string{"latency>1s"}, Reason: "aborted: <!channel> & <@U123>"})
+	n.Notify(Notice{App: "shop", Target: "production", Tag: "v3", Kind: Paused, By: "<https://evil.example|alice>"})
+	n.Notify(Notice{App: "shop", Target: "production", Tag: "v4", Kind: Stuck, Reason: "cluster <!here> unreachable"})
+	posts := f.WaitPosts(t, 10*time.Second, "3 posts", slackfake.AtLeast(3))
+	want := []string{
+		"*shop* `v3` in production: failed (alerts firing: latency&gt;1s; aborted: &lt;!channel&gt; &amp; &lt;@U123&gt;); rolling back",
+		"*shop* `v3` in production: paused by &lt;https://evil.example|alice&gt;",
+		"*shop* `v4` in production: stuck, cluster &lt;!here&gt; unreachable",
+	}
+	for i, p := range posts {
+		if p.Text != want[i] {
+			t.Errorf("post %d: %q, want %q", i, p.Text, want[i])
+		}
+		text, _ := p.Blocks[0]["text"].(map[string]any)
+		if text["type"] != "mrkdwn" || text["text"] != want[i] {
+			t.Errorf("post %d: block %v, want %q as markdown", i, p.Blocks[0], want[i])
+		}
+	}
+}
+
 // TestNotifier_Duplicates: a notice that repeats its release's last one
 // (a run that wrote the same transition again) is not posted.
 func TestNotifier_Duplicates(t *testing.T) {

@@ -10,16 +10,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/slack/slackfake"
 )
 
 // TestSlack_EachReleaseToldInItsThread runs the operator with Slack on
 // (its token in a Secret, Slack's API a fake that checks every request)
-// while app "told" releases v1, canaries and releases v2, and fails v3
-// mid-ramp: each build's notices are one thread in the default channel,
-// in the order things happened.
+// while app "told" releases v1, canaries and releases v2, and v3 is
+// aborted mid-ramp with a reason that would ping the whole channel:
+// each build's notices are one thread in the default channel, in the
+// order things happened, and the reason arrives escaped, pinging no one.
 func TestSlack_EachReleaseToldInItsThread(t *testing.T) {
 	ctx := context.Background()
 	const app = "told"
@@ -46,7 +49,19 @@ func TestSlack_EachReleaseToldInItsThread(t *testing.T) {
 	state(t, 30*time.Second, app, "v2", "released")
 	v3 := create(t, build{app: app, tag: "v3", commit: 3, delay: time.Second})
 	percentAtLeast(t, app, "v3", 20)
-	fail(t, v3)
+	// As kubectl picchu abort does it, with what a person may type.
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v3), v3); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(v3.DeepCopy())
+	v3.Spec.Failed = true
+	if v3.Annotations == nil {
+		v3.Annotations = map[string]string{}
+	}
+	v3.Annotations[picchuv1alpha1.AnnotationFailedReason] = "aborted: <!channel> & <@U123>"
+	if err := env.Delivery.Client.Patch(ctx, v3, patch); err != nil {
+		t.Fatal(err)
+	}
 	state(t, 10*time.Second, app, "v3", "failed")
 
 	want := map[string][]string{
@@ -54,7 +69,7 @@ func TestSlack_EachReleaseToldInItsThread(t *testing.T) {
 		"v2": {"canary started", "canary passed", "ramping up", "released"},
 		"v3": {"ramping up", "failed", "rolled back"},
 	}
-	fake.WaitPosts(t, 10*time.Second, "every notice of "+app, func(posts []slackfake.Post) error {
+	posts := fake.WaitPosts(t, 10*time.Second, "every notice of "+app, func(posts []slackfake.Post) error {
 		threads := map[string]string{} // tag → thread
 		got := map[string][]string{}
 		for _, p := range posts {
@@ -85,4 +100,16 @@ func TestSlack_EachReleaseToldInItsThread(t *testing.T) {
 		}
 		return nil
 	})
+	const failed = "*told* `v3` in production: failed (aborted: &lt;!channel&gt; &amp; &lt;@U123&gt;); rolling back"
+	i := slices.IndexFunc(posts, func(p slackfake.Post) bool { return p.Text == failed })
+	if i < 0 {
+		t.Errorf("no post %q among %q", failed, posts)
+	} else if text, _ := posts[i].Blocks[0]["text"].(map[string]any); text["text"] != failed {
+		t.Errorf("v3's failure: block %v, want %q", posts[i].Blocks[0], failed)
+	}
+	for _, p := range posts {
+		if strings.Contains(p.Text, "<!channel>") || strings.Contains(p.Text, "<@U123>") {
+			t.Errorf("a post pings: %q", p.Text)
+		}
+	}
 }
