@@ -21,7 +21,8 @@ func main() {
 	err := cmd.ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		// An API server's error may quote what the cluster holds.
+		fmt.Fprintln(os.Stderr, "error:", plugin.Printable(err.Error()))
 		os.Exit(1)
 	}
 }

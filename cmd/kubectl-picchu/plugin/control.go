@@ -307,7 +307,7 @@ func (r *runner) patch(ctx context.Context, s *session, rev *picchuv1alpha1.Revi
 	}
 	if err != nil {
 		user = "unknown"
-		fmt.Fprintf(r.ErrOut, "Warning: recording the change as made by %q: %v\n", user, err)
+		fmt.Fprintf(r.ErrOut, "Warning: recording the change as made by %q: %s\n", user, cell(err.Error()))
 	}
 	before := rev.DeepCopy()
 	if rev.Annotations == nil {
@@ -318,6 +318,6 @@ func (r *runner) patch(ctx context.Context, s *session, rev *picchuv1alpha1.Revi
 	if err := s.client.Patch(ctx, rev, client.MergeFrom(before), client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("patching %s%s in namespace %q: %w", resourceName, rev.Name, s.namespace, err)
 	}
-	_, err = fmt.Fprintf(r.Out, "%s%s %s\n", resourceName, rev.Name, done)
+	_, err = fmt.Fprintf(r.Out, "%s%s %s\n", resourceName, cell(rev.Name), done)
 	return err
 }

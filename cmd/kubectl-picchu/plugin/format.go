@@ -24,7 +24,16 @@ func newTable(w io.Writer, indent string, header ...string) *table {
 	return &table{w: w, indent: indent, rows: [][]string{header}}
 }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+// add adds a row. Every cell is printed as cell makes it: most come from
+// the cluster, and a tab, a newline or an escape sequence in one would
+// break the table or take over the terminal.
+func (t *table) add(cells ...string) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = cell(c)
+	}
+	t.rows = append(t.rows, row)
+}
 
 // flush writes the rows; an error is the writer's.
 func (t *table) flush() error {

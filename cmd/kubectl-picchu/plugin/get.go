@@ -139,7 +139,7 @@ func (r *runner) getApp(ctx context.Context, s *session, name string, w io.Write
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "Target: %s\n", target)
+		fmt.Fprintf(w, "Target: %s\n", cell(target))
 		t := newTable(w, "", "TAG", "STATE", "WEIGHT", "CLUSTERS", "PODS", "NEXT", "ALERTS")
 		for _, b := range a.builds(target) {
 			current, desired := b.pods()

@@ -65,7 +65,7 @@ func (r *runner) printStatus(w io.Writer, a *app, events []corev1.Event) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "Target: %s\n", target)
+		fmt.Fprintf(w, "Target: %s\n", cell(target))
 		rm := a.manager(target)
 		releasing := none
 		if rm != nil && rm.Status.Releasing != nil {
@@ -75,7 +75,7 @@ func (r *runner) printStatus(w io.Writer, a *app, events []corev1.Event) error {
 				releasing += ", wave " + rel.Wave
 			}
 		}
-		fmt.Fprintf(w, "Releasing: %s\n", releasing)
+		fmt.Fprintf(w, "Releasing: %s\n", cell(releasing))
 		steps := timeline(currentBuilds(a.builds(target)))
 		if len(steps) == 0 {
 			fmt.Fprintln(w, "Timeline: <none>")
