@@ -61,7 +61,13 @@ func refuseSecretQuotingIt(t *testing.T, target *harness.Target, namespace, name
 		}
 		t.Cleanup(func() { _ = target.Client.Delete(context.Background(), obj) })
 	}
-	if err := target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); client.IgnoreAlreadyExists(err) != nil {
+	// The app's namespace, made before Picchu's first apply (so that the
+	// policy can be probed in it), labelled as Picchu labels it: Picchu
+	// adopts it, where it would leave a namespace of someone else's alone.
+	appNamespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{
+		picchuv1alpha1.LabelApp: strings.TrimSuffix(namespace, "-production"), picchuv1alpha1.LabelTarget: "production",
+	}}}
+	if err := target.Client.Create(ctx, appNamespace); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 	kit.Eventually(t, 30*time.Second, "the policy is in force on "+target.Name, func() error {
