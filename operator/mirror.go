@@ -30,6 +30,7 @@ func setupMirrors(mgr ctrl.Manager, registry *remote.Registry, externalSecrets c
 		Timeout:                 o.ClusterTimeout,
 		MaxConcurrentReconciles: 2,
 		Shards:                  o.Shards,
+		InstanceID:              o.InstanceID,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the mirror controller: %w", err)
 	}

@@ -74,6 +74,9 @@ type Reconciler struct {
 	Shards *shard.Coordinator
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// InstanceID is this Picchu's --instance-id: its copies carry it, and it
+	// neither overwrites nor deletes copies another Picchu's Mirror wrote.
+	InstanceID string
 
 	memo  memo
 	kinds kinds
@@ -81,6 +84,11 @@ type Reconciler struct {
 	// when it does not serve them (watchExternalSecrets).
 	externalSecrets client.Reader
 	failing         sync.Map // Mirror key → consecutive runs that failed
+}
+
+// origin is who writes m's copies.
+func (r *Reconciler) origin(m *picchuv1alpha1.Mirror) Origin {
+	return Origin{NamespacedName: client.ObjectKeyFromObject(m), Instance: r.InstanceID}
 }
 
 // SetupWithManager watches Mirrors and what their runs read: Revisions,
@@ -209,7 +217,7 @@ type build struct {
 func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now time.Time) (Outcome, []string, time.Duration, error) {
 	o := Outcome{Cluster: m.Spec.ClusterName}
 	next := r.resync()
-	mirrorKey := client.ObjectKeyFromObject(m)
+	mirrorKey := r.origin(m)
 	wanted, err := r.wanted(ctx, m, &o)
 	if err != nil {
 		return o, nil, 0, err
@@ -424,7 +432,7 @@ func (r *Reconciler) connect(cl *picchuv1alpha1.Cluster, now time.Time) (*target
 // additionalConfigSelectors, then the Revision. ExternalSecrets are left
 // out, with a note, when the mirror does not serve them.
 func (r *Reconciler) copiesOf(ctx context.Context, m *picchuv1alpha1.Mirror, t *target, rev *picchuv1alpha1.Revision, notes map[string]bool, now time.Time) ([]*unstructured.Unstructured, error) {
-	mirrorKey := client.ObjectKeyFromObject(m)
+	mirrorKey := r.origin(m)
 	var out []*unstructured.Unstructured
 	seen := map[copyKey]bool{}
 	add := func(u *unstructured.Unstructured) {
@@ -487,7 +495,7 @@ func (r *Reconciler) copiesOf(ctx context.Context, m *picchuv1alpha1.Mirror, t *
 
 // config adds the copies of the ConfigMaps and Secrets of namespace that
 // sel selects, credentials left out with a note.
-func (r *Reconciler) config(ctx context.Context, namespace string, sel labels.Selector, mirror types.NamespacedName,
+func (r *Reconciler) config(ctx context.Context, namespace string, sel labels.Selector, mirror Origin,
 	clusters map[string]map[string]bool, notes map[string]bool, add func(*unstructured.Unstructured)) error {
 	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}}
 	cms := &corev1.ConfigMapList{}
@@ -536,7 +544,7 @@ func (r *Reconciler) config(ctx context.Context, namespace string, sel labels.Se
 
 // write makes the mirror hold a build's copies: their namespaces, then
 // each copy in order.
-func (r *Reconciler) write(ctx context.Context, t *target, mirror types.NamespacedName, b build, now time.Time) error {
+func (r *Reconciler) write(ctx context.Context, t *target, mirror Origin, b build, now time.Time) error {
 	for _, u := range b.copies {
 		if err := r.ensureNamespace(ctx, t, mirror, u.GetNamespace(), now); err != nil {
 			return err
@@ -555,9 +563,9 @@ func (r *Reconciler) write(ctx context.Context, t *target, mirror types.Namespac
 // after a restart, or the mirror's client being replaced), those it finds
 // listing the mirror. It returns how many it deleted.
 func (r *Reconciler) collect(ctx context.Context, m *picchuv1alpha1.Mirror, t *target, now time.Time) (int, error) {
-	mirrorKey := client.ObjectKeyFromObject(m)
+	mirrorKey := r.origin(m)
 	candidates := r.memo.of(t.key, mirrorKey)
-	if r.memo.listDue(mirrorKey, t.key, now, r.resync()) {
+	if r.memo.listDue(mirrorKey.NamespacedName, t.key, now, r.resync()) {
 		namespaces := []string{m.Namespace}
 		for _, a := range m.Spec.AdditionalConfigSelectors {
 			if a.Namespace != "" && !slices.Contains(namespaces, a.Namespace) {
@@ -577,7 +585,7 @@ func (r *Reconciler) collect(ctx context.Context, m *picchuv1alpha1.Mirror, t *t
 				candidates = append(candidates, found...)
 			}
 		}
-		r.memo.setListed(mirrorKey, t.key, now)
+		r.memo.setListed(mirrorKey.NamespacedName, t.key, now)
 	}
 	slices.SortFunc(candidates, func(a, b copyKey) int {
 		return strings.Compare(a.gvk.Kind+"/"+a.namespace+"/"+a.name, b.gvk.Kind+"/"+b.namespace+"/"+b.name)

@@ -29,6 +29,10 @@ const (
 	// AnnotationMirror names the Mirror that wrote the copy, as
 	// "<namespace>/<name>" on the home delivery cluster.
 	AnnotationMirror = "picchu.medium.engineering/mirror"
+	// AnnotationMirrorInstance names the Picchu (its --instance-id) whose
+	// Mirror wrote the copy: Mirrors of the same name on two home clusters
+	// never take each other's copies for theirs.
+	AnnotationMirrorInstance = "picchu.medium.engineering/mirror-instance"
 	// AnnotationMirrorHash is the hash of what the Mirror last applied: a
 	// copy that carries the hash of what it should hold, and holds it, is
 	// not written again.
@@ -146,7 +150,7 @@ func AdditionalSelector(a picchuv1alpha1.AdditionalConfigSelector, home, app, ta
 // with every target's externalTest.enabled false (the mirror's Picchu never
 // waits for a test run against home), its labels and annotations without
 // Picchu's bookkeeping (CopiedMeta), and no status.
-func RevisionCopy(rev *picchuv1alpha1.Revision, mirror types.NamespacedName) (*unstructured.Unstructured, error) {
+func RevisionCopy(rev *picchuv1alpha1.Revision, mirror Origin) (*unstructured.Unstructured, error) {
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rev.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("converting the spec of revision %s/%s: %w", rev.Namespace, rev.Name, err)
@@ -171,7 +175,7 @@ func RevisionCopy(rev *picchuv1alpha1.Revision, mirror types.NamespacedName) (*u
 
 // ConfigMapCopy is the copy of a ConfigMap on a mirror: same name,
 // namespace, data, labels and annotations (CopiedMeta).
-func ConfigMapCopy(cm *corev1.ConfigMap, mirror types.NamespacedName) (*unstructured.Unstructured, error) {
+func ConfigMapCopy(cm *corev1.ConfigMap, mirror Origin) (*unstructured.Unstructured, error) {
 	body, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.ConfigMap{
 		Data: cm.Data, BinaryData: cm.BinaryData, Immutable: cm.Immutable,
 	})
@@ -184,7 +188,7 @@ func ConfigMapCopy(cm *corev1.ConfigMap, mirror types.NamespacedName) (*unstruct
 }
 
 // SecretCopy is the copy of a Secret on a mirror, as ConfigMapCopy, with its type.
-func SecretCopy(s *corev1.Secret, mirror types.NamespacedName) (*unstructured.Unstructured, error) {
+func SecretCopy(s *corev1.Secret, mirror Origin) (*unstructured.Unstructured, error) {
 	body, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.Secret{
 		Data: s.Data, Type: s.Type, Immutable: s.Immutable,
 	})
@@ -199,7 +203,7 @@ func SecretCopy(s *corev1.Secret, mirror types.NamespacedName) (*unstructured.Un
 // ExternalSecretCopy is the copy of an ExternalSecret on a mirror: every
 // field but its status, with labels and annotations as ConfigMapCopy. The
 // mirror's external-secrets operator fetches the secret there.
-func ExternalSecretCopy(es *unstructured.Unstructured, mirror types.NamespacedName) (*unstructured.Unstructured, error) {
+func ExternalSecretCopy(es *unstructured.Unstructured, mirror Origin) (*unstructured.Unstructured, error) {
 	body := map[string]any{}
 	for k, v := range es.Object {
 		switch k {
@@ -247,7 +251,7 @@ func CopiedMeta(l, a map[string]string, revision bool) (map[string]string, map[s
 
 // seal builds a copy from its parts, marks it as the mirror's, and adds the
 // hash of all that.
-func seal(gvk schema.GroupVersionKind, namespace, name string, l, a map[string]string, body map[string]any, mirror types.NamespacedName) (*unstructured.Unstructured, error) {
+func seal(gvk schema.GroupVersionKind, namespace, name string, l, a map[string]string, body map[string]any, mirror Origin) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: body}
 	u.SetGroupVersionKind(gvk)
 	u.SetNamespace(namespace)
@@ -257,6 +261,9 @@ func seal(gvk schema.GroupVersionKind, namespace, name string, l, a map[string]s
 	u.SetLabels(l)
 	a = maps.Clone(a)
 	a[AnnotationMirror] = mirror.String()
+	if mirror.Instance != "" {
+		a[AnnotationMirrorInstance] = mirror.Instance
+	}
 	u.SetAnnotations(a)
 	data, err := json.Marshal(u.Object)
 	if err != nil {
@@ -271,9 +278,23 @@ func seal(gvk schema.GroupVersionKind, namespace, name string, l, a map[string]s
 // Hash is the hash a copy was sealed with.
 func Hash(u *unstructured.Unstructured) string { return u.GetAnnotations()[AnnotationMirrorHash] }
 
-// Ours says whether a live object on a mirror is a copy the mirror wrote.
-func Ours(live *unstructured.Unstructured, mirror types.NamespacedName) bool {
-	return live.GetLabels()[LabelMirrored] == "true" && live.GetAnnotations()[AnnotationMirror] == mirror.String()
+// Origin is who writes a copy: a Mirror, by its namespace and name on its
+// home cluster, run by one Picchu, its instance.
+type Origin struct {
+	types.NamespacedName
+	// Instance is the Picchu's --instance-id.
+	Instance string
+}
+
+// Ours says whether a live object on a mirror is a copy the mirror wrote:
+// labelled a copy, annotated with the Mirror's name, and with its Picchu's
+// instance, or none (a copy written before copies named their Picchu, which
+// the next write marks).
+func Ours(live *unstructured.Unstructured, mirror Origin) bool {
+	a := live.GetAnnotations()
+	instance, marked := a[AnnotationMirrorInstance]
+	return live.GetLabels()[LabelMirrored] == "true" && a[AnnotationMirror] == mirror.String() &&
+		(!marked || instance == mirror.Instance)
 }
 
 // Unchanged says whether live, an object read from the mirror, already

@@ -16,7 +16,7 @@ import (
 	"github.com/medium/picchu/controllers/remote"
 )
 
-var mirrorKey = types.NamespacedName{Namespace: "picchu", Name: "dr"}
+var mirrorKey = Origin{NamespacedName: types.NamespacedName{Namespace: "picchu", Name: "dr"}, Instance: "home-a"}
 
 func revision(mut ...func(*picchuv1alpha1.Revision)) *picchuv1alpha1.Revision {
 	rev := &picchuv1alpha1.Revision{
@@ -151,8 +151,9 @@ func TestRevisionCopy(t *testing.T) {
 	delete(a, AnnotationMirrorHash)
 	wantAnnotations := map[string]string{
 		picchuv1alpha1.AnnotationGitCommitterTimestamp: "2026-11-02T09:00:00Z",
-		"owner":          "platform",
-		AnnotationMirror: "picchu/dr",
+		"owner":                  "platform",
+		AnnotationMirror:         "picchu/dr",
+		AnnotationMirrorInstance: "home-a",
 	}
 	if !maps.Equal(a, wantAnnotations) {
 		t.Errorf("annotations %v, want %v", a, wantAnnotations)
@@ -259,9 +260,9 @@ func TestConfigCopies(t *testing.T) {
 		copy *unstructured.Unstructured
 		want string
 	}{
-		{"config map", cmCopy, `{"apiVersion":"v1","binaryData":{"blob":"AQI="},"data":{"MODE":"dr"},"kind":"ConfigMap","metadata":{"annotations":{"picchu.medium.engineering/mirror":"picchu/dr"},"labels":{"config":"echo","picchu.medium.engineering/mirrored":"true"},"name":"env","namespace":"picchu"}}`},
-		{"secret", sCopy, `{"apiVersion":"v1","data":{"TOKEN":"dA=="},"immutable":true,"kind":"Secret","metadata":{"annotations":{"picchu.medium.engineering/mirror":"picchu/dr"},"labels":{"config":"echo","picchu.medium.engineering/mirrored":"true"},"name":"keys","namespace":"picchu"},"type":"Opaque"}`},
-		{"external secret", esCopy, `{"apiVersion":"external-secrets.io/v1","kind":"ExternalSecret","metadata":{"annotations":{"picchu.medium.engineering/mirror":"picchu/dr"},"labels":{"config":"echo","picchu.medium.engineering/mirrored":"true"},"name":"vault","namespace":"picchu"},"spec":{"refreshInterval":"1h","target":{"name":"vault"}}}`},
+		{"config map", cmCopy, `{"apiVersion":"v1","binaryData":{"blob":"AQI="},"data":{"MODE":"dr"},"kind":"ConfigMap","metadata":{"annotations":{"picchu.medium.engineering/mirror":"picchu/dr","picchu.medium.engineering/mirror-instance":"home-a"},"labels":{"config":"echo","picchu.medium.engineering/mirrored":"true"},"name":"env","namespace":"picchu"}}`},
+		{"secret", sCopy, `{"apiVersion":"v1","data":{"TOKEN":"dA=="},"immutable":true,"kind":"Secret","metadata":{"annotations":{"picchu.medium.engineering/mirror":"picchu/dr","picchu.medium.engineering/mirror-instance":"home-a"},"labels":{"config":"echo","picchu.medium.engineering/mirrored":"true"},"name":"keys","namespace":"picchu"},"type":"Opaque"}`},
+		{"external secret", esCopy, `{"apiVersion":"external-secrets.io/v1","kind":"ExternalSecret","metadata":{"annotations":{"picchu.medium.engineering/mirror":"picchu/dr","picchu.medium.engineering/mirror-instance":"home-a"},"labels":{"config":"echo","picchu.medium.engineering/mirrored":"true"},"name":"vault","namespace":"picchu"},"spec":{"refreshInterval":"1h","target":{"name":"vault"}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.copy.DeepCopy()
@@ -290,7 +291,7 @@ func TestHashFollowsContent(t *testing.T) {
 	}), mirrorKey)
 	image, _ := RevisionCopy(revision(func(r *picchuv1alpha1.Revision) { r.Spec.App.Image = "registry.example/echo:v1b" }), mirrorKey)
 	label, _ := RevisionCopy(revision(func(r *picchuv1alpha1.Revision) { delete(r.Labels, "team") }), mirrorKey)
-	otherMirror, _ := RevisionCopy(revision(), types.NamespacedName{Namespace: "picchu", Name: "other"})
+	otherMirror, _ := RevisionCopy(revision(), Origin{NamespacedName: types.NamespacedName{Namespace: "picchu", Name: "other"}, Instance: "home-a"})
 	if Hash(base) != Hash(same) {
 		t.Error("the hash moved with what the copy leaves out")
 	}
@@ -298,6 +299,41 @@ func TestHashFollowsContent(t *testing.T) {
 		if Hash(u) == Hash(base) {
 			t.Errorf("the hash did not move with the %s", name)
 		}
+	}
+}
+
+// TestOurs checks that a Mirror owns only the copies it wrote, and not
+// those a Mirror of the same name on another home cluster (another Picchu)
+// wrote; a copy written before copies named their Picchu is adopted.
+func TestOurs(t *testing.T) {
+	ours, err := RevisionCopy(revision(), mirrorKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin := mirrorKey
+	twin.Instance = "home-b"
+	theirs, _ := RevisionCopy(revision(), twin)
+	legacy := ours.DeepCopy()
+	a := legacy.GetAnnotations()
+	delete(a, AnnotationMirrorInstance)
+	legacy.SetAnnotations(a)
+	unmarked := ours.DeepCopy()
+	unmarked.SetLabels(nil)
+	for name, tc := range map[string]struct {
+		live *unstructured.Unstructured
+		want bool
+	}{
+		"its own copy":                      {ours, true},
+		"the same Mirror of another Picchu": {theirs, false},
+		"a copy from before instances":      {legacy, true},
+		"not labelled a copy":               {unmarked, false},
+	} {
+		if got := Ours(tc.live, mirrorKey); got != tc.want {
+			t.Errorf("%s: Ours = %v, want %v", name, got, tc.want)
+		}
+	}
+	if ours.GetAnnotations()[AnnotationMirrorInstance] != "home-a" {
+		t.Errorf("copy annotations %v, want the instance", ours.GetAnnotations())
 	}
 }
 

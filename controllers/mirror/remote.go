@@ -37,7 +37,7 @@ type copyKey struct {
 
 // written is what a Mirror last applied to a copy, or found there, and when.
 type written struct {
-	mirror types.NamespacedName
+	mirror Origin
 	hash   string
 	at     time.Time
 }
@@ -83,7 +83,7 @@ func (m *memo) drop(key copyKey) {
 }
 
 // of returns the copies mirror wrote on cluster, namespaces left out.
-func (m *memo) of(cluster, mirror types.NamespacedName) []copyKey {
+func (m *memo) of(cluster types.NamespacedName, mirror Origin) []copyKey {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []copyKey
@@ -135,7 +135,7 @@ func (m *memo) forgetMirror(mirror types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, w := range m.copies {
-		if w.mirror == mirror {
+		if w.mirror.NamespacedName == mirror {
 			delete(m.copies, k)
 		}
 	}
@@ -168,7 +168,7 @@ func (e *NotOwnedError) Error() string {
 }
 
 // ensureNamespace creates namespace on the mirror unless it is there.
-func (r *Reconciler) ensureNamespace(ctx context.Context, t *target, mirror types.NamespacedName, namespace string, now time.Time) error {
+func (r *Reconciler) ensureNamespace(ctx context.Context, t *target, mirror Origin, namespace string, now time.Time) error {
 	key := copyKey{cluster: t.key, gvk: namespaceKind, name: namespace}
 	if r.memo.fresh(key, "", now, r.resync()) {
 		return nil
@@ -196,7 +196,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, t *target, mirror type
 // not hold the copy (Unchanged). A live object labelled
 // picchu.medium.engineering/ignore is left as it is; one the Mirror did
 // not write is a *NotOwnedError.
-func (r *Reconciler) put(ctx context.Context, t *target, mirror types.NamespacedName, desired *unstructured.Unstructured, now time.Time) error {
+func (r *Reconciler) put(ctx context.Context, t *target, mirror Origin, desired *unstructured.Unstructured, now time.Time) error {
 	gvk := desired.GroupVersionKind()
 	key := copyKey{cluster: t.key, gvk: gvk, namespace: desired.GetNamespace(), name: desired.GetName()}
 	hash := Hash(desired)
@@ -216,7 +216,7 @@ func (r *Reconciler) put(ctx context.Context, t *target, mirror types.Namespaced
 		r.memo.put(key, written{mirror: mirror, hash: hash, at: now})
 		return nil
 	case !Ours(live, mirror):
-		return &NotOwnedError{Object: fmt.Sprintf("%s %s/%s", gvk.Kind, key.namespace, key.name), Cluster: t.key, Mirror: mirror}
+		return &NotOwnedError{Object: fmt.Sprintf("%s %s/%s", gvk.Kind, key.namespace, key.name), Cluster: t.key, Mirror: mirror.NamespacedName}
 	case Unchanged(desired, live):
 		r.memo.put(key, written{mirror: mirror, hash: hash, at: now})
 		return nil
@@ -235,7 +235,7 @@ func (r *Reconciler) put(ctx context.Context, t *target, mirror types.Namespaced
 // remove deletes the copy key from the mirror if it is there and mirror
 // wrote it (and it is not labelled picchu.medium.engineering/ignore), and
 // reports whether it did.
-func (r *Reconciler) remove(ctx context.Context, t *target, mirror types.NamespacedName, key copyKey) (bool, error) {
+func (r *Reconciler) remove(ctx context.Context, t *target, mirror Origin, key copyKey) (bool, error) {
 	what := fmt.Sprintf("%s %s/%s on cluster %s", key.gvk.Kind, key.namespace, key.name, t.key)
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(key.gvk)
@@ -272,7 +272,7 @@ func failed(gvk schema.GroupVersionKind, verb, what string, err error) error {
 }
 
 // listCopies lists the copies mirror wrote of gvk in namespace on the mirror.
-func listCopies(ctx context.Context, t *target, mirror types.NamespacedName, gvk schema.GroupVersionKind, namespace string) ([]copyKey, error) {
+func listCopies(ctx context.Context, t *target, mirror Origin, gvk schema.GroupVersionKind, namespace string) ([]copyKey, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	err := t.reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{LabelMirrored: "true"})

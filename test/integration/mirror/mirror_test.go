@@ -624,3 +624,39 @@ func (l *stepLog) get() []stamp {
 	l.once.Do(func() { l.steps = l.stop() })
 	return l.steps
 }
+
+// TestMirror_LeavesAnotherPicchusCopiesAlone finds on the mirror a copy
+// that a Mirror of the same name, run by another Picchu on another home
+// cluster, wrote of a build this home does not have: this Picchu's Mirror,
+// once it has listed the mirror again (after a restart), neither deletes it
+// as garbage nor writes over it.
+func TestMirror_LeavesAnotherPicchusCopiesAlone(t *testing.T) {
+	ctx := context.Background()
+	ensureDRMirror(t)
+	theirs := build{app: "twin", tag: "v1", commit: 1}.revision()
+	theirs.Labels = map[string]string{picchuv1alpha1.LabelApp: "twin", mirror.LabelMirrored: "true"}
+	theirs.Annotations = map[string]string{
+		mirror.AnnotationMirror: env.Namespace + "/" + drMirror, mirror.AnnotationMirrorInstance: "another-home",
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace}}
+	if err := secondClient.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	if err := secondClient.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	before := theirs.ResourceVersion
+	// A restarted operator lists the mirror for garbage at its first run.
+	restart(t)
+	create(t, build{app: "twinhome", tag: "v1", commit: 2}.revision())
+	deployed(t, "twinhome", "v1")
+	onMirror(t, 60*time.Second, &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "twinhome-v1", Namespace: env.Namespace}})
+	mirrorReady(t, 30*time.Second, drMirror, metav1.ConditionTrue)
+	got := &picchuv1alpha1.Revision{}
+	if err := secondClient.Get(ctx, client.ObjectKeyFromObject(theirs), got); err != nil {
+		t.Fatalf("the other Picchu's copy: %v, want it left alone", err)
+	}
+	if got.ResourceVersion != before || !got.DeletionTimestamp.IsZero() {
+		t.Errorf("the other Picchu's copy was written (resourceVersion %s, was %s; deleting %v)", got.ResourceVersion, before, got.DeletionTimestamp)
+	}
+}
