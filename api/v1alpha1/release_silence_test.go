@@ -20,8 +20,9 @@ func not(m SilenceMatcher) SilenceMatcher {
 }
 
 // TestValidate_ReleaseSilences checks the webhook's rules on release
-// silences: regular expressions compile, and no silence may match
-// Picchu's SLO and canary alerts, by their labels or their names.
+// silences: regular expressions compile, no silence reaches outside the
+// app's namespace in the target, and none may match Picchu's SLO and
+// canary alerts, by their labels or their names.
 func TestValidate_ReleaseSilences(t *testing.T) {
 	slos := []ServiceLevelObjective{
 		{Name: "availability", Enabled: true},
@@ -81,6 +82,27 @@ func TestValidate_ReleaseSilences(t *testing.T) {
 			matchers: []SilenceMatcher{matcher("alertname", "QueueStuck")},
 			want:     []string{`the alertname matchers match "QueueStuck"`},
 		},
+		{name: "the app's own namespace", matchers: []SilenceMatcher{matcher("alertname", "HighLatency"), matcher("namespace", "demo-production")}},
+		{
+			name:     "another app's namespace",
+			matchers: []SilenceMatcher{matcher("alertname", "HighLatency"), matcher("namespace", "cart-production")},
+			want:     []string{`spec.targets[0].releaseSilences[0].matchers[1]: Forbidden: matches namespace="cart-production": only namespace="demo-production", the app's namespace in this target, may be matched`},
+		},
+		{
+			name:     "the app's namespace in another target",
+			matchers: []SilenceMatcher{matcher("alertname", "HighLatency"), matcher("namespace", "demo-staging")},
+			want:     []string{`spec.targets[0].releaseSilences[0].matchers[1]: Forbidden: matches namespace="demo-staging"`},
+		},
+		{
+			name:     "every namespace by a regex",
+			matchers: []SilenceMatcher{matcher("alertname", "HighLatency"), regex("namespace", ".*")},
+			want:     []string{`spec.targets[0].releaseSilences[0].matchers[1]: Forbidden: matches namespace=~".*"`},
+		},
+		{
+			name:     "every namespace but the app's",
+			matchers: []SilenceMatcher{matcher("alertname", "HighLatency"), not(matcher("namespace", "demo-production"))},
+			want:     []string{`spec.targets[0].releaseSilences[0].matchers[1]: Forbidden: matches namespace!="demo-production"`},
+		},
 		{
 			name:     "a regular expression that does not compile",
 			matchers: []SilenceMatcher{regex("alertname", "HighLatency"), regex("severity", "page(")},
@@ -89,8 +111,8 @@ func TestValidate_ReleaseSilences(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Revision{Spec: RevisionSpec{Targets: []RevisionTarget{{
-				ServiceLevelObjectives: slos, AlertRules: rules,
+			r := &Revision{Spec: RevisionSpec{App: RevisionApp{Name: "demo"}, Targets: []RevisionTarget{{
+				Name: "production", ServiceLevelObjectives: slos, AlertRules: rules,
 				ReleaseSilences: []ReleaseSilence{{Matchers: tt.matchers}},
 			}}}}
 			r.Name = "demo-v1"

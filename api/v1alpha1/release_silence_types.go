@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 )
 
 // Labels of Picchu's own SLO and canary alerts (controllers/manifests sets
@@ -21,6 +22,15 @@ const (
 	SilenceProtectedValue = "true"
 	// CanaryAlertSuffix ends the name of an SLO's canary alert, "<slo>_canary".
 	CanaryAlertSuffix = "_canary"
+	// SilenceScopeLabel is the label every release silence is scoped by:
+	// Picchu adds namespace="<app>-<target>" (AppNamespace) to each silence
+	// it creates, so a silence only silences alerts about the app in the
+	// target. Prometheus stamps it on every series it scrapes from the
+	// app's pods (the ServiceMonitors' targets, kube-state-metrics' series
+	// of its objects), and prometheus-operator's enforcedNamespaceLabel on
+	// every alert of the app's PrometheusRules, which live in that
+	// namespace; no other app's objects live there.
+	SilenceScopeLabel = "namespace"
 )
 
 // SilenceProtectedLabels are the labels whose value "true" marks an alert no
@@ -36,7 +46,10 @@ var SilenceProtectedLabels = []string{SilenceSLOLabel, SilenceCanaryLabel}
 // One matcher must name the alerts silenced: alertname, isEqual true, and a
 // non-empty value; with isRegex, the value must be an alternation of alert
 // names such as HighLatency|HighErrorRate. So a silence can never silence
-// every alert. Picchu's own SLO and canary alerts are never silenced: a
+// every alert. Every silence is scoped to the app in the target: Picchu
+// adds namespace="<app>-<target>", so only alerts that carry the app's
+// namespace are silenced, and a matcher on namespace other than that one
+// is refused. Picchu's own SLO and canary alerts are never silenced: a
 // matcher on slo or canary that matches "true", or alertname matchers that
 // match one of the target's SLO alerts (<slo>_canary, the Sloth alert of an
 // SLO, an alertRules alert labelled slo or canary "true"), is refused, and
@@ -44,7 +57,9 @@ var SilenceProtectedLabels = []string{SilenceSLOLabel, SilenceCanaryLabel}
 type ReleaseSilence struct {
 	// matchers select the alerts silenced, as Alertmanager matchers: an alert
 	// is silenced when every matcher matches its labels. One must be an
-	// equality matcher on alertname (see ReleaseSilence).
+	// equality matcher on alertname (see ReleaseSilence). Picchu adds
+	// namespace="<app>-<target>": a matcher on namespace may only be that
+	// one.
 	// +required
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
@@ -61,6 +76,8 @@ type ReleaseSilence struct {
 
 // SilenceMatcher is an Alertmanager matcher: a label name and a value or a
 // regular expression, equal or not.
+//
+// +kubebuilder:validation:XValidation:rule="self.name != 'namespace' || ((!has(self.isRegex) || !self.isRegex) && (!has(self.isEqual) || self.isEqual))",message="a matcher on namespace must be namespace=\"<app>-<target>\": Picchu scopes every release silence to the app's namespace in its target"
 type SilenceMatcher struct {
 	// name of the alert label matched, such as alertname or severity.
 	// +required
@@ -87,6 +104,20 @@ type SilenceMatcher struct {
 // Equal says whether m matches when the label equals its value (isEqual,
 // true when unset), rather than when it does not.
 func (m SilenceMatcher) Equal() bool { return m.IsEqual == nil || *m.IsEqual }
+
+// String is m as Alertmanager writes a matcher, such as namespace!~"shop-.*".
+func (m SilenceMatcher) String() string {
+	op := "="
+	switch {
+	case m.IsRegex && m.Equal():
+		op = "=~"
+	case m.IsRegex:
+		op = "!~"
+	case !m.Equal():
+		op = "!="
+	}
+	return m.Name + op + strconv.Quote(m.Value)
+}
 
 // Compile returns the function that says whether a label value matches m,
 // as Alertmanager matches it: a regular expression is anchored at both

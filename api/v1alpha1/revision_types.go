@@ -38,6 +38,7 @@ type Revision struct {
 // RevisionSpec describes one build of an app and how to deliver it.
 //
 // +kubebuilder:validation:XValidation:rule="self.targets.all(t, size(self.app.name) + size(t.name) <= 62)",message="app.name and each target name joined as \"<app>-<target>\" must fit a 63-character namespace name",fieldPath=".targets"
+// +kubebuilder:validation:XValidation:rule="self.targets.all(t, !has(t.releaseSilences) || t.releaseSilences.all(s, s.matchers.all(m, m.name != 'namespace' || (size(m.value) == size(self.app.name) + size(t.name) + 1 && m.value.startsWith(self.app.name) && m.value.endsWith(t.name)))))",message="a releaseSilences matcher on namespace must be namespace=\"<app>-<target>\": Picchu scopes every release silence to the app's namespace in its target",fieldPath=".targets"
 type RevisionSpec struct {
 	// app identifies the app and the build: its name, tag and image.
 	// +required

@@ -24,7 +24,7 @@ func (r *Revision) Validate() (warnings []string, err error) {
 	var errs field.ErrorList
 	targets := field.NewPath("spec", "targets")
 	for i := range r.Spec.Targets {
-		w, e := r.Spec.Targets[i].validate(targets.Index(i))
+		w, e := r.Spec.Targets[i].validate(r.Spec.App.Name, targets.Index(i))
 		warnings = append(warnings, w...)
 		errs = append(errs, e...)
 	}
@@ -34,11 +34,11 @@ func (r *Revision) Validate() (warnings []string, err error) {
 	return warnings, apierrors.NewInvalid(GroupVersion.WithKind("Revision").GroupKind(), r.Name, errs)
 }
 
-func (t *RevisionTarget) validate(path *field.Path) (warnings []string, errs field.ErrorList) {
+func (t *RevisionTarget) validate(app string, path *field.Path) (warnings []string, errs field.ErrorList) {
 	w, e := t.validateIngressPorts(path)
 	warnings, errs = append(warnings, w...), append(errs, e...)
 	errs = append(errs, t.validateSLONames(path.Child("serviceLevelObjectives"))...)
-	errs = append(errs, t.validateReleaseSilences(path.Child("releaseSilences"))...)
+	errs = append(errs, t.validateReleaseSilences(AppNamespace(app, t.Name), path.Child("releaseSilences"))...)
 	errs = append(errs, t.validatePod(path)...)
 	if t.ConfigSelector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(t.ConfigSelector); err != nil {
@@ -228,12 +228,15 @@ func (r *ReleaseInfo) validateWaves(path *field.Path) field.ErrorList {
 }
 
 // validateReleaseSilences checks what the schema cannot of each release
-// silence: its regular expressions compile, and it would not silence
-// Picchu's own SLO and canary alerts. A matcher on slo or canary must not
-// match "true", and the alertname matchers must not all match the name of
-// one of the target's SLO alerts (ProtectedAlertNames). Picchu also adds
+// silence: its regular expressions compile, it stays within the app's
+// namespace in the target (namespace, SilenceScopeLabel: a matcher on it
+// may only be namespace="<namespace>", which Picchu adds anyway; the
+// schema says so too), and it would not silence Picchu's own SLO and
+// canary alerts. A matcher on slo or canary must not match "true", and
+// the alertname matchers must not all match the name of one of the
+// target's SLO alerts (ProtectedAlertNames). Picchu also adds
 // slo!="true" and canary!="true" to every silence it creates.
-func (t *RevisionTarget) validateReleaseSilences(path *field.Path) field.ErrorList {
+func (t *RevisionTarget) validateReleaseSilences(namespace string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	protected := t.ProtectedAlertNames()
 	for i, s := range t.ReleaseSilences {
@@ -246,6 +249,11 @@ func (t *RevisionTarget) validateReleaseSilences(path *field.Path) field.ErrorLi
 				errs = append(errs, field.Invalid(matchers.Index(j).Child("value"), m.Value, err.Error()))
 				compiled = false
 				continue
+			}
+			if m.Name == SilenceScopeLabel && (m.Value != namespace || m.IsRegex || !m.Equal()) {
+				errs = append(errs, field.Forbidden(matchers.Index(j), fmt.Sprintf(
+					"matches %s: only %s=%q, the app's namespace in this target, may be matched: Picchu scopes every release silence to it",
+					m, SilenceScopeLabel, namespace)))
 			}
 			if slices.Contains(SilenceProtectedLabels, m.Name) && matches(SilenceProtectedValue) {
 				errs = append(errs, field.Forbidden(matchers.Index(j),

@@ -10,14 +10,15 @@ import (
 )
 
 // TestRevision_ReleaseSilencesAccepted: silences that name their alerts,
-// one by name and one by an alternation of names, pass the schema and the
-// webhook next to an SLO, and isEqual defaults to true.
+// one by name and one by an alternation of names in the app's own
+// namespace, pass the schema and the webhook next to an SLO, and isEqual
+// defaults to true.
 func TestRevision_ReleaseSilencesAccepted(t *testing.T) {
 	ctx := context.Background()
 	u := object(t, "Revision", revisionJSON(`"serviceLevelObjectives": [{"name": "availability", "enabled": true}],
 		"releaseSilences": [
 			{"matchers": [{"name": "alertname", "value": "HighLatency"}, {"name": "severity", "value": "page"}], "comment": "latency spikes while pods start"},
-			{"matchers": [{"name": "alertname", "value": "QueueDepth|QueueAge", "isRegex": true}, {"name": "slo", "value": "true", "isEqual": false}]}
+			{"matchers": [{"name": "alertname", "value": "QueueDepth|QueueAge", "isRegex": true}, {"name": "slo", "value": "true", "isEqual": false}, {"name": "namespace", "value": "demo-production"}]}
 		]`))
 	if err := create(ctx, hookedClient, u); err != nil {
 		t.Fatalf("creating revision: %v", err)
