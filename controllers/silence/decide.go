@@ -13,6 +13,10 @@ type Input struct {
 	Now time.Time
 	// Namespace, App and Target name the app in the target.
 	Namespace, App, Target string
+	// Instance names the Picchu instance deciding: it holds only silences
+	// whose marker names it, and adopts those whose marker names none
+	// (Owns). Empty, it holds only silences whose marker names none.
+	Instance string
 	// Builds are the app's builds in the target.
 	Builds []Build
 	// Existing are the silences Picchu created for the app in the target
@@ -20,6 +24,9 @@ type Input struct {
 	Existing []Silence
 	// Margin is DefaultMargin when 0.
 	Margin time.Duration
+	// MaxLength bounds how far ahead of Now a silence ends:
+	// DefaultMaxLength when 0, two margins when less.
+	MaxLength time.Duration
 }
 
 // Plan is what to do in Alertmanager.
@@ -44,20 +51,34 @@ func (p Plan) Empty() bool { return len(p.Create)+len(p.Extend)+len(p.Expire) ==
 // of in.App in in.Target.
 //
 //   - A build being released (Silenced) holds one silence per releaseSilences
-//     entry, ending two margins after its release is expected to end (a
-//     retiring build's: when the newest releasing build's is, at least now).
-//   - One that would end less than a margin after that, or whose matchers
-//     or comment the Revision changed, is extended to that end.
+//     entry, scoped to the app's namespace in the target (Matchers), ending
+//     two margins after its release is expected to end (a retiring build's:
+//     when the newest releasing build's is, at least now), and never more
+//     than MaxLength after now.
+//   - One that would end less than a margin after that (or, for a release
+//     longer than MaxLength, less than half MaxLength from now), whose
+//     matchers or comment the Revision changed, or that ends further ahead
+//     than MaxLength (a silence written by hand, or by an older Picchu), is
+//     rewritten to that end.
 //   - Every other silence of the app in the target that is not expired is
 //     expired: its build's release ended (released, failed, failing,
 //     retired without traffic, deleted), the build is gone, or the Revision
 //     no longer asks for it; so are duplicates of a silence held (the one
 //     ending last is kept).
+//
+// Only silences in.Instance owns (Owns) are considered: another instance's
+// are never changed or expired.
 func Decide(in Input) Plan {
 	margin := in.Margin
 	if margin <= 0 {
 		margin = DefaultMargin
 	}
+	maxLength := in.MaxLength
+	if maxLength <= 0 {
+		maxLength = DefaultMaxLength
+	}
+	// A bound under two margins would renew a silence at every decision.
+	maxLength = max(maxLength, 2*margin)
 	ramping := time.Duration(0)
 	for _, b := range in.Builds {
 		if b.State == release.Releasing {
@@ -83,16 +104,16 @@ func Decide(in Input) Plan {
 			if _, dup := wanted[k]; dup {
 				continue
 			}
-			wanted[k] = want{Silence: Silence{Key: k, Matchers: Matchers(s), Comment: Comment(k, s)}, remaining: remaining}
+			wanted[k] = want{Silence: Silence{Key: k, Matchers: Matchers(k, s), Comment: Comment(k, in.Instance, s), Instance: in.Instance}, remaining: remaining}
 			order = append(order, k)
 		}
 	}
 
-	// The live silences of this app and target, the one ending last first
-	// for each key.
+	// The live silences of this app and target this instance holds, the
+	// one ending last first for each key.
 	var live []Silence
 	for _, s := range in.Existing {
-		if !s.Expired && s.Key.Namespace == in.Namespace && s.Key.App == in.App && s.Key.Target == in.Target {
+		if !s.Expired && Owns(in.Instance, s.Instance) && s.Key.Namespace == in.Namespace && s.Key.App == in.App && s.Key.Target == in.Target {
 			live = append(live, s)
 		}
 	}
@@ -111,30 +132,32 @@ func Decide(in Input) Plan {
 		held[s.Key] = s
 	}
 
-	recheck := func(endsAt time.Time, remaining time.Duration) {
-		at := endsAt.Add(-remaining - margin)
-		if plan.Recheck.IsZero() || at.Before(plan.Recheck) {
-			plan.Recheck = at
-		}
-	}
+	limit := in.Now.Add(maxLength)
 	for _, k := range order {
 		w := wanted[k]
-		until := in.Now.Add(w.remaining + 2*margin)
+		// A silence is renewed once less than lead is left: a margin after
+		// the release is expected to end, or half the bound for a release
+		// longer than it.
+		lead := min(w.remaining+margin, maxLength/2)
+		until := in.Now.Add(min(w.remaining+2*margin, maxLength))
 		s, ok := held[k]
+		end := s.EndsAt
 		switch {
 		case !ok:
 			w.StartsAt, w.EndsAt = in.Now, until
 			plan.Create = append(plan.Create, w.Silence)
-			recheck(until, w.remaining)
-		case s.EndsAt.Before(in.Now.Add(w.remaining+margin)) || !sameMatchers(s.Matchers, w.Matchers) || s.Comment != w.Comment:
+			end = until
+		case s.EndsAt.Before(in.Now.Add(lead)) || s.EndsAt.After(limit) || !sameMatchers(s.Matchers, w.Matchers) || s.Comment != w.Comment:
+			// Never shortened, but to the bound.
 			w.ID, w.StartsAt, w.EndsAt = s.ID, s.StartsAt, until
-			if s.EndsAt.After(until) {
+			if s.EndsAt.After(until) && !s.EndsAt.After(limit) {
 				w.EndsAt = s.EndsAt
 			}
 			plan.Extend = append(plan.Extend, w.Silence)
-			recheck(w.EndsAt, w.remaining)
-		default:
-			recheck(s.EndsAt, w.remaining)
+			end = w.EndsAt
+		}
+		if at := end.Add(-lead); plan.Recheck.IsZero() || at.Before(plan.Recheck) {
+			plan.Recheck = at
 		}
 	}
 	return plan

@@ -2,6 +2,7 @@ package silence
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func key(tag string, i int) Key {
 // have created it from latency.
 func held(id, tag string, end time.Time) Silence {
 	return Silence{
-		ID: id, Key: key(tag, 0), Matchers: Matchers(latency), Comment: Comment(key(tag, 0), latency),
+		ID: id, Key: key(tag, 0), Matchers: Matchers(key(tag, 0), latency), Comment: Comment(key(tag, 0), "", latency),
 		StartsAt: now.Add(-time.Hour), EndsAt: end,
 	}
 }
@@ -155,7 +156,7 @@ func TestDecide(t *testing.T) {
 			builds: []Build{releasing("v2", time.Minute, errors)},
 			existing: []Silence{func() Silence {
 				s := held("s1", "v2", now.Add(time.Hour))
-				s.Comment = Comment(key("v2", 0), errors)
+				s.Comment = Comment(key("v2", 0), "", errors)
 				return s
 			}()},
 			want:    []string{"extend s1 until +1h0m0s"},
@@ -231,8 +232,14 @@ func TestDecide(t *testing.T) {
 				if !slices.Contains(s.Matchers, Matcher{Name: "slo", Value: "true"}) || !slices.Contains(s.Matchers, Matcher{Name: "canary", Value: "true"}) {
 					t.Errorf("%s: matchers %v lack the exclusions of Picchu's alerts", s.Key, s.Matchers)
 				}
-				if k, ok := ParseMarker(s.Comment); !ok || k != s.Key {
-					t.Errorf("comment %q: marker %v, want %v", s.Comment, k, s.Key)
+				if !slices.Contains(s.Matchers, Matcher{Name: "namespace", Value: "shop-production", IsEqual: true}) {
+					t.Errorf("%s: matchers %v lack the app's scope", s.Key, s.Matchers)
+				}
+				if s.EndsAt.After(now.Add(DefaultMaxLength)) {
+					t.Errorf("%s: ends at +%s, beyond the bound %s", s.Key, s.EndsAt.Sub(now), DefaultMaxLength)
+				}
+				if k, instance, ok := ParseMarker(s.Comment); !ok || k != s.Key || instance != "" {
+					t.Errorf("comment %q: marker %v of %q, want %v of none", s.Comment, k, instance, s.Key)
 				}
 			}
 		})
@@ -298,31 +305,237 @@ func TestRemaining(t *testing.T) {
 	}
 }
 
-func TestMatchers_ExcludePicchusAlertsOnce(t *testing.T) {
-	s := picchuv1alpha1.ReleaseSilence{Matchers: []picchuv1alpha1.SilenceMatcher{
-		{Name: "alertname", Value: "A|B", IsRegex: true}, {Name: "slo", Value: "true", IsEqual: new(bool)},
-	}}
-	var got []string
-	for _, m := range Matchers(s) {
-		got = append(got, m.String())
+// TestMatchers_ScopeToTheAppAndExcludePicchusAlertsOnce: every silence
+// carries the app's namespace in the target and the exclusions of
+// Picchu's alerts, each once.
+func TestMatchers_ScopeToTheAppAndExcludePicchusAlertsOnce(t *testing.T) {
+	tests := []struct {
+		name     string
+		matchers []picchuv1alpha1.SilenceMatcher
+		want     []string
+	}{
+		{"by name", []picchuv1alpha1.SilenceMatcher{{Name: "alertname", Value: "HighLatency"}},
+			[]string{`alertname="HighLatency"`, `namespace="shop-production"`, `slo!="true"`, `canary!="true"`}},
+		{"with an exclusion and the scope of its own", []picchuv1alpha1.SilenceMatcher{
+			{Name: "alertname", Value: "A|B", IsRegex: true}, {Name: "slo", Value: "true", IsEqual: new(bool)}, {Name: "namespace", Value: "shop-production"},
+		}, []string{`alertname=~"A|B"`, `slo!="true"`, `namespace="shop-production"`, `canary!="true"`}},
 	}
-	if want := []string{`alertname=~"A|B"`, `slo!="true"`, `canary!="true"`}; !slices.Equal(got, want) {
-		t.Errorf("Matchers = %q, want %q", got, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, m := range Matchers(key("v2", 0), picchuv1alpha1.ReleaseSilence{Matchers: tt.matchers}) {
+				got = append(got, m.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Matchers = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 
+// olderMarker is the marker pattern of Picchus before instances were
+// named (copied): they must not read a marker that names an instance, so
+// they never change or expire another instance's silences.
+var olderMarker = regexp.MustCompile(`\[picchu silence ([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([0-9]{1,4})\]$`)
+
 func TestMarker(t *testing.T) {
 	k := Key{Namespace: "picchu", App: "shop", Target: "production", Tag: "v2.1-rc", Index: 3}
-	c := Comment(k, picchuv1alpha1.ReleaseSilence{})
-	if want := "shop v2.1-rc is being released in production [picchu silence picchu/shop/production/v2.1-rc/3]"; c != want {
-		t.Errorf("Comment = %q, want %q", c, want)
+	tests := []struct {
+		instance, want string
+	}{
+		{"", "shop v2.1-rc is being released in production [picchu silence picchu/shop/production/v2.1-rc/3]"},
+		{"0f5c7a9e-61d2-4b1e-9c43-3d2a8b7e6f10", "shop v2.1-rc is being released in production [picchu silence picchu/shop/production/v2.1-rc/3 instance 0f5c7a9e-61d2-4b1e-9c43-3d2a8b7e6f10]"},
 	}
-	if got, ok := ParseMarker(c); !ok || got != k {
-		t.Errorf("ParseMarker = %v, %v; want %v", got, ok, k)
-	}
-	for _, comment := range []string{"", "maintenance", "[picchu silence a/b/c]", strings.TrimSuffix(c, "]") + " ]"} {
-		if k, ok := ParseMarker(comment); ok {
-			t.Errorf("ParseMarker(%q) = %v; want no marker", comment, k)
+	for _, tt := range tests {
+		c := Comment(k, tt.instance, picchuv1alpha1.ReleaseSilence{})
+		if c != tt.want {
+			t.Errorf("Comment = %q, want %q", c, tt.want)
 		}
+		if got, instance, ok := ParseMarker(c); !ok || got != k || instance != tt.instance {
+			t.Errorf("ParseMarker(%q) = %v, %q, %v; want %v, %q", c, got, instance, ok, k, tt.instance)
+		}
+		if read := olderMarker.MatchString(c); read != (tt.instance == "") {
+			t.Errorf("an older Picchu reads %q: %v; want it to read only markers without an instance", c, read)
+		}
+	}
+	c := Comment(k, "", picchuv1alpha1.ReleaseSilence{})
+	for _, comment := range []string{"", "maintenance", "[picchu silence a/b/c]", strings.TrimSuffix(c, "]") + " ]",
+		strings.TrimSuffix(c, "]") + " instance a/b]", strings.TrimSuffix(c, "]") + " instance ]"} {
+		if k, instance, ok := ParseMarker(comment); ok {
+			t.Errorf("ParseMarker(%q) = %v, %q; want no marker", comment, k, instance)
+		}
+	}
+}
+
+func TestCheckInstance(t *testing.T) {
+	for _, id := range []string{"", "0f5c7a9e-61d2-4b1e-9c43-3d2a8b7e6f10", "delivery-east", "a.b_c"} {
+		if err := CheckInstance(id); err != nil {
+			t.Errorf("CheckInstance(%q) = %v", id, err)
+		}
+	}
+	for _, id := range []string{"a b", "a]", "a/b", "-a", strings.Repeat("a", 64)} {
+		if err := CheckInstance(id); err == nil {
+			t.Errorf("CheckInstance(%q) accepted", id)
+		}
+	}
+}
+
+// TestDecide_Bounded: no silence ends more than MaxLength after now; one
+// that covers a longer release is renewed once half the bound is left,
+// and one written to end further ahead is brought back within it.
+func TestDecide_Bounded(t *testing.T) {
+	commented := latency
+	commented.Comment = "pods warm up slowly"
+	releasing := func(remaining time.Duration, s picchuv1alpha1.ReleaseSilence) []Build {
+		return []Build{{Tag: "v2", State: release.Releasing, Percent: 20, Remaining: remaining, Silences: []picchuv1alpha1.ReleaseSilence{s}}}
+	}
+	tests := []struct {
+		name      string
+		maxLength time.Duration
+		builds    []Build
+		existing  []Silence
+		want      []string
+		recheck   time.Duration
+	}{
+		{
+			name:    "a release longer than the bound: created for the bound",
+			builds:  releasing(5*time.Hour, latency),
+			want:    []string{"create v2/0 until +2h0m0s"},
+			recheck: time.Hour,
+		},
+		{
+			name:     "held, more than half the bound left: nothing",
+			builds:   releasing(5*time.Hour, latency),
+			existing: []Silence{held("s1", "v2", now.Add(61*time.Minute))},
+			recheck:  time.Minute,
+		},
+		{
+			name:     "held, less than half the bound left: renewed for the bound",
+			builds:   releasing(5*time.Hour, latency),
+			existing: []Silence{held("s1", "v2", now.Add(59*time.Minute))},
+			want:     []string{"extend s1 until +2h0m0s"},
+			recheck:  time.Hour,
+		},
+		{
+			name:     "held for a day (by hand, or by an older Picchu): brought back within the bound",
+			builds:   releasing(time.Minute, latency),
+			existing: []Silence{held("s1", "v2", now.Add(24*time.Hour))},
+			want:     []string{"extend s1 until +11m0s"},
+			recheck:  5 * time.Minute,
+		},
+		{
+			name:     "a changed comment keeps an end within the bound",
+			builds:   releasing(time.Minute, commented),
+			existing: []Silence{held("s1", "v2", now.Add(90*time.Minute))},
+			want:     []string{"extend s1 until +1h30m0s"},
+			recheck:  84 * time.Minute,
+		},
+		{
+			name:      "a shorter bound",
+			maxLength: 30 * time.Minute,
+			builds:    releasing(time.Hour, latency),
+			want:      []string{"create v2/0 until +30m0s"},
+			recheck:   15 * time.Minute,
+		},
+		{
+			name:      "a bound under two margins is two margins",
+			maxLength: time.Minute,
+			builds:    releasing(time.Hour, latency),
+			want:      []string{"create v2/0 until +10m0s"},
+			recheck:   5 * time.Minute,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", MaxLength: tt.maxLength,
+				Builds: tt.builds, Existing: tt.existing})
+			if got := summary(p); !slices.Equal(got, tt.want) {
+				t.Errorf("plan %q, want %q", got, tt.want)
+			}
+			if got := p.Recheck.Sub(now); got != tt.recheck {
+				t.Errorf("recheck after %s, want %s", got, tt.recheck)
+			}
+		})
+	}
+}
+
+// TestDecide_PausedReleaseRenewedWithinTheBound follows a paused ramp for
+// eight hours, deciding every minute and applying each plan: a silence is
+// held all along, none is ever written to end more than the bound ahead,
+// and it is renewed about once per half bound.
+func TestDecide_PausedReleaseRenewedWithinTheBound(t *testing.T) {
+	in := Input{Namespace: "picchu", App: "shop", Target: "production",
+		Builds: []Build{{Tag: "v2", State: release.Releasing, Percent: 10, Remaining: 3 * time.Hour, Silences: []picchuv1alpha1.ReleaseSilence{latency}}}}
+	writes := 0
+	for at := now; at.Before(now.Add(8 * time.Hour)); at = at.Add(time.Minute) {
+		in.Now = at
+		p := Decide(in)
+		for _, s := range append(p.Create, p.Extend...) {
+			writes++
+			if s.EndsAt.After(at.Add(DefaultMaxLength)) || !s.EndsAt.After(at) {
+				t.Fatalf("at +%s: written to end at +%s; want within %s of now", at.Sub(now), s.EndsAt.Sub(now), DefaultMaxLength)
+			}
+			s.ID = fmt.Sprintf("s%d", writes)
+			in.Existing = []Silence{s}
+		}
+		if len(p.Expire) > 0 {
+			t.Fatalf("at +%s: plan %q expires the silence of a paused release", at.Sub(now), summary(p))
+		}
+		if len(in.Existing) != 1 || !in.Existing[0].EndsAt.After(at) {
+			t.Fatalf("at +%s: no silence held (%+v)", at.Sub(now), in.Existing)
+		}
+	}
+	if writes > 9 {
+		t.Errorf("%d writes in 8 hours; want one at the start and one per hour at most", writes)
+	}
+}
+
+// TestDecide_Instances: a Picchu instance never changes or expires the
+// silences another instance marked, for the same app and target; it
+// adopts those whose marker names no instance; without an instance, it
+// holds only those.
+func TestDecide_Instances(t *testing.T) {
+	marked := func(id, instance string, end time.Time) Silence {
+		s := held(id, "v2", end)
+		s.Instance, s.Comment = instance, Comment(key("v2", 0), instance, latency)
+		return s
+	}
+	releasing := []Build{{Tag: "v2", State: release.Releasing, Percent: 20, Remaining: time.Minute, Silences: []picchuv1alpha1.ReleaseSilence{latency}}}
+	released := []Build{{Tag: "v2", State: release.Released, Percent: 100, Silences: []picchuv1alpha1.ReleaseSilence{latency}}}
+	tests := []struct {
+		name     string
+		instance string
+		builds   []Build
+		existing []Silence
+		want     []string
+	}{
+		{"another instance's silence is left, one of its own created", "a", releasing,
+			[]Silence{marked("b1", "b", now.Add(time.Hour))}, []string{"create v2/0 until +11m0s"}},
+		{"another instance's silence is not expired when the release ends", "a", released,
+			[]Silence{marked("b1", "b", now.Add(time.Hour))}, nil},
+		{"its own silence is held beside another's", "a", releasing,
+			[]Silence{marked("a1", "a", now.Add(time.Hour)), marked("b1", "b", now.Add(2*time.Hour))}, nil},
+		{"its own silence is expired, another's left", "a", released,
+			[]Silence{marked("a1", "a", now.Add(time.Hour)), marked("b1", "b", now.Add(time.Hour))}, []string{"expire a1"}},
+		{"a silence without an instance is adopted: rewritten with its marker", "a", releasing,
+			[]Silence{marked("old", "", now.Add(time.Hour))}, []string{"extend old until +1h0m0s"}},
+		{"a silence without an instance is adopted: expired when the release ends", "a", released,
+			[]Silence{marked("old", "", now.Add(time.Hour))}, []string{"expire old"}},
+		{"without an instance, instances' silences are left", "", released,
+			[]Silence{marked("a1", "a", now.Add(time.Hour)), marked("old", "", now.Add(time.Hour))}, []string{"expire old"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Instance: tt.instance,
+				Builds: tt.builds, Existing: tt.existing})
+			if got := summary(p); !slices.Equal(got, tt.want) {
+				t.Errorf("plan %q, want %q", got, tt.want)
+			}
+			for _, s := range append(p.Create, p.Extend...) {
+				if _, instance, ok := ParseMarker(s.Comment); !ok || instance != tt.instance || s.Instance != tt.instance {
+					t.Errorf("%s written with comment %q (instance %q); want the marker of %q", s.Key, s.Comment, s.Instance, tt.instance)
+				}
+			}
+		})
 	}
 }

@@ -20,6 +20,11 @@ const CreatedBy = "picchu"
 // are extended once less than one margin is left.
 const DefaultMargin = 5 * time.Minute
 
+// DefaultMaxLength bounds how far ahead a silence ends (--max-silence):
+// one that covers a longer release, or a paused one, is renewed while it
+// is needed, half a length before it ends.
+const DefaultMaxLength = 2 * time.Hour
+
 // maxSteps bounds the steps Remaining counts in one ramp: NextPercent
 // reaches max in at most 100.
 const maxSteps = 101
@@ -31,16 +36,7 @@ type Matcher struct {
 }
 
 func (m Matcher) String() string {
-	op := "="
-	switch {
-	case m.IsRegex && m.IsEqual:
-		op = "=~"
-	case m.IsRegex:
-		op = "!~"
-	case !m.IsEqual:
-		op = "!="
-	}
-	return m.Name + op + strconv.Quote(m.Value)
+	return picchuv1alpha1.SilenceMatcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: &m.IsEqual}.String()
 }
 
 // Key names a silence Picchu holds: the Index-th releaseSilences entry of
@@ -54,25 +50,53 @@ func (k Key) String() string {
 	return fmt.Sprintf("%s/%s/%s/%s/%d", k.Namespace, k.App, k.Target, k.Tag, k.Index)
 }
 
-// Marker is what ends the comment of the silence k: Picchu finds its
-// silences in Alertmanager by it.
-func (k Key) Marker() string { return "[picchu silence " + k.String() + "]" }
+// Marker is what ends the comment of the silence k that the Picchu
+// instance holds: Picchu finds its silences in Alertmanager by it. Without
+// an instance it is the marker of Picchus before instances were named.
+func (k Key) Marker(instance string) string {
+	if instance == "" {
+		return "[picchu silence " + k.String() + "]"
+	}
+	return "[picchu silence " + k.String() + " instance " + instance + "]"
+}
 
-var markerRE = regexp.MustCompile(`\[picchu silence ([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([0-9]{1,4})\]$`)
+// instanceRE is what an instance may be to fit a marker: a Kubernetes UID
+// or a name.
+var instanceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
-// ParseMarker returns the key whose marker ends comment, and false when
-// none does (a silence Picchu did not create).
-func ParseMarker(comment string) (Key, bool) {
+// CheckInstance says whether id can name a Picchu instance in a marker:
+// empty, or 1 to 63 letters, digits, '.', '_' and '-', the first a letter
+// or digit (a Kubernetes UID is one).
+func CheckInstance(id string) error {
+	if id != "" && !instanceRE.MatchString(id) {
+		return fmt.Errorf("instance %q is not 1 to 63 letters, digits, '.', '_' and '-' starting with a letter or digit", id)
+	}
+	return nil
+}
+
+var markerRE = regexp.MustCompile(`\[picchu silence ([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([^/\]\s]+)/([0-9]{1,4})(?: instance ([A-Za-z0-9][A-Za-z0-9._-]{0,62}))?\]$`)
+
+// ParseMarker returns the key whose marker ends comment and the instance
+// it names (empty in a marker without one), and false when none does (a
+// silence Picchu did not create).
+func ParseMarker(comment string) (k Key, instance string, ok bool) {
 	m := markerRE.FindStringSubmatch(comment)
 	if m == nil {
-		return Key{}, false
+		return Key{}, "", false
 	}
 	i, err := strconv.Atoi(m[5])
 	if err != nil {
-		return Key{}, false
+		return Key{}, "", false
 	}
-	return Key{Namespace: m[1], App: m[2], Target: m[3], Tag: m[4], Index: i}, true
+	return Key{Namespace: m[1], App: m[2], Target: m[3], Tag: m[4], Index: i}, m[6], true
 }
+
+// Owns says whether the Picchu instance holds a silence whose marker
+// names marked: its own, and one without an instance (created before
+// instances were named, or by a Picchu without one), which it adopts
+// (Decide rewrites it with its own marker, or expires it). It never holds
+// another instance's.
+func Owns(instance, marked string) bool { return marked == instance || marked == "" }
 
 // Silence is a silence Picchu created in Alertmanager, or is to create or
 // change there.
@@ -87,6 +111,8 @@ type Silence struct {
 	// Expired says Alertmanager's state for it is expired: it silences
 	// nothing and is only kept for its history.
 	Expired bool
+	// Instance is the Picchu instance its marker names (empty: none).
+	Instance string
 }
 
 // Build is a build of the app in the target, as the silences see it.
@@ -140,30 +166,42 @@ func steps(r picchuv1alpha1.ReleaseInfo, percent int32) int {
 	return n
 }
 
-// Matchers are the matchers of the silence of s: its own, then
-// slo!="true" and canary!="true", unless s has them already.
-func Matchers(s picchuv1alpha1.ReleaseSilence) []Matcher {
-	out := make([]Matcher, 0, len(s.Matchers)+len(picchuv1alpha1.SilenceProtectedLabels))
+// Scope is the matcher every silence of app in target carries: its
+// namespace there (picchuv1alpha1.SilenceScopeLabel), so the silence
+// silences only alerts about the app in the target.
+func Scope(app, target string) Matcher {
+	return Matcher{Name: picchuv1alpha1.SilenceScopeLabel, Value: picchuv1alpha1.AppNamespace(app, target), IsEqual: true}
+}
+
+// Matchers are the matchers of the silence k of s: its own, then the
+// app's scope (Scope), slo!="true" and canary!="true", unless s has them
+// already.
+func Matchers(k Key, s picchuv1alpha1.ReleaseSilence) []Matcher {
+	out := make([]Matcher, 0, len(s.Matchers)+1+len(picchuv1alpha1.SilenceProtectedLabels))
 	for _, m := range s.Matchers {
 		out = append(out, Matcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: m.Equal()})
 	}
+	added := []Matcher{Scope(k.App, k.Target)}
 	for _, label := range picchuv1alpha1.SilenceProtectedLabels {
-		exclude := Matcher{Name: label, Value: picchuv1alpha1.SilenceProtectedValue}
-		if !slices.Contains(out, exclude) {
-			out = append(out, exclude)
+		added = append(added, Matcher{Name: label, Value: picchuv1alpha1.SilenceProtectedValue})
+	}
+	for _, m := range added {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// Comment is the comment of the silence k of s: s's comment, or one
-// saying which release it covers, then k's marker.
-func Comment(k Key, s picchuv1alpha1.ReleaseSilence) string {
+// Comment is the comment of the silence k of s that the Picchu instance
+// holds: s's comment, or one saying which release it covers, then k's
+// marker.
+func Comment(k Key, instance string, s picchuv1alpha1.ReleaseSilence) string {
 	text := strings.TrimSpace(s.Comment)
 	if text == "" {
 		text = fmt.Sprintf("%s %s is being released in %s", k.App, k.Tag, k.Target)
 	}
-	return text + " " + k.Marker()
+	return text + " " + k.Marker(instance)
 }
 
 // sameMatchers says a and b hold the same matchers, in any order.
