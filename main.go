@@ -30,6 +30,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/controllers/silence"
 	"github.com/medium/picchu/images"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/shard"
@@ -116,6 +117,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.operator.InspectImagePlatforms, "inspect-image-platforms", false, "read the platforms of the images of builds about to take traffic from their registries: such a build holds on clusters with no ready node of a platform its image offers, and its pods require nodes of those platforms")
 	fs.StringVar(&c.imageRegistryAllowedHosts, "image-registry-allowed-hosts", defaultImageRegistryAllowedHosts, "comma-separated hosts, besides an image's own registry (host and port), that --inspect-image-platforms may send requests to: a token realm or blob store elsewhere (host, host:port, or *.domain; the default lets Docker Hub and GHCR images be read; setting it replaces the list)")
 	fs.StringVar(&c.operator.AlertmanagerAddress, "alertmanager-address", "", "base URL of the Alertmanager (API v2) where the releaseSilences of Revisions are held while their builds are released (empty turns release silences off)")
+	fs.DurationVar(&c.operator.MaxSilence, "max-silence", silence.DefaultMaxLength, "how far ahead a release silence ends at most: one that covers a longer or paused release is renewed while it is needed (at least 10m)")
 	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.operator.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
@@ -255,6 +257,12 @@ func (c *config) check() error {
 		// Empty used to mean every namespace: a Deployment that lost its
 		// POD_NAMESPACE silently read every Secret of the cluster.
 		return errors.New(`--namespaces is empty, $POD_NAMESPACE is not set and the operator does not run in a cluster: name the namespaces that hold Picchu's Clusters and Revisions, or "*" to read Secrets and ConfigMaps of every namespace`)
+	}
+	if c.operator.MaxSilence < 2*silence.DefaultMargin {
+		return fmt.Errorf("--max-silence must be at least %s (two margins), got %s", 2*silence.DefaultMargin, c.operator.MaxSilence)
+	}
+	if err := silence.CheckInstance(c.operator.InstanceID); err != nil {
+		return fmt.Errorf("--instance-id: %w", err)
 	}
 	for _, ns := range splitNamespaces(c.namespaces) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {

@@ -196,6 +196,9 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--image-registry-allowed-hosts", "*.example.com:443"},
 		{"--allow-cross-namespace-sources", "Not_A_Namespace"},
 		{"--namespaces", "picchu,shared", "--allow-cross-namespace-sources", "shared,elsewhere"},
+		{"--max-silence", "5m"},
+		{"--instance-id", "delivery east"},
+		{"--instance-id", "a]"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -208,7 +211,8 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 	if c.operator.SyncPeriod != 15*time.Minute || c.operator.ConcurrentRevisions != 20 ||
 		c.operator.ConcurrentReleaseManagers != 50 || c.metricsAddr != ":8383" ||
 		c.operator.PrometheusQueryTTL != 10*time.Second || c.operator.HumaneReleasesDisabled ||
-		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection {
+		c.operator.ServiceLevelsNamespace != "service-level-objectives" || c.enableLeaderElection ||
+		c.operator.MaxSilence != 2*time.Hour {
 		t.Errorf("defaults differ from the documented ones: %+v", c)
 	}
 	if want := []string{"auth.docker.io", "production.cloudflare.docker.com", "pkg-containers.githubusercontent.com"}; !slices.Equal(c.operator.ImageRegistryAllowedHosts, want) {

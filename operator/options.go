@@ -87,6 +87,10 @@ type Options struct {
 	// releaseSilences of Revisions are held while their builds are released
 	// (--alertmanager-address); empty turns release silences off.
 	AlertmanagerAddress string
+	// MaxSilence bounds how far ahead a release silence ends
+	// (--max-silence; silence.DefaultMaxLength, 2 h, when 0): one that
+	// covers a longer or paused release is renewed while it is needed.
+	MaxSilence time.Duration
 	// SlackTokenSecret ("namespace/name") holds the Slack bot token (data
 	// key "token"); empty turns Slack notices off. SlackChannel is the
 	// channel of apps whose alerts name none, SlackAPIURL Slack's Web API

@@ -7,6 +7,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/medium/picchu/alertmanager"
+	"github.com/medium/picchu/controllers/silence"
 	"github.com/medium/picchu/controllers/silencer"
 )
 
@@ -22,12 +23,18 @@ func setupSilences(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("--alertmanager-address: %w", err)
 	}
+	// The instance ends the marker Picchu finds its silences by.
+	if err := silence.CheckInstance(o.InstanceID); err != nil {
+		return fmt.Errorf("--instance-id: %w", err)
+	}
 	if err := silencer.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the silence metrics: %w", err)
 	}
 	if err := (&silencer.Reconciler{
 		Client:       mgr.GetClient(),
 		Alertmanager: am,
+		MaxLength:    o.MaxSilence,
+		Instance:     o.InstanceID,
 		Shards:       o.Shards,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the silence controller: %w", err)

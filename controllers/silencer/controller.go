@@ -14,7 +14,11 @@
 // only when something is to be created, extended or expired, just before
 // doing it. A silence left behind by an operator that stopped, for a
 // Revision that no longer configures it, ends on its own at its end time
-// (at most the expected rest of the release and two margins).
+// (at most the expected rest of the release and two margins, and never
+// more than MaxLength after it was last written).
+//
+// Several Picchus may share one Alertmanager: each changes and expires
+// only the silences whose marker names its Instance.
 package silencer
 
 import (
@@ -67,6 +71,14 @@ type Reconciler struct {
 	Alertmanager Alertmanager
 	// Margin is silence.DefaultMargin when 0.
 	Margin time.Duration
+	// MaxLength bounds how far ahead a silence ends (--max-silence;
+	// silence.DefaultMaxLength when 0): a longer release's is renewed.
+	MaxLength time.Duration
+	// Instance names this Picchu among others sharing the Alertmanager
+	// (--instance-id): it changes and expires only silences whose marker
+	// names it, and adopts those whose marker names none (silence.Owns).
+	// Empty, it holds only those.
+	Instance string
 	// Shards, when set, say which replica holds the silences of an app.
 	Shards *shard.Coordinator
 	// Now is the clock (time.Now when nil).
@@ -211,7 +223,7 @@ func (r *Reconciler) gone(ctx context.Context, key types.NamespacedName) ctrl.Re
 		return ctrl.Result{}
 	}
 	if len(rec.silences) > 0 {
-		in := silence.Input{Now: r.Now(), Namespace: rec.namespace, App: rec.app, Target: rec.target, Margin: r.Margin}
+		in := r.newInput(rec.namespace, rec.app, rec.target)
 		if _, err := r.sync(ctx, rec, in, false); err != nil {
 			count(outcomeFailed)
 			ctrl.LoggerFrom(ctx).Error(err, "expiring the silences of a deleted release manager; they end on their own")
@@ -237,7 +249,7 @@ func (r *Reconciler) record(key types.NamespacedName, rm *picchuv1alpha1.Release
 // input reads what the silences of rm's app and target are decided from,
 // and whether any of its Revisions configures silences in the target.
 func (r *Reconciler) input(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (silence.Input, bool, error) {
-	in := silence.Input{Now: r.Now(), Namespace: rm.Namespace, App: rm.Spec.App, Target: rm.Spec.Target, Margin: r.Margin}
+	in := r.newInput(rm.Namespace, rm.Spec.App, rm.Spec.Target)
 	if !rm.DeletionTimestamp.IsZero() {
 		return in, false, nil // the app is being removed: nothing is released
 	}
@@ -269,6 +281,13 @@ func (r *Reconciler) input(ctx context.Context, rm *picchuv1alpha1.ReleaseManage
 		in.Builds = append(in.Builds, b)
 	}
 	return in, configured, nil
+}
+
+// newInput is the input of a decision about the silences of app in target
+// now, with the Reconciler's settings.
+func (r *Reconciler) newInput(namespace, app, target string) silence.Input {
+	return silence.Input{Now: r.Now(), Namespace: namespace, App: app, Target: target,
+		Instance: r.Instance, Margin: r.Margin, MaxLength: r.MaxLength}
 }
 
 // sync decides the silences of rec's app and target, asking Alertmanager
@@ -340,7 +359,8 @@ func (r *Reconciler) sync(ctx context.Context, rec *record, in silence.Input, co
 }
 
 // refresh replaces rec's silences with those Alertmanager holds for its
-// app and target: created by Picchu, marked with their key, not expired.
+// app and target that this instance owns: created by Picchu, marked with
+// their key and this instance (or none: silence.Owns), not expired.
 func (r *Reconciler) refresh(ctx context.Context, rec *record, in silence.Input) error {
 	listed, err := r.Alertmanager.List(ctx)
 	if err != nil {
@@ -351,11 +371,11 @@ func (r *Reconciler) refresh(ctx context.Context, rec *record, in silence.Input)
 		if s.CreatedBy != silence.CreatedBy || s.Expired() {
 			continue
 		}
-		k, ok := silence.ParseMarker(s.Comment)
-		if !ok || k.Namespace != in.Namespace || k.App != in.App || k.Target != in.Target {
+		k, instance, ok := silence.ParseMarker(s.Comment)
+		if !ok || !silence.Owns(in.Instance, instance) || k.Namespace != in.Namespace || k.App != in.App || k.Target != in.Target {
 			continue
 		}
-		ours = append(ours, fromAlertmanager(k, s))
+		ours = append(ours, fromAlertmanager(k, instance, s))
 	}
 	rec.silences, rec.synced = ours, true
 	return nil
@@ -373,8 +393,8 @@ func toAlertmanager(s silence.Silence) alertmanager.Silence {
 	return out
 }
 
-func fromAlertmanager(k silence.Key, s alertmanager.Silence) silence.Silence {
-	out := silence.Silence{ID: s.ID, Key: k, Comment: s.Comment, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Expired: s.Expired()}
+func fromAlertmanager(k silence.Key, instance string, s alertmanager.Silence) silence.Silence {
+	out := silence.Silence{ID: s.ID, Key: k, Instance: instance, Comment: s.Comment, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Expired: s.Expired()}
 	for _, m := range s.Matchers {
 		out.Matchers = append(out.Matchers, silence.Matcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: m.IsEqual})
 	}
