@@ -94,10 +94,12 @@ type RevisionTarget struct {
 	// releaseSilences are Alertmanager silences Picchu creates while a
 	// build of this target ramps (releasing), or retires with traffic left,
 	// each ending a margin after the ramp is expected to end (extended while
-	// it goes on), and expires as soon as the release ends: released,
-	// failed, rolled back, or the build gone. Each names the alerts it
-	// silences by alertname; Picchu's SLO and canary alerts are never
-	// silenced (docs/silences.md). Needs --alertmanager-address.
+	// it goes on, never more than --max-silence ahead), and expires as
+	// soon as the release ends: released, failed, rolled back, or the
+	// build gone. Each names the alerts it silences by alertname, and only
+	// alerts of the app's namespace in this target are silenced; Picchu's
+	// SLO and canary alerts never are (docs/silences.md). Needs
+	// --alertmanager-address.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
