@@ -51,9 +51,18 @@ const (
 	// AnnotationRollback "<time>" on the Revision of an earlier build rolls
 	// back to it: it is brought back and released at once (ramping straight
 	// to release.max), and every build of the app created after it and
-	// before that time loses its eligibility and retires. The newest such
-	// request of an app wins.
+	// before the request loses its eligibility and retires. The newest such
+	// request of an app wins. The request is ordered by AnnotationRollbackAt
+	// when the webhook stamped it, else by this time; the validating webhook
+	// refuses a time more than MaxControlSkew ahead of its clock.
 	AnnotationRollback = "picchu.medium.engineering/rollback"
+	// AnnotationRollbackAt is when the rollback request was received: the
+	// mutating webhook sets it to its clock's time (RFC 3339) whenever the
+	// rollback annotation is set or changed, removes it with the rollback,
+	// and otherwise keeps what it was, so nobody can rewrite it without
+	// making a new request. Picchu orders rollback requests by it, not by
+	// the time the client wrote, which a slow or fast clock gets wrong.
+	AnnotationRollbackAt = "picchu.medium.engineering/rollback-at"
 	// AnnotationControlBy names who made the last manual change to a
 	// Revision's control (pause, promote, rollback, spec.failed). The
 	// mutating webhook sets it from the request's user; without the

@@ -211,6 +211,13 @@ type ReleaseManagerRevisionStatus struct {
 	// annotation) this target last acted on, bringing the build back.
 	// +optional
 	RolledBack string `json:"rolledBack,omitempty"`
+	// ignoredRollback is the rollback request to the build this target
+	// ignored, and why: its time was more than a minute ahead of Picchu's
+	// clock, or it would have rolled no build back (no newer build was
+	// created before its time). It stays ignored; a new request is judged
+	// anew.
+	// +optional
+	IgnoredRollback *ReleaseManagerIgnoredRequest `json:"ignoredRollback,omitempty"`
 	// retries record the failures a retry cleared, newest last (at most 10).
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
@@ -218,6 +225,16 @@ type ReleaseManagerRevisionStatus struct {
 	// metrics remembers which latencies were already observed for the build.
 	// +optional
 	Metrics ReleaseManagerRevisionMetricsStatus `json:"metrics,omitempty"`
+}
+
+// ReleaseManagerIgnoredRequest is a manual request a target ignored.
+type ReleaseManagerIgnoredRequest struct {
+	// request is the request ignored, as its annotation holds it.
+	Request string `json:"request"`
+	// reason says why it was ignored.
+	Reason string `json:"reason"`
+	// time is when it was ignored.
+	Time Timestamp `json:"time"`
 }
 
 // ReleaseManagerRetryStatus is a failure of a build that a retry cleared.

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -44,21 +45,37 @@ func Collisions(rev *Revision, others []Revision) []Collision {
 	return out
 }
 
-// revisionValidator checks a Revision's fields (Revision.Validate), that its
-// "<app>-<target>" names are not protected namespaces, and that they are not
-// another app's. reader reads the API server, not a cache that may lag
-// behind a Revision just created.
+// revisionValidator checks a Revision's fields (Revision.Validate), the
+// times of the control requests a change makes (Revision.ValidateControl),
+// that its "<app>-<target>" names are not protected namespaces, and that
+// they are not another app's. reader reads the API server, not a cache that
+// may lag behind a Revision just created.
 type revisionValidator struct {
 	reader    client.Reader
 	protected []string
 }
 
 func (v revisionValidator) ValidateCreate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
+	if err := validControl(rev, nil); err != nil {
+		return nil, err
+	}
 	return v.validate(ctx, rev)
 }
 
-func (v revisionValidator) ValidateUpdate(ctx context.Context, _, rev *Revision) (admission.Warnings, error) {
+func (v revisionValidator) ValidateUpdate(ctx context.Context, old, rev *Revision) (admission.Warnings, error) {
+	if err := validControl(rev, old); err != nil {
+		return nil, err
+	}
 	return v.validate(ctx, rev)
+}
+
+// validControl refuses the promote and rollback requests rev's change
+// makes with times ahead of this webhook's clock (Revision.ValidateControl).
+func validControl(rev, old *Revision) error {
+	if errs := rev.ValidateControl(old, time.Now()); len(errs) > 0 {
+		return apierrors.NewInvalid(GroupVersion.WithKind("Revision").GroupKind(), rev.Name, errs)
+	}
+	return nil
 }
 
 func (revisionValidator) ValidateDelete(context.Context, *Revision) (admission.Warnings, error) {

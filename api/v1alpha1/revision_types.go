@@ -188,6 +188,11 @@ type RevisionTargetStatus struct {
 	// an object it needs on a cluster exists and is not Picchu's (NotOwned).
 	// +optional
 	Held *RevisionHold `json:"held,omitempty"`
+	// ignoredRollback says why this target ignored the rollback request
+	// to the revision (its picchu.medium.engineering/rollback annotation),
+	// while the annotation holds that request.
+	// +optional
+	IgnoredRollback string `json:"ignoredRollback,omitempty"`
 }
 
 // RevisionHold is why a build holds in a target until a person acts.

@@ -68,6 +68,7 @@ func (revisionDefaulter) Default(ctx context.Context, r *Revision) error {
 		}
 	}
 	r.StampControlBy(old, req.UserInfo.Username)
+	r.StampRollbackAt(old, time.Now())
 	return nil
 }
 
