@@ -1,6 +1,10 @@
 package release
 
-import "time"
+import (
+	"fmt"
+	"slices"
+	"time"
+)
 
 // Control is what a person asked of a build through its Revision (kubectl
 // picchu, or its annotations).
@@ -65,4 +69,98 @@ func LatestRequest(requests []time.Time) int {
 		}
 	}
 	return latest
+}
+
+// RollbackRequest is a build's rollback request as the app's rollback
+// sees it.
+type RollbackRequest struct {
+	// Request is the request (the Revision's rollback annotation), "" for
+	// none.
+	Request string
+	// Said is the time the request says, written by the client's clock;
+	// Received is when the webhook received it (zero when it did not
+	// stamp it).
+	Said, Received time.Time
+	// Refused says the build cannot be rolled back to: it is failed.
+	Refused bool
+	// Acted and Ignored say this target acted on the request, or ignored
+	// it, in an earlier run: it is not judged again.
+	Acted, Ignored bool
+}
+
+// Time is the time the request is ordered by: when the webhook received
+// it, else the time it says.
+func (r RollbackRequest) Time() time.Time {
+	if !r.Received.IsZero() {
+		return r.Received
+	}
+	return r.Said
+}
+
+// source says which clock Time read, for the reasons a request is ignored.
+func (r RollbackRequest) source() string {
+	if !r.Received.IsZero() {
+		return "received"
+	}
+	return "written by the client's clock"
+}
+
+// Rollback is what an app's rollback requests come to in a target.
+type Rollback struct {
+	// Target is the index of the build rolled back to (-1: none), and At
+	// the time its request is ordered by.
+	Target int
+	At     time.Time
+	// Superseded says which builds the rollback takes out of release.
+	Superseded []bool
+	// Ignored says, per build, why its request is ignored from this run on
+	// ("" when it is not newly ignored).
+	Ignored []string
+}
+
+// DecideRollback decides an app's rollback in a target from its builds,
+// ordered newest first, with the times their Revisions were created and
+// their rollback requests, at now (the controller's clock):
+//
+//   - A request whose time is more than maxSkew ahead of now is ignored: a
+//     fast clock or a hand-written time would take out of release every
+//     build created until then, for as long as the request stands.
+//   - The latest of the other requests (of builds not failed, not ignored
+//     in an earlier run) is the app's rollback: every build ordered newer
+//     than the build it names and created no later than its time is
+//     superseded (Superseded).
+//   - A request not acted on yet that would supersede no build is ignored:
+//     it would roll nothing back (a slow clock wrote a time before the
+//     builds it meant to roll back, or none is newer), and the latest of
+//     the others is taken.
+//
+// A request ignored stays ignored, even once its time has come: a new
+// request is judged anew.
+func DecideRollback(created []time.Time, requests []RollbackRequest, now time.Time, maxSkew time.Duration) Rollback {
+	out := Rollback{Target: -1, Superseded: make([]bool, len(created)), Ignored: make([]string, len(requests))}
+	times := make([]time.Time, len(requests))
+	for i, r := range requests {
+		switch {
+		case r.Request == "" || r.Refused || r.Ignored:
+		case !r.Acted && r.Time().After(now.Add(maxSkew)):
+			out.Ignored[i] = fmt.Sprintf("its time, %s (%s), is %s ahead of Picchu's clock: it would hold back every build created until then",
+				r.Time().UTC().Format(time.RFC3339), r.source(), r.Time().Sub(now).Round(time.Second))
+		default:
+			times[i] = r.Time()
+		}
+	}
+	for {
+		target := LatestRequest(times)
+		if target < 0 {
+			return out
+		}
+		superseded := Superseded(created, target, times[target])
+		if requests[target].Acted || slices.Contains(superseded, true) {
+			out.Target, out.At, out.Superseded = target, times[target], superseded
+			return out
+		}
+		out.Ignored[target] = fmt.Sprintf("no newer build was created before its time, %s (%s): it would roll nothing back",
+			times[target].UTC().Format(time.RFC3339), requests[target].source())
+		times[target] = time.Time{}
+	}
 }

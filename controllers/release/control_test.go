@@ -255,3 +255,112 @@ func TestNext_Preflight(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideRollback decides an app's rollback from v3 (the bad build,
+// applied 5 minutes before now), v2 and v1, as requests come from clocks
+// right, slow and fast, stamped when received or not.
+func TestDecideRollback(t *testing.T) {
+	now := t0
+	tags := []string{"v3", "v2", "v1"}
+	// Newest first.
+	created := []time.Time{now.Add(-5 * time.Minute), now.Add(-time.Hour), now.Add(-2 * time.Hour)}
+	said := func(d time.Duration) RollbackRequest {
+		return RollbackRequest{Request: now.Add(d).Format(time.RFC3339Nano), Said: now.Add(d)}
+	}
+	received := func(r RollbackRequest, d time.Duration) RollbackRequest { r.Received = now.Add(d); return r }
+	acted := func(r RollbackRequest) RollbackRequest { r.Acted = true; return r }
+	const year = 365 * 24 * time.Hour
+	for _, tc := range []struct {
+		name     string
+		requests map[string]RollbackRequest
+		// want is "to <tag>, superseding <tags>" or "none", then each
+		// request newly ignored, "<tag> ignored: <start of why>".
+		want []string
+	}{
+		{"none", nil, []string{"none"}},
+		{"to v1 now: v3 and v2 retire", map[string]RollbackRequest{"v1": said(0)}, []string{"to v1, superseding v3 v2"}},
+		{"to v2 now: v3 retires", map[string]RollbackRequest{"v2": said(0)}, []string{"to v2, superseding v3"}},
+		{
+			"from a clock 10 minutes slow, received now: rolls back",
+			map[string]RollbackRequest{"v2": received(said(-10*time.Minute), 0)},
+			[]string{"to v2, superseding v3"},
+		},
+		{
+			"from a clock 10 minutes slow, not stamped: ignored, it rolls nothing back",
+			map[string]RollbackRequest{"v2": said(-10 * time.Minute)},
+			[]string{"none", "v2 ignored: no newer build was created before its time, 2026-11-02T09:50:00Z (written by the client's clock)"},
+		},
+		{
+			"to the newest build: ignored, it rolls nothing back",
+			map[string]RollbackRequest{"v3": said(0)},
+			[]string{"none", "v3 ignored: no newer build was created before its time"},
+		},
+		{
+			"a year ahead, not stamped: ignored, holds back no build",
+			map[string]RollbackRequest{"v1": said(year)},
+			[]string{"none", "v1 ignored: its time, 2027-11-02T10:00:00Z (written by the client's clock), is 8760h0m0s ahead of Picchu's clock"},
+		},
+		{
+			"a stamp a year ahead (written by hand, without the webhook): ignored",
+			map[string]RollbackRequest{"v1": received(said(0), year)},
+			[]string{"none", "v1 ignored: its time, 2027-11-02T10:00:00Z (received), is 8760h0m0s ahead"},
+		},
+		{"a fast clock within the skew", map[string]RollbackRequest{"v1": said(time.Minute)}, []string{"to v1, superseding v3 v2"}},
+		{
+			"ordered by when received: v2's, received last, wins over v1's, which says later",
+			map[string]RollbackRequest{"v1": received(said(0), -time.Minute), "v2": received(said(-30*time.Minute), 0)},
+			[]string{"to v2, superseding v3"},
+		},
+		{
+			"ignored before: stays ignored once its time has come",
+			map[string]RollbackRequest{"v1": func() RollbackRequest { r := said(-time.Hour); r.Ignored = true; return r }()},
+			[]string{"none"},
+		},
+		{
+			"a request ignored gives way to the one before",
+			map[string]RollbackRequest{"v1": acted(said(-3 * time.Minute)), "v2": said(year)},
+			[]string{"to v1, superseding v3 v2", "v2 ignored: its time"},
+		},
+		{
+			"acted on before, it stands though it supersedes nothing now",
+			map[string]RollbackRequest{"v3": acted(said(-time.Minute))},
+			[]string{"to v3, superseding"},
+		},
+		{
+			"a failed build's request is refused",
+			map[string]RollbackRequest{"v1": func() RollbackRequest { r := said(0); r.Refused = true; return r }()},
+			[]string{"none"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requests := make([]RollbackRequest, len(tags))
+			for i, tag := range tags {
+				requests[i] = tc.requests[tag]
+			}
+			d := DecideRollback(created, requests, now, time.Minute)
+			got := []string{"none"}
+			if d.Target >= 0 {
+				var sup []string
+				for i, s := range d.Superseded {
+					if s {
+						sup = append(sup, tags[i])
+					}
+				}
+				got = []string{strings.TrimSpace("to " + tags[d.Target] + ", superseding " + strings.Join(sup, " "))}
+			}
+			for i, why := range d.Ignored {
+				if why != "" {
+					got = append(got, tags[i]+" ignored: "+why)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("decided %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("decided %q, want %q", got, tc.want)
+				}
+			}
+		})
+	}
+}
