@@ -221,8 +221,8 @@ func ExternalSecretCopy(es *unstructured.Unstructured, mirror Origin) (*unstruct
 // mirror, and, for a Revision, without Picchu's bookkeeping of the release
 // at home, which the mirror's Picchu keeps for its own: the fleet and
 // target-deletable labels, the failure annotations written with
-// spec.failed, and the manual controls (pause, promote, rollback, and who
-// made them).
+// spec.failed, and the manual controls (pause, promote, rollback, when it
+// was received, and who made them).
 func CopiedMeta(l, a map[string]string, revision bool) (map[string]string, map[string]string) {
 	outL := map[string]string{}
 	for k, v := range l {
@@ -239,7 +239,7 @@ func CopiedMeta(l, a map[string]string, revision bool) (map[string]string, map[s
 			continue
 		case picchuv1alpha1.AnnotationFailedAt, picchuv1alpha1.AnnotationFailedReason,
 			picchuv1alpha1.AnnotationPause, picchuv1alpha1.AnnotationPromote,
-			picchuv1alpha1.AnnotationRollback, picchuv1alpha1.AnnotationControlBy:
+			picchuv1alpha1.AnnotationRollback, picchuv1alpha1.AnnotationRollbackAt, picchuv1alpha1.AnnotationControlBy:
 			if revision {
 				continue
 			}

@@ -36,6 +36,7 @@ func revision(mut ...func(*picchuv1alpha1.Revision)) *picchuv1alpha1.Revision {
 				picchuv1alpha1.AnnotationPause:                 "2026-11-02T10:00:00Z",
 				picchuv1alpha1.AnnotationPromote:               "next@2026-11-02T10:00:00Z",
 				picchuv1alpha1.AnnotationRollback:              "2026-11-02T10:00:00Z",
+				picchuv1alpha1.AnnotationRollbackAt:            "2026-11-02T10:00:01Z",
 				picchuv1alpha1.AnnotationControlBy:             "alice",
 				annotationLastApplied:                          "{}",
 				"owner":                                        "platform",

@@ -90,6 +90,10 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 	for _, a := range out.controls {
 		note(corev1.EventTypeNormal, a.reason, "%s", a.note)
 	}
+	if inc.rollbackIgnored != "" {
+		note(corev1.EventTypeWarning, "RollbackIgnored", "the rollback to %s requested by %s is ignored in %s: %s",
+			inc.tag, inc.control.by, s.rm.Spec.Target, inc.rollbackIgnored)
+	}
 	out.status = &st
 	return out
 }

@@ -16,9 +16,11 @@ type control struct {
 	// for a full promotion.
 	promote string
 	full    bool
-	// rollback is the rollback request and when it was made.
-	rollback   string
-	rollbackAt time.Time
+	// rollback is the rollback request, rollbackAt the time it says (the
+	// client's clock) and rollbackReceived when the webhook received it
+	// (zero when it did not stamp it).
+	rollback                     string
+	rollbackAt, rollbackReceived time.Time
 	// by is who made the last change.
 	by string
 }
@@ -34,6 +36,9 @@ func controlOf(rev *picchuv1alpha1.Revision) control {
 	}
 	if at, ok := picchuv1alpha1.ParseRollbackRequest(a[picchuv1alpha1.AnnotationRollback]); ok {
 		c.rollback, c.rollbackAt = a[picchuv1alpha1.AnnotationRollback], at
+		if received, ok := picchuv1alpha1.ParseRollbackRequest(a[picchuv1alpha1.AnnotationRollbackAt]); ok {
+			c.rollbackReceived = received
+		}
 	}
 	if c.by == "" {
 		c.by = "unknown"
@@ -70,12 +75,12 @@ func (inc *incarnation) rolledBackNow() bool {
 	return inc.rollbackTarget && inc.control.rollback != inc.status.RolledBack
 }
 
-// rollBack applies the app's newest rollback request (release.Superseded):
-// it marks the build rolled back to and the builds it takes out of
-// release. A request for a build that failed is refused (retry it first),
-// so it supersedes nothing.
+// rollBack applies the app's rollback requests (release.DecideRollback):
+// it marks the build rolled back to, the builds it takes out of release,
+// and the requests ignored from this run on. A request for a build that
+// failed is refused (retry it first), so it supersedes nothing.
 func (s *snapshot) rollBack() {
-	requests := make([]time.Time, len(s.incarnations))
+	requests := make([]release.RollbackRequest, len(s.incarnations))
 	created := make([]time.Time, len(s.incarnations))
 	for i, inc := range s.incarnations {
 		if inc.revision == nil {
@@ -83,17 +88,18 @@ func (s *snapshot) rollBack() {
 			continue
 		}
 		created[i] = inc.revision.CreationTimestamp.Time
-		if !inc.revision.Spec.Failed {
-			requests[i] = inc.control.rollbackAt
+		c := inc.control
+		ignored := inc.status.IgnoredRollback
+		requests[i] = release.RollbackRequest{
+			Request: c.rollback, Said: c.rollbackAt, Received: c.rollbackReceived,
+			Refused: inc.revision.Spec.Failed,
+			Acted:   c.rollback != "" && c.rollback == inc.status.RolledBack,
+			Ignored: ignored != nil && c.rollback == ignored.Request,
 		}
 	}
-	target := release.LatestRequest(requests)
-	if target < 0 {
-		return
-	}
-	s.incarnations[target].rollbackTarget = true
-	for i, superseded := range release.Superseded(created, target, requests[target]) {
-		s.incarnations[i].superseded = superseded
+	d := release.DecideRollback(created, requests, s.now, picchuv1alpha1.MaxControlSkew)
+	for i, inc := range s.incarnations {
+		inc.rollbackTarget, inc.superseded, inc.rollbackIgnored = i == d.Target, d.Superseded[i], d.Ignored[i]
 	}
 }
 
@@ -178,6 +184,12 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 	if inc.rolledBackNow() {
 		st.RolledBack = c.rollback
 		acted("rollback", "RolledBackTo", "brought back: the app is rolled back to it")
+	}
+	if st.IgnoredRollback != nil && st.IgnoredRollback.Request != c.rollback {
+		st.IgnoredRollback = nil // a new request, or none: the old one is gone
+	}
+	if inc.rollbackIgnored != "" {
+		st.IgnoredRollback = &picchuv1alpha1.ReleaseManagerIgnoredRequest{Request: c.rollback, Reason: inc.rollbackIgnored, Time: now}
 	}
 	to := release.State(st.State.Current)
 	failedBefore := from == release.Failing || from == release.Failed

@@ -97,6 +97,11 @@ func (c *controlled) run(d time.Duration) string {
 	for _, a := range out.controls {
 		c.events = append(c.events, a.reason+": "+a.note)
 	}
+	for _, e := range out.events {
+		if e.reason == "RollbackIgnored" {
+			c.events = append(c.events, e.reason+": "+e.note)
+		}
+	}
 	return strings.Join(got, ", ")
 }
 
@@ -201,6 +206,76 @@ func TestControl_RollbackToAnEarlierBuild(t *testing.T) {
 	c.expect(0, "v4 deploying 0, v3 retired 0, v2 retired 0, v1 released 100")
 	if !c.builds["v4"].status.ReleaseEligible || c.builds["v3"].status.ReleaseEligible {
 		t.Fatalf("v4 eligible %t, v3 eligible %t; want v4 only", c.builds["v4"].status.ReleaseEligible, c.builds["v3"].status.ReleaseEligible)
+	}
+}
+
+// TestControl_RollbackFromASlowClock: v2, released, is bad; a person on a
+// laptop whose clock is 10 minutes slow rolls back to v1, writing a time
+// before v2 was created. Received by the webhook, which stamps when, the
+// request rolls v2 back. Without the stamp (no webhook), it is ignored,
+// said so in status and in an event, and nothing claims it rolled back.
+func TestControl_RollbackFromASlowClock(t *testing.T) {
+	for _, stamped := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stamped %t", stamped), func(t *testing.T) {
+			c := newControlled(t)
+			c.add("v1", release.Retired, 0).status.PeakPercent = 100
+			v2 := c.add("v2", release.Released, 100)
+			c.builds["v1"].status.ReleaseEligible = false
+			slow := v2.revision.CreationTimestamp.Add(-10 * time.Minute)
+			if stamped {
+				c.builds["v1"].revision.Annotations[picchuv1alpha1.AnnotationRollbackAt] = picchuv1alpha1.RollbackRequest(c.s.now)
+			}
+			c.ask("v1", picchuv1alpha1.AnnotationRollback, picchuv1alpha1.RollbackRequest(slow))
+			if stamped {
+				c.expect(0, "v2 retiring 100, v1 retired 0", "RolledBackTo: v1 brought back: the app is rolled back to it in production by alice")
+				if v2 := c.builds["v2"].status; v2.ReleaseEligible {
+					t.Fatalf("v2 still eligible after the rollback")
+				}
+				c.expect(0, "v2 retiring 100, v1 deploying 0", []string{}...)
+				return
+			}
+			c.expect(0, "v2 released 100, v1 retired 0",
+				"RollbackIgnored: the rollback to v1 requested by alice is ignored in production: no newer build was created before its time, "+
+					"2026-11-25T08:51:00Z (written by the client's clock): it would roll nothing back")
+			ignored := c.builds["v1"].status.IgnoredRollback
+			if ignored == nil || ignored.Request != picchuv1alpha1.RollbackRequest(slow) || !strings.Contains(ignored.Reason, "roll nothing back") {
+				t.Fatalf("status.revisions[v1].ignoredRollback = %+v; want the request and why", ignored)
+			}
+			if v1 := c.builds["v1"].status; v1.RolledBack != "" || v1.ReleaseEligible {
+				t.Fatalf("v1 rolledBack %q, eligible %t; want neither", v1.RolledBack, v1.ReleaseEligible)
+			}
+			c.expect(time.Hour, "v2 released 100, v1 retired 0", []string{}...)
+		})
+	}
+}
+
+// TestControl_RollbackAYearAheadHoldsBackNoBuild: a rollback to v1 written
+// a year ahead (a hand-written time, without the webhook, which refuses it)
+// is ignored: it takes v2 out of release no more than v3, applied after it,
+// which is released as usual; it stays ignored a year later.
+func TestControl_RollbackAYearAheadHoldsBackNoBuild(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Retired, 0).status.PeakPercent = 100
+	c.add("v2", release.Released, 100)
+	c.builds["v1"].status.ReleaseEligible = false
+	ahead := c.s.now.Add(365 * 24 * time.Hour)
+	c.ask("v1", picchuv1alpha1.AnnotationRollback, picchuv1alpha1.RollbackRequest(ahead))
+	c.expect(0, "v2 released 100, v1 retired 0",
+		"RollbackIgnored: the rollback to v1 requested by alice is ignored in production: its time, 2027-11-25T10:00:00Z (written by the client's clock), "+
+			"is 8760h0m0s ahead of Picchu's clock: it would hold back every build created until then")
+	v3 := c.add("v3", release.Created, 0)
+	v3.revision.CreationTimestamp = metav1.NewTime(c.s.now.Add(time.Second))
+	c.expect(time.Second, "v3 deploying 0, v2 released 100, v1 retired 0", []string{}...)
+	if !c.builds["v3"].status.ReleaseEligible {
+		t.Fatal("v3, applied after the request, is not eligible")
+	}
+	c.s.now = ahead.Add(time.Hour)
+	c.run(0)
+	if len(c.events) > 0 {
+		t.Fatalf("a year later: %q", c.events)
+	}
+	if !c.builds["v3"].status.ReleaseEligible || !c.builds["v2"].status.ReleaseEligible || c.builds["v1"].status.IgnoredRollback == nil {
+		t.Fatal("a year later, the ignored request took a build out of release")
 	}
 }
 

@@ -37,9 +37,11 @@ type decision struct {
 	// scale is how the build is sized this run: the one place that says
 	// whether it ramps, read by both its ReplicaSet and autoscaler plans.
 	scale release.ScalePlan
-	// rollbackTarget says the app's newest rollback request names this
-	// build; superseded says that request takes it out of release.
+	// rollbackTarget says the app's rollback names this build; superseded
+	// says it takes the build out of release; rollbackIgnored says why the
+	// build's rollback request is ignored from this run on ("" when not).
 	rollbackTarget, superseded bool
+	rollbackIgnored            string
 }
 
 // decide runs the pure decisions: each build's next state, then the

@@ -464,6 +464,9 @@ func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager, held map[s
 			ts.Release = picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: s.CurrentPercent, PeakPercent: s.PeakPercent}
 			ts.TriggeredAlerts = s.TriggeredAlerts
 			ts.Paused = s.Paused != nil
+			if s.IgnoredRollback != nil {
+				ts.IgnoredRollback = s.IgnoredRollback.Reason
+			}
 		}
 		out = append(out, ts)
 	}
