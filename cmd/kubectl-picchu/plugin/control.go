@@ -230,7 +230,13 @@ straight to its release.max, and every build of the app created after it
 loses its eligibility and retires. The request is the annotation
 picchu.medium.engineering/rollback on TAG's Revision, set to the time of the
 request; the newest request of an app wins. A failed build cannot be rolled
-back to: retry it first.`,
+back to: retry it first.
+
+Picchu orders the request by when its webhook received it (the annotation
+picchu.medium.engineering/rollback-at), not by this machine's clock: the
+command warns when the two differ by more than a minute, or when no webhook
+stamped the request (Picchu then goes by this machine's clock, and ignores a
+request that would roll nothing back or whose time is ahead of its own).`,
 		Example: `  # Roll app demo back to build v1
   kubectl picchu rollback demo --to v1`,
 		Args: cobra.ExactArgs(1),
@@ -246,9 +252,17 @@ back to: retry it first.`,
 				if rev.Spec.Failed {
 					return fmt.Errorf("%s%s (tag %s) is failed: retry it first (kubectl picchu retry %s --tag %s)", resourceName, rev.Name, to, a.name, to)
 				}
-				return r.patch(cmd.Context(), s, rev, "rollback requested", func(rev *picchuv1alpha1.Revision) {
-					rev.Annotations[picchuv1alpha1.AnnotationRollback] = picchuv1alpha1.RollbackRequest(r.Now())
-				})
+				said := r.Now()
+				if err := r.patch(cmd.Context(), s, rev, "rollback requested", func(rev *picchuv1alpha1.Revision) {
+					rev.Annotations[picchuv1alpha1.AnnotationRollback] = picchuv1alpha1.RollbackRequest(said)
+				}); err != nil {
+					return err
+				}
+				if w := receivedWarning(said, rev.Annotations[picchuv1alpha1.AnnotationRollbackAt]); w != "" {
+					_, err := fmt.Fprintln(r.ErrOut, "Warning: "+w)
+					return err
+				}
+				return nil
 			})
 		},
 	}
@@ -320,4 +334,30 @@ func (r *runner) patch(ctx context.Context, s *session, rev *picchuv1alpha1.Revi
 	}
 	_, err = fmt.Fprintf(r.Out, "%s%s %s\n", resourceName, cell(rev.Name), done)
 	return err
+}
+
+// receivedWarning says what to warn of a rollback request this machine
+// said was made at said, which the webhook stamped received (its
+// rollback-at annotation, "" when none did): no stamp, or a stamp more than
+// MaxControlSkew away from said (this machine's clock is off).
+func receivedWarning(said time.Time, received string) string {
+	if received == "" {
+		return fmt.Sprintf("no webhook stamped when the request was received: Picchu orders it by this machine's clock (%s), "+
+			"and ignores it if no newer build was created before that time, or if that time is ahead of its own",
+			said.UTC().Format(time.RFC3339))
+	}
+	at, ok := picchuv1alpha1.ParseRollbackRequest(received)
+	if !ok {
+		return fmt.Sprintf("the request's received time %q is not a time", received)
+	}
+	off := said.Sub(at)
+	switch {
+	case off > picchuv1alpha1.MaxControlSkew:
+		return fmt.Sprintf("this machine's clock is %s ahead of Picchu's: the request is ordered by when Picchu received it, %s",
+			off.Round(time.Second), at.UTC().Format(time.RFC3339))
+	case off < -picchuv1alpha1.MaxControlSkew:
+		return fmt.Sprintf("this machine's clock is %s behind Picchu's: the request is ordered by when Picchu received it, %s",
+			(-off).Round(time.Second), at.UTC().Format(time.RFC3339))
+	}
+	return ""
 }

@@ -30,8 +30,9 @@ func TestControl(t *testing.T) {
 		before [][]string
 		args   []string
 		opts   plugin.Options
-		// want is the output, or wantErr the error.
-		want, wantErr string
+		// want is the output, or wantErr the error; warn starts a
+		// warning the command prints.
+		want, wantErr, warn string
 		// changed are the annotations of the Revision of tag changed (nil
 		// for removed), and failed its spec.failed.
 		tag     string
@@ -117,6 +118,8 @@ func TestControl(t *testing.T) {
 			name: "roll back to a tag",
 			args: []string{"rollback", "demo", "--to", "v1"},
 			want: "revision.picchu.medium.engineering/demo-v1 rollback requested\n",
+			// This API server serves no webhook to stamp the request.
+			warn: "Warning: no webhook stamped when the request was received: Picchu orders it by this machine's clock",
 			tag:  "v1", changed: map[string]*string{picchuv1alpha1.AnnotationRollback: ptr(picchuv1alpha1.RollbackRequest(now))},
 		},
 		{
@@ -173,6 +176,9 @@ func TestControl(t *testing.T) {
 			}
 			if res.out != tc.want {
 				t.Errorf("kubectl picchu %s printed %q, want %q", strings.Join(tc.args, " "), res.out, tc.want)
+			}
+			if tc.warn != "" && !strings.Contains(res.errOut, tc.warn) {
+				t.Errorf("kubectl picchu %s warned %q, want %q", strings.Join(tc.args, " "), res.errOut, tc.warn)
 			}
 			by := cmp.Or(tc.by, envtestUser)
 			if by == "unknown" && !strings.Contains(res.errOut, `Warning: recording the change as made by "unknown"`) {

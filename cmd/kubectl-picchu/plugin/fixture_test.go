@@ -35,7 +35,8 @@ func ago(d time.Duration) *picchuv1alpha1.Timestamp {
 // createDemo creates, in ns, app "demo" in the middle of a release, and app
 // "other" beside it:
 //
-//   - v1 released long ago, now giving its traffic to v2;
+//   - v1 released long ago, now giving its traffic to v2; a rollback to it
+//     written a year ahead was ignored in production;
 //   - v2 ramping: 40 % in production (next step to 80 % in 6m), released
 //     at 90 % in staging;
 //   - v3 failed by its canary alert, once retried;
@@ -99,8 +100,12 @@ func createDemo(t *testing.T, ns string) {
 				ReleaseStartTimestamp:        ago(12 * time.Minute),
 			},
 			{
-				Tag:                   "v1",
-				State:                 state("released", 3*time.Hour),
+				Tag:   "v1",
+				State: state("released", 3*time.Hour),
+				IgnoredRollback: &picchuv1alpha1.ReleaseManagerIgnoredRequest{
+					Request: "2027-11-25T10:00:00Z", Time: *ago(20 * time.Minute),
+					Reason: "its time, 2027-11-25T10:00:00Z (written by the client's clock), is 8760h0m0s ahead of Picchu's clock: it would hold back every build created until then",
+				},
 				CurrentPercent:        60,
 				PeakPercent:           100,
 				ReleaseEligible:       true,

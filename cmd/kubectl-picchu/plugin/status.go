@@ -166,6 +166,9 @@ func timeline(builds []build) []step {
 			add(c.LastUpdated, fmt.Sprintf("%s at %s", c.Name, percent(c.Percent)))
 		}
 		add(rec.Paused, "paused")
+		if ig := rec.IgnoredRollback; ig != nil {
+			add(&ig.Time, "rollback to it ignored: "+ig.Reason)
+		}
 		for _, retry := range rec.Retries {
 			add(&retry.Time, fmt.Sprintf("retried (was %s at peak %s)", retry.State, percent(retry.PeakPercent)))
 		}
