@@ -364,3 +364,59 @@ func TestDecideRollback(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDecideRollback: whatever the builds and requests, the rollback names
+// a build whose request may be taken (not refused, not ignored before or
+// now, not ahead of the clock unless acted on), it supersedes only builds
+// ordered newer than that one and created no later than its time, and a
+// new request it takes supersedes at least one.
+func FuzzDecideRollback(f *testing.F) {
+	f.Add([]byte{}, int64(0))
+	f.Add([]byte{0, 10, 0, 0, 1, 20, 30, 1, 2, 40, 250, 0}, int64(1_800_000_000))
+	f.Add([]byte{5, 5, 5, 7, 9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8}, int64(-1))
+	f.Fuzz(func(t *testing.T, data []byte, unix int64) {
+		now := time.Unix(unix, 0)
+		// Each build takes 3 bytes: its age in minutes, its request's offset
+		// from now in minutes (signed), and flags.
+		var created []time.Time
+		var requests []RollbackRequest
+		for i := 0; i+2 < len(data) && len(created) < 32; i += 3 {
+			created = append(created, now.Add(-time.Duration(data[i])*time.Minute))
+			flags := data[i+2]
+			if flags&1 == 0 {
+				requests = append(requests, RollbackRequest{})
+				continue
+			}
+			at := now.Add(time.Duration(int8(data[i+1])) * time.Minute)
+			r := RollbackRequest{Request: at.String(), Said: at, Refused: flags&2 != 0, Acted: flags&4 != 0, Ignored: flags&8 != 0}
+			if flags&16 != 0 {
+				r.Received = at.Add(time.Duration(int8(flags)) * time.Second)
+			}
+			requests = append(requests, r)
+		}
+		d := DecideRollback(created, requests, now, time.Minute)
+		if len(d.Superseded) != len(created) || len(d.Ignored) != len(requests) {
+			t.Fatalf("answers for %d builds: %d superseded, %d ignored", len(created), len(d.Superseded), len(d.Ignored))
+		}
+		if d.Target < 0 {
+			if slices.Contains(d.Superseded, true) {
+				t.Fatalf("no rollback, yet builds superseded: %v", d.Superseded)
+			}
+			return
+		}
+		r := requests[d.Target]
+		if r.Request == "" || r.Refused || r.Ignored || d.Ignored[d.Target] != "" || (!r.Acted && r.Time().After(now.Add(time.Minute))) {
+			t.Fatalf("rolls back to build %d, whose request %+v may not be taken", d.Target, r)
+		}
+		some := false
+		for i, s := range d.Superseded {
+			if s && (i >= d.Target || created[i].After(d.At)) {
+				t.Fatalf("supersedes build %d (created %v), for a rollback to %d at %v", i, created[i], d.Target, d.At)
+			}
+			some = some || s
+		}
+		if !r.Acted && !some {
+			t.Fatalf("takes a new request to build %d that supersedes nothing", d.Target)
+		}
+	})
+}
