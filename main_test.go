@@ -370,6 +370,7 @@ func sorted(s []string) []string {
 // that Picchu ignores is logged at start-up, named, as ignored, and only
 // when the command line sets it.
 func TestLogIgnored_NamesEachIgnoredFlag(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "picchu") // as a pod's namespace gives it
 	for _, tc := range []struct {
 		args []string
 		want []string
