@@ -1,0 +1,3 @@
+// Package docs holds tests that the documents say what the code and the
+// shipped manifests do.
+package docs
