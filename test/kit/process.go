@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -86,6 +88,50 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // LogTail returns the last lines of the process's log.
 func (p *Process) LogTail() string {
 	return "log tail:\n" + LogTail(p.spec.Log, processLogLines)
+}
+
+// Err is cmd.Wait's result once the process has exited (nil for status
+// 0), and nil while it runs.
+func (p *Process) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// CPU is the processor time (user and system) the process has used so far,
+// or in all once it has exited. Linux only: a running process's is read
+// from /proc/<pid>/stat.
+func (p *Process) CPU() (time.Duration, error) {
+	select {
+	case <-p.done:
+		state := p.cmd.ProcessState
+		return state.UserTime() + state.SystemTime(), nil
+	default:
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("reading the CPU time of %s: %w", p.spec.Name, err)
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: utime and stime are the 12th and 13th of them.
+	stat := string(b)
+	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("reading the CPU time of %s: short /proc stat %q", p.spec.Name, stat)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("reading the CPU time of %s: %w", p.spec.Name, err)
+		}
+		ticks += n
+	}
+	// In clock ticks of USER_HZ, 100 a second on every Linux Go runs on.
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
 
 // Exited returns an error with the log's tail when the process has exited,
