@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -47,6 +48,7 @@ const leaderElectionID = "de705aec.picchu.medium.engineering"
 
 func main() {
 	ctx := ctrl.SetupSignalHandler()
+	exitAfter(ctx, exitDeadline)
 	if err := run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "picchu:", err)
 		os.Exit(1)
@@ -392,7 +394,9 @@ func run(ctx context.Context, args []string) error {
 		// A replica that stops hands leadership over at once, not after
 		// the lease runs out.
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(shutdownGrace),
 		Cache:                         operator.DeliveryCache(c.operator.Namespaces),
+		NewCache:                      newSyncedOrStopping(ctx),
 	}
 	opts.Cache.SyncPeriod = &syncPeriod
 	if c.enableWebhooks {

@@ -52,7 +52,12 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := removeOperatorBuild(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // startOperator runs the operator with args in a child process, and stops
@@ -109,6 +114,20 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+// size is how many bytes were written so far: a mark for since.
+func (b *lockedBuffer) size() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// since returns what was written after mark.
+func (b *lockedBuffer) since(mark int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()[mark:]
 }
 
 func (b *lockedBuffer) tail(n int) string {
