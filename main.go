@@ -47,6 +47,7 @@ const defaultImageRegistryAllowedHosts = "auth.docker.io,production.cloudflare.d
 const leaderElectionID = "de705aec.picchu.medium.engineering"
 
 func main() {
+	withoutWatchList()
 	ctx := ctrl.SetupSignalHandler()
 	exitAfter(ctx, exitDeadline)
 	if err := run(ctx, os.Args[1:]); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
@@ -34,6 +35,38 @@ func exitAfter(ctx context.Context, deadline time.Duration) {
 			os.Exit(1)
 		})
 	})
+}
+
+// watchListEnv is the environment variable of client-go's WatchListClient
+// feature gate.
+const watchListEnv = "KUBE_FEATURE_" + string(clientfeatures.WatchListClient)
+
+// withoutWatchList turns client-go's WatchListClient feature off, unless
+// $KUBE_FEATURE_WatchListClient sets it. Called first thing, before any
+// client reads the gates.
+//
+// Why: an informer in watch-list mode whose API server refuses connections
+// sleeps out its backoff, up to a minute, without watching its context
+// (Reflector.watchList, client-go v0.36), so stopping a cache of a cluster
+// that has been gone for a while waited that long: past the manager's
+// grace period for the delivery cluster. The list-then-watch that informers
+// fall back to retries on the same backoff and stops at once.
+func withoutWatchList() {
+	if _, set := os.LookupEnv(watchListEnv); set {
+		return
+	}
+	clientfeatures.ReplaceFeatureGates(gatesWithout{clientfeatures.FeatureGates(), clientfeatures.WatchListClient})
+}
+
+// gatesWithout are client-go's feature gates with one turned off.
+type gatesWithout struct {
+	clientfeatures.Gates
+	off clientfeatures.Feature
+}
+
+// Enabled says whether f is on.
+func (g gatesWithout) Enabled(f clientfeatures.Feature) bool {
+	return f != g.off && g.Gates.Enabled(f)
 }
 
 // syncedOrStopping is the manager's cache, whose WaitForCacheSync also

@@ -17,8 +17,15 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientfeatures "k8s.io/client-go/features"
+	toolscache "k8s.io/client-go/tools/cache"
 	certutil "k8s.io/client-go/util/cert"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -435,3 +442,66 @@ func TestSIGTERM_EndsAShardedReplicaIdleWithoutItsAPIServer(t *testing.T) {
 	o.checkStopsInTime(t, cpuAtStop)
 }
 
+// refusingListerWatcher is an API server that refuses connections: each
+// call is sent on calls.
+type refusingListerWatcher struct{ calls chan<- string }
+
+func (lw refusingListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw refusingListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+func (lw refusingListerWatcher) ListWithContext(_ context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+	lw.calls <- "list"
+	return nil, fmt.Errorf("dial tcp 127.0.0.1:6443: %w", syscall.ECONNREFUSED)
+}
+
+func (lw refusingListerWatcher) WatchWithContext(_ context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	lw.calls <- "watch"
+	return nil, fmt.Errorf("dial tcp 127.0.0.1:6443: %w", syscall.ECONNREFUSED)
+}
+
+// TestWithoutWatchList_ARefusedInformerStopsAtOnce runs a client-go
+// reflector, the loop of every informer, under the feature gates main
+// sets, against an API server that refuses connections and on a clock
+// that never moves: once it has been refused, it waits out its backoff,
+// and cancelling its context stops it at once rather than after that wait.
+func TestWithoutWatchList_ARefusedInformerStopsAtOnce(t *testing.T) {
+	t.Setenv(watchListEnv, "true")
+	before := clientfeatures.FeatureGates()
+	t.Cleanup(func() { clientfeatures.ReplaceFeatureGates(before) })
+	withoutWatchList()
+	if clientfeatures.FeatureGates() != before {
+		t.Errorf("$%s is set, and the feature gates were replaced all the same", watchListEnv)
+	}
+	if err := os.Unsetenv(watchListEnv); err != nil {
+		t.Fatal(err)
+	}
+	withoutWatchList()
+
+	calls := make(chan string, 100)
+	r := toolscache.NewReflectorWithOptions(refusingListerWatcher{calls: calls}, &corev1.ConfigMap{},
+		toolscache.NewStore(toolscache.MetaNamespaceKeyFunc),
+		toolscache.ReflectorOptions{Clock: clocktesting.NewFakeClock(time.Now())})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() {
+		r.RunWithContext(ctx)
+		close(stopped)
+	}()
+	select {
+	case <-calls:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reflector asked nothing of its API server within 30s")
+	}
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reflector still ran 5s after its context ended: it sleeps out its backoff, as in watch-list mode")
+	}
+}
