@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -51,15 +52,16 @@ type Config struct {
 	// its last renewal this replica stops acting on a shard it could not
 	// renew; RetryPeriod how often leases are renewed and shards balanced.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-	Log logr.Logger
+	// Clock is the clock (clock.RealClock when nil).
+	Clock clock.WithDelayedExecution
+	Log   logr.Logger
 }
 
 // Coordinator holds this replica's shards through Leases. It is a
 // controller-runtime Runnable that runs on every replica (no leader
-// election): when its context ends it stops work on its shards, waits for
-// the work under way, and releases their Leases at once.
+// election): when its context ends it stops work on its shards (the runs
+// under way have their contexts cancelled), waits for those runs to
+// return, and releases their Leases at once.
 type Coordinator struct {
 	cfg  Config
 	set  *Set
@@ -100,12 +102,12 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("shards: need retry period (%s) < renew deadline (%s) < lease duration (%s)",
 			cfg.RetryPeriod, cfg.RenewDeadline, cfg.LeaseDuration)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	return &Coordinator{
 		cfg:  cfg,
-		set:  NewSet(cfg.Shards, cfg.Now),
+		set:  NewSet(cfg.Shards, cfg.Clock),
 		seen: map[string]observed{},
 		mine: map[int]bool{},
 	}, nil
@@ -157,7 +159,7 @@ func (c *Coordinator) tick(ctx context.Context) error {
 	if err := c.cfg.Client.List(ctx, list, client.InNamespace(c.cfg.Namespace), client.MatchingLabels{LabelSet: c.cfg.Name}); err != nil {
 		return fmt.Errorf("listing shard leases in %s: %w", c.cfg.Namespace, err)
 	}
-	now := c.cfg.Now()
+	now := c.cfg.Clock.Now()
 	shards := map[string]*coordinationv1.Lease{}
 	view := View{Me: c.cfg.Identity, Shards: c.cfg.Shards, Live: 1}
 	var me *coordinationv1.Lease
@@ -226,7 +228,7 @@ func (c *Coordinator) renewReplica(ctx context.Context, l *coordinationv1.Lease)
 		}
 		return nil
 	}
-	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(c.cfg.Now()))
+	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(c.cfg.Clock.Now()))
 	if err := c.cfg.Client.Update(ctx, l); err != nil {
 		return fmt.Errorf("renewing replica lease %s/%s: %w", c.cfg.Namespace, l.Name, err)
 	}
@@ -244,7 +246,7 @@ func (c *Coordinator) forgetReplica(ctx context.Context, l *coordinationv1.Lease
 }
 
 func (c *Coordinator) newLease(name, role string) *coordinationv1.Lease {
-	now := metav1.NewMicroTime(c.cfg.Now())
+	now := metav1.NewMicroTime(c.cfg.Clock.Now())
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: c.cfg.Namespace,
@@ -267,7 +269,7 @@ func (c *Coordinator) renew(ctx context.Context, i int, l *coordinationv1.Lease)
 		c.lose(i, "its lease names another holder")
 		return false
 	}
-	start := c.cfg.Now()
+	start := c.cfg.Clock.Now()
 	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(start))
 	if err := c.cfg.Client.Update(ctx, l); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -293,7 +295,7 @@ func (c *Coordinator) lose(i int, why string) {
 
 // acquire takes shard i through its Lease, creating it the first time.
 func (c *Coordinator) acquire(ctx context.Context, i int, l *coordinationv1.Lease) {
-	start := c.cfg.Now()
+	start := c.cfg.Clock.Now()
 	var err error
 	if l == nil {
 		err = c.cfg.Client.Create(ctx, c.newLease(c.ShardName(i), roleShard))
@@ -318,8 +320,9 @@ func (c *Coordinator) acquire(ctx context.Context, i int, l *coordinationv1.Leas
 	c.notify(i)
 }
 
-// release stops work on shard i, waits up to the renew deadline for the
-// work under way, and gives the Lease back. Work still running then keeps
+// release stops work on shard i (the work under way has its context
+// cancelled), waits up to the renew deadline for that work to return, and
+// gives the Lease back. Work still running then keeps
 // the Lease from being given back: it runs out a lease duration after its
 // last renewal, as if this replica had died.
 func (c *Coordinator) release(ctx context.Context, i int, l *coordinationv1.Lease) {
@@ -342,9 +345,18 @@ func (c *Coordinator) release(ctx context.Context, i int, l *coordinationv1.Leas
 	c.cfg.Log.Info("released a shard", "shard", i)
 }
 
-// releaseAll gives back every shard and this replica's Lease, on the way out.
+// releaseAll gives back every shard and this replica's Lease, on the way
+// out, within the renew deadline: past it, the Leases run out by
+// themselves.
 func (c *Coordinator) releaseAll() error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.LeaseDuration)
+	// The work on every shard is told to stop at once, not shard by shard
+	// as each is given back.
+	for i := range c.cfg.Shards {
+		if c.mine[i] {
+			c.set.stop(i)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RenewDeadline)
 	defer cancel()
 	var errs []error
 	for i := range c.cfg.Shards {

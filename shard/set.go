@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Set is the shards this replica may act on, each until a deadline (its
@@ -11,22 +13,34 @@ import (
 // duration others wait before they take it over), and the work under way
 // in each. A nil *Set holds every app: one replica, not sharded.
 type Set struct {
-	n   int
-	now func() time.Time
+	n     int
+	clock clock.WithDelayedExecution
 
 	mu       sync.Mutex
 	idle     *sync.Cond
-	until    map[int]time.Time
+	holds    map[int]*hold
 	inflight map[int]int
 }
 
-// NewSet returns a Set of n shards, none held; now is the clock (time.Now
-// when nil).
-func NewSet(n int, now func() time.Time) *Set {
-	if now == nil {
-		now = time.Now
+// hold is this replica's hold on one shard.
+type hold struct {
+	until time.Time
+	// ctx is done once the hold ends: the shard stopped, dropped, or its
+	// deadline passed without a renewal. Every run begun on the shard
+	// ends with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// expiry ends the hold at its deadline.
+	expiry clock.Timer
+}
+
+// NewSet returns a Set of n shards, none held; clk is the clock
+// (clock.RealClock when nil).
+func NewSet(n int, clk clock.WithDelayedExecution) *Set {
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	s := &Set{n: n, now: now, until: map[int]time.Time{}, inflight: map[int]int{}}
+	s := &Set{n: n, clock: clk, holds: map[int]*hold{}, inflight: map[int]int{}}
 	s.idle = sync.NewCond(&s.mu)
 	return s
 }
@@ -40,23 +54,32 @@ func (s *Set) Shards() int {
 }
 
 // Begin asks to work on the object whose shard key is key: ok is false
-// when this replica does not hold its shard (or its hold has run out);
-// otherwise done must be called when the work ends. A shard is released
-// only once the work begun on it is done.
-func (s *Set) Begin(key string) (done func(), ok bool) {
+// when this replica does not hold its shard (or its hold has run out).
+// Otherwise the work runs with run, a context of ctx that ends when this
+// replica stops holding the shard (lost, given back, or not renewed in
+// time), so that no write of the work is sent once another replica may
+// hold the shard; and done must be called when the work ends. A shard is
+// released only once the work begun on it is done. For a nil Set, run is
+// ctx.
+func (s *Set) Begin(ctx context.Context, key string) (run context.Context, done func(), ok bool) {
 	if s == nil {
-		return func() {}, true
+		return ctx, func() {}, true
 	}
 	shard := Of(key, s.n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if until, held := s.until[shard]; !held || !s.now().Before(until) {
-		return nil, false
+	h := s.holds[shard]
+	if h == nil || !s.clock.Now().Before(h.until) {
+		return ctx, nil, false
 	}
 	s.inflight[shard]++
+	run, cancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(h.ctx, cancel)
 	var once sync.Once
-	return func() {
+	return run, func() {
 		once.Do(func() {
+			unlink()
+			cancel()
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.inflight[shard]--
@@ -65,11 +88,47 @@ func (s *Set) Begin(key string) (done func(), ok bool) {
 	}, true
 }
 
-// hold lets work begin on shard until the deadline.
+// hold lets work begin on shard until the deadline, and ends the work
+// under way on it then unless hold is called again before.
 func (s *Set) hold(shard int, until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.until[shard] = until
+	wait := until.Sub(s.clock.Now())
+	if h := s.holds[shard]; h != nil {
+		h.until = until
+		h.expiry.Reset(wait)
+		return
+	}
+	h := &hold{until: until}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	// In a goroutine of its own, as time.AfterFunc calls it: a fake
+	// clock calls it holding its lock.
+	h.expiry = s.clock.AfterFunc(wait, func() { go s.expire(shard, h) })
+	s.holds[shard] = h
+}
+
+// expire ends h, the hold on shard, once its deadline has passed.
+func (s *Set) expire(shard int, h *hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holds[shard] != h {
+		return // stopped, and maybe held again since
+	}
+	if left := h.until.Sub(s.clock.Now()); left > 0 {
+		// Renewed as the timer fired.
+		h.expiry.Reset(left)
+		return
+	}
+	s.end(shard)
+}
+
+// end ends the hold on shard and the work under way on it; s.mu is held.
+func (s *Set) end(shard int) {
+	if h := s.holds[shard]; h != nil {
+		h.expiry.Stop()
+		h.cancel()
+		delete(s.holds, shard)
+	}
 }
 
 // held lists the shards held now, in order.
@@ -78,22 +137,24 @@ func (s *Set) held() []int {
 	defer s.mu.Unlock()
 	var out []int
 	for i := range s.n {
-		if until, ok := s.until[i]; ok && s.now().Before(until) {
+		if h := s.holds[i]; h != nil && s.clock.Now().Before(h.until) {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// stop stops new work on shard at once.
+// stop stops work on shard at once: no new work begins, and the work under
+// way has its context cancelled.
 func (s *Set) stop(shard int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.until, shard)
+	s.end(shard)
 }
 
-// drop stops new work on shard at once and waits, until ctx ends, for the
-// work under way on it; it says whether that work is done.
+// drop stops work on shard at once (see stop) and waits, until ctx ends,
+// for the work under way on it to return; it says whether that work is
+// done.
 func (s *Set) drop(ctx context.Context, shard int) bool {
 	s.stop(shard)
 	awake := context.AfterFunc(ctx, func() {

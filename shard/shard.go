@@ -3,7 +3,10 @@
 // namespace and name (Of); each shard is held by one replica at a time
 // through its own Lease (coordination.k8s.io/v1), which the Coordinator
 // acquires, renews and releases; controllers ask the Set before they work
-// on an app (Begin) and so never act on an app of a shard they do not hold.
+// on an app (Begin) and so never act on an app of a shard they do not hold,
+// and run that work with the context Begin returns, which ends as soon as
+// the shard is no longer held, so that a run in progress sends no write
+// once another replica may hold the shard.
 //
 // Which replica takes which shard is decided by Decide, a pure function of
 // what the replica observed: every live replica aims at its fair share

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -129,14 +131,14 @@ func TestDecide_ReplicasConverge(t *testing.T) {
 }
 
 func TestSet_BeginOnlyOnHeldShardsUntilTheirDeadline(t *testing.T) {
-	now := time.Unix(1000, 0)
-	s := NewSet(2, func() time.Time { return now })
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	s := NewSet(2, clk)
 	key := AppKey("picchu", "demo") // shard 1
-	if _, ok := s.Begin(key); ok {
+	if _, _, ok := s.Begin(context.Background(), key); ok {
 		t.Fatal("began work on a shard not held")
 	}
-	s.hold(Of(key, 2), now.Add(10*time.Second))
-	done, ok := s.Begin(key)
+	s.hold(Of(key, 2), clk.Now().Add(10*time.Second))
+	_, done, ok := s.Begin(context.Background(), key)
 	if !ok || !holds(s, key) {
 		t.Fatal("refused work on a held shard")
 	}
@@ -145,13 +147,80 @@ func TestSet_BeginOnlyOnHeldShardsUntilTheirDeadline(t *testing.T) {
 	if s.inflight[1] != 0 {
 		t.Errorf("work under way after done: %d", s.inflight[1])
 	}
-	now = now.Add(10 * time.Second)
-	if _, ok := s.Begin(key); ok {
+	clk.Step(10 * time.Second)
+	if _, _, ok := s.Begin(context.Background(), key); ok {
 		t.Error("began work on a shard whose hold ran out")
 	}
 	var nilSet *Set
-	if done, ok := nilSet.Begin(key); !ok || done == nil || !holds(nilSet, key) || nilSet.Shards() != 1 {
-		t.Error("a nil Set must hold every app")
+	ctx := context.WithValue(context.Background(), struct{}{}, "run")
+	if run, done, ok := nilSet.Begin(ctx, key); !ok || done == nil || run != ctx || !holds(nilSet, key) || nilSet.Shards() != 1 {
+		t.Error("a nil Set must hold every app, and run work with the context it is given")
+	}
+}
+
+// TestSet_ARunEndsWithItsShard checks that the context of a run in
+// progress ends when this replica stops holding its shard: lost, given
+// back, or not renewed by its deadline; and only then, however long the
+// run lasts while the hold is renewed.
+func TestSet_ARunEndsWithItsShard(t *testing.T) {
+	key := AppKey("picchu", "demo")
+	shard := Of(key, 2)
+	other := AppKey("picchu", "other") // shard 0
+	if Of(other, 2) == shard {
+		t.Fatal("the keys must be in two shards")
+	}
+	for _, tc := range []struct {
+		name string
+		end  func(s *Set, clk *clocktesting.FakeClock)
+	}{
+		{"lost", func(s *Set, _ *clocktesting.FakeClock) { s.stop(shard) }},
+		{"given back", func(s *Set, _ *clocktesting.FakeClock) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the run under way keeps the drop from waiting
+			s.drop(ctx, shard)
+		}},
+		{"not renewed", func(_ *Set, clk *clocktesting.FakeClock) { clk.Step(10 * time.Second) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			s := NewSet(2, clk)
+			s.hold(shard, clk.Now().Add(10*time.Second))
+			s.hold(Of(other, 2), clk.Now().Add(time.Hour))
+			parent, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			run, done, ok := s.Begin(parent, key)
+			if !ok {
+				t.Fatal("refused work on a held shard")
+			}
+			defer done()
+			otherRun, otherDone, ok := s.Begin(parent, other)
+			if !ok {
+				t.Fatal("refused work on a held shard")
+			}
+			defer otherDone()
+			// A run of two minutes, its shard renewed every 2 s against
+			// a renew deadline of 10 s: it goes on.
+			for range 60 {
+				clk.Step(2 * time.Second)
+				s.hold(shard, clk.Now().Add(10*time.Second))
+				s.hold(Of(other, 2), clk.Now().Add(time.Hour))
+			}
+			if run.Err() != nil {
+				t.Fatalf("the run ended while its shard was renewed in time: %v", run.Err())
+			}
+			tc.end(s, clk)
+			select {
+			case <-run.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the run goes on after its shard was " + tc.name)
+			}
+			if otherRun.Err() != nil {
+				t.Errorf("a run on another shard ended with it: %v", otherRun.Err())
+			}
+			if _, _, ok := s.Begin(parent, key); ok {
+				t.Error("began work on a shard " + tc.name)
+			}
+		})
 	}
 }
 
@@ -159,21 +228,27 @@ func TestSet_DropWaitsForWorkUnderWay(t *testing.T) {
 	s := NewSet(2, nil)
 	key := AppKey("picchu", "demo")
 	s.hold(Of(key, 2), time.Now().Add(time.Hour))
-	done, ok := s.Begin(key)
+	run, done, ok := s.Begin(context.Background(), key)
 	if !ok {
 		t.Fatal("refused work on a held shard")
 	}
 	dropped := make(chan bool)
 	go func() { dropped <- s.drop(context.Background(), Of(key, 2)) }()
-	// New work is refused as soon as the drop starts, while the old runs.
+	// New work is refused as soon as the drop starts, and the work under
+	// way is told to stop, while it runs.
 	kit.Eventually(t, time.Second, "new work refused", func() error {
 		if holds(s, key) {
 			return fmt.Errorf("%s still taken", key)
 		}
 		return nil
 	})
-	if _, ok := s.Begin(key); ok {
+	if _, _, ok := s.Begin(context.Background(), key); ok {
 		t.Error("began work on a shard being dropped")
+	}
+	select {
+	case <-run.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the work under way on a shard being dropped was not told to stop")
 	}
 	select {
 	case <-dropped:
@@ -187,7 +262,7 @@ func TestSet_DropWaitsForWorkUnderWay(t *testing.T) {
 
 	// A drop whose context ends first says the work is not done.
 	s.hold(Of(key, 2), time.Now().Add(time.Hour))
-	if _, ok := s.Begin(key); !ok {
+	if _, _, ok := s.Begin(context.Background(), key); !ok {
 		t.Fatal("refused work on a held shard")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
@@ -199,7 +274,7 @@ func TestSet_DropWaitsForWorkUnderWay(t *testing.T) {
 
 // holds says whether s lets work on key begin now.
 func holds(s *Set, key string) bool {
-	done, ok := s.Begin(key)
+	_, done, ok := s.Begin(context.Background(), key)
 	if ok {
 		done()
 	}

@@ -86,7 +86,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading cluster %s: %w", req.NamespacedName, err)
 	}
-	done, writes := r.Shards.Set().Begin(shardKey(cl))
+	// Every replica connects every Cluster; the holder of its shard
+	// writes it, with writeCtx, which ends once it no longer holds it.
+	writeCtx, done, writes := r.Shards.Set().Begin(ctx, shardKey(cl))
 	if writes {
 		defer done()
 	}
@@ -95,11 +97,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !writes {
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, r.setFinalizer(ctx, cl, false)
+		return ctrl.Result{}, r.setFinalizer(writeCtx, cl, false)
 	}
 	if writes && !controllerutil.ContainsFinalizer(cl, picchuv1alpha1.FinalizerCluster) {
 		// The update's watch event brings the next run.
-		return ctrl.Result{}, r.setFinalizer(ctx, cl, true)
+		return ctrl.Result{}, r.setFinalizer(writeCtx, cl, true)
 	}
 
 	before := cl.DeepCopy()
@@ -109,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !writes || equality.Semantic.DeepEqual(before.Status, cl.Status) {
 		return result, nil
 	}
-	if err := r.Client.Status().Patch(ctx, cl, client.MergeFrom(before)); err != nil {
+	if err := r.Client.Status().Patch(writeCtx, cl, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of cluster %s: %w", req.NamespacedName, err)
 	}
 	return result, nil

@@ -181,7 +181,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading clustersecrets %s: %w", req.NamespacedName, err)
 	}
-	done, ok := r.Shards.Set().Begin(shardKey(cs))
+	// The run stops, its writes unsent, once this replica no longer
+	// holds the app's shard.
+	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(cs))
 	if !ok {
 		return ctrl.Result{}, nil // another replica acts on it
 	}

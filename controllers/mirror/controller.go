@@ -164,7 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading mirror %s: %w", req.NamespacedName, err)
 	}
-	done, ok := r.Shards.Set().Begin(shardKey(m))
+	// The run stops, its writes unsent, once this replica no longer
+	// holds the app's shard.
+	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(m))
 	if !ok {
 		return ctrl.Result{}, nil // another replica works on it
 	}

@@ -117,7 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	done, ok := r.Shards.Set().Begin(shardKey(rev))
+	// The run stops, its writes unsent, once this replica no longer
+	// holds the app's shard.
+	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(rev))
 	if !ok {
 		return ctrl.Result{}, nil // another replica drives this app
 	}

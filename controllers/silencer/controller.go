@@ -190,7 +190,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return r.gone(ctx, req.NamespacedName), nil
 	}
-	done, ok := r.Shards.Set().Begin(shardKey(rm))
+	// The run stops, its writes unsent, once this replica no longer
+	// holds the app's shard.
+	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(rm))
 	if !ok {
 		return ctrl.Result{}, nil // another replica drives this app
 	}

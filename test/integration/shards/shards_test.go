@@ -15,7 +15,9 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,7 +123,7 @@ func (r *replica) stop(t *testing.T) {
 func (r *replica) holds() []int {
 	var out []int
 	for i := range shards {
-		if done, ok := r.c.Set().Begin(keyOf(i)); ok {
+		if _, done, ok := r.c.Set().Begin(context.Background(), keyOf(i)); ok {
 			done()
 			out = append(out, i)
 		}
@@ -222,9 +224,10 @@ func TestCoordinators_SplitAndHandOverOnStop(t *testing.T) {
 	})
 	held := a.holds()
 
-	// Work under way on one of a's shards holds its release back.
+	// Work under way on one of a's shards is told to stop, and holds
+	// the shard's release back until it returns.
 	busy := a.holds()[0]
-	done, ok := a.c.Set().Begin(keyOf(busy))
+	run, done, ok := a.c.Set().Begin(ctx, keyOf(busy))
 	if !ok {
 		t.Fatalf("a refuses work on shard %d it holds", busy)
 	}
@@ -233,6 +236,12 @@ func TestCoordinators_SplitAndHandOverOnStop(t *testing.T) {
 	kit.Eventually(t, 5*time.Second, "a stops taking work", func() error {
 		if h := a.holds(); len(h) > 0 {
 			return fmt.Errorf("a still holds %v", h)
+		}
+		return nil
+	})
+	kit.Eventually(t, time.Second, "the work under way is told to stop", func() error {
+		if run.Err() == nil {
+			return fmt.Errorf("the run on shard %d goes on", busy)
 		}
 		return nil
 	})
@@ -275,6 +284,12 @@ func TestCoordinators_TakeOverFromADeadReplica(t *testing.T) {
 	kit.Eventually(t, 10*time.Second, "the shards split evenly", func() error { return split(a, b) })
 
 	lost := a.holds()
+	// A run in progress on one of them, longer than the leases.
+	run, done, ok := a.c.Set().Begin(context.Background(), keyOf(lost[0]))
+	if !ok {
+		t.Fatalf("a refuses work on shard %d it holds", lost[0])
+	}
+	defer done()
 	kit.Eventually(t, 5*time.Second, "a renews its shards", func() error {
 		for _, i := range lost {
 			l := &coordinationv1.Lease{}
@@ -289,12 +304,26 @@ func TestCoordinators_TakeOverFromADeadReplica(t *testing.T) {
 	})
 	a.dead.Store(true)
 	died := time.Now()
-	kit.Eventually(t, leaseDuration, "a stops acting", func() error {
+	kit.Eventually(t, leaseDuration, "a stops acting, its run in progress too", func() error {
 		if h := a.holds(); len(h) > 0 {
 			return fmt.Errorf("a still holds %v", h)
 		}
+		if run.Err() == nil {
+			return fmt.Errorf("the run on shard %d goes on", lost[0])
+		}
 		return nil
 	})
+	if len(b.holds()) != shards/2 {
+		t.Errorf("b holds %v before a's run in progress was told to stop", b.holds())
+	}
+	// The run's next write is not sent.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "written-by-a-dead-replica"}}
+	if err := env.Delivery.Client.Create(run, cm); !errors.Is(err, context.Canceled) {
+		t.Errorf("a write of the run after its shard was lost: %v, want context canceled", err)
+	}
+	if err := env.Delivery.Client.Get(context.Background(), client.ObjectKeyFromObject(cm), cm); !apierrors.IsNotFound(err) {
+		t.Errorf("the run's write after its shard was lost reached the API server: %v", err)
+	}
 	kit.Eventually(t, 3*leaseDuration, "b takes a's shards", func() error {
 		if h := b.holds(); len(h) != shards {
 			return fmt.Errorf("b holds %v", h)
