@@ -56,6 +56,9 @@ type Registry struct {
 	// Breaker, set before the first Ensure, is the policy of each
 	// cluster's circuit breaker (package breaker's defaults when zero).
 	Breaker breaker.Policy
+	// Now, set before the first Ensure, is the clock of the breakers and
+	// of the backoff between rebuilds (time.Now when nil).
+	Now func() time.Time
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*entry
@@ -63,6 +66,19 @@ type Registry struct {
 	breakers map[types.NamespacedName]*breaker.Breaker
 	// forgotten are called with the key of every cluster removed or replaced.
 	forgotten []func(types.NamespacedName)
+
+	// rebuildMu guards rebuilds, apart from mu: the breakers report to
+	// rebuildDue from requests, which may run with mu held.
+	rebuildMu sync.Mutex
+	rebuilds  map[types.NamespacedName]*rebuilds
+}
+
+// now is the registry's clock.
+func (r *Registry) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // OnForget registers f, called (without the registry's lock held) with the
@@ -108,6 +124,7 @@ func NewRegistry(scheme *runtime.Scheme, log logr.Logger, onReplicaSet func(rele
 		onReplicaSet: onReplicaSet,
 		clusters:     map[types.NamespacedName]*entry{},
 		breakers:     map[types.NamespacedName]*breaker.Breaker{},
+		rebuilds:     map[types.NamespacedName]*rebuilds{},
 	}
 }
 
@@ -180,9 +197,10 @@ func (r *Registry) start(ctx context.Context, key types.NamespacedName, cfg *res
 }
 
 // restart builds the client and caches of the cluster key again from the
-// same settings: called when its breaker closes after being open, so that
-// its informers list the cluster at once rather than at the end of the
-// backoff their failures while it was away built up.
+// same settings: called when its breaker closes after being open (at most
+// as often as rebuildDue allows), so that its informers list the cluster
+// at once rather than at the end of the backoff their failures while it
+// was away built up.
 func (r *Registry) restart(key types.NamespacedName) {
 	r.mu.Lock()
 	old, ok := r.clusters[key]

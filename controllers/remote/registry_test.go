@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,7 @@ import (
 	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/test/integration/harness"
+	"github.com/medium/picchu/test/kit"
 )
 
 // env is a delivery API server and one target, registered with a client
@@ -402,5 +404,143 @@ func TestRegistry_AHungAPIServerOpensItsBreaker(t *testing.T) {
 	reg.Remove(key)
 	if _, ok := reg.Health(key); ok {
 		t.Errorf("the breaker outlived its Cluster")
+	}
+}
+
+// recoveriesOf reads picchu_cluster_recoveries_total of the cluster key,
+// by outcome, from reg.
+func recoveriesOf(t *testing.T, reg *prometheus.Registry, key types.NamespacedName) map[string]int {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, f := range families {
+		if f.GetName() != "picchu_cluster_recoveries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster"] == key.String() {
+				out[labels["outcome"]] = int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return out
+}
+
+// TestRegistry_AFlappingClusterIsRebuiltWithBackoff registers the target
+// through its proxy and makes it flap: stopped until its breaker opens,
+// started until the breaker closes. The first recovery rebuilds the
+// cluster's client and caches; the next ones rebuild them only once the
+// backoff since the last rebuild has passed (10 s, doubling), leaving the
+// informers to their own retries otherwise; a cluster that stayed healthy
+// for RebuildResetAfter is rebuilt again after the shortest backoff. Time
+// is the registry's clock, moved by the test.
+func TestRegistry_AFlappingClusterIsRebuiltWithBackoff(t *testing.T) {
+	ctx := context.Background()
+	target := env.Targets[0]
+	user, err := json.Marshal(targetUser(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, secret := registration("flapping", *target.Cluster.Spec.Config, string(user))
+	key := client.ObjectKeyFromObject(cluster)
+
+	var mu sync.Mutex
+	now := time.Unix(1_000_000, 0)
+	step := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	reg := remote.NewRegistry(env.Scheme, logr.Discard(), nil)
+	// Each failure opens the breaker, for a millisecond.
+	reg.Breaker = breaker.Policy{Failures: 1, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	reg.Now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	metrics := prometheus.NewRegistry()
+	if err := remote.RegisterMetrics(metrics); err != nil {
+		t.Fatal(err)
+	}
+	var rebuiltMu sync.Mutex
+	rebuilt := 0
+	reg.OnForget(func(k types.NamespacedName) {
+		rebuiltMu.Lock()
+		defer rebuiltMu.Unlock()
+		if k == key {
+			rebuilt++
+		}
+	})
+	if _, err := reg.Ensure(ctx, cluster, secret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := target.Proxy.Start(); err != nil {
+			t.Error(err)
+		}
+		reg.Remove(key)
+	})
+
+	// flap takes the cluster away until its breaker opens, and brings it
+	// back until the breaker closes.
+	flap := func(what string) {
+		t.Helper()
+		if err := target.Proxy.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := reg.ServerVersion(key, 5*time.Second); err == nil {
+			t.Fatalf("%s: the cluster answered through its stopped proxy", what)
+		}
+		if h, _ := reg.Health(key); h.State != breaker.Open {
+			t.Fatalf("%s: breaker %s after a failed check, want open", what, h.State)
+		}
+		if err := target.Proxy.Start(); err != nil {
+			t.Fatal(err)
+		}
+		step(time.Millisecond) // the breaker's backoff
+		if _, _, err := reg.ServerVersion(key, 5*time.Second); err != nil {
+			t.Fatalf("%s: the cluster is back and its check failed: %v", what, err)
+		}
+		if h, _ := reg.Health(key); h.State != breaker.Closed {
+			t.Fatalf("%s: breaker %s after a successful check, want closed", what, h.State)
+		}
+	}
+	for _, tc := range []struct {
+		what string
+		wait time.Duration // healthy before the flap
+		// want are the recoveries so far: rebuilt, and left to backoff.
+		rebuilt, backoff int
+	}{
+		{"first recovery", 0, 1, 0},
+		{"at once again", 0, 1, 1},
+		{"10 s after the first rebuild", remote.RebuildMinBackoff, 2, 1},
+		{"10 s after the second, whose backoff is 20 s", remote.RebuildMinBackoff, 2, 2},
+		{"20 s after the second", remote.RebuildMinBackoff, 3, 2},
+		{"after staying healthy long", remote.RebuildResetAfter, 4, 2},
+		{"10 s after, the backoff being reset", remote.RebuildMinBackoff, 5, 2},
+	} {
+		step(tc.wait)
+		flap(tc.what)
+		// The breaker decides as it closes, within the check.
+		got := recoveriesOf(t, metrics, key)
+		if got["rebuilt"] != tc.rebuilt || got["backoff"] != tc.backoff {
+			t.Fatalf("%s: recoveries %v, want %d rebuilt and %d left to backoff", tc.what, got, tc.rebuilt, tc.backoff)
+		}
+		kit.Eventually(t, 10*time.Second, tc.what+": the cluster's clients built again as often", func() error {
+			rebuiltMu.Lock()
+			defer rebuiltMu.Unlock()
+			if rebuilt != tc.rebuilt {
+				return fmt.Errorf("rebuilt %d times", rebuilt)
+			}
+			return nil
+		})
 	}
 }
