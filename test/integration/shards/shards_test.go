@@ -5,8 +5,11 @@ package shards
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,12 +22,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/shard"
 	"github.com/medium/picchu/test/integration/harness"
+	"github.com/medium/picchu/test/integration/inprocess"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -344,3 +351,164 @@ func TestCoordinators_TakeOverFromADeadReplica(t *testing.T) {
 		}
 	}
 }
+
+// hungServer is an API server that accepts every request and answers none
+// until the test ends: its /version requests (the health checks) are
+// counted, and each says on ended when its client gives up.
+type hungServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	versions int
+	ended    chan struct{}
+	stop     chan struct{}
+}
+
+func startHungServer(t *testing.T) *hungServer {
+	t.Helper()
+	h := &hungServer{ended: make(chan struct{}, 100), stop: make(chan struct{})}
+	h.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		version := req.URL.Path == "/version"
+		if version {
+			h.mu.Lock()
+			h.versions++
+			h.mu.Unlock()
+		}
+		select {
+		case <-req.Context().Done():
+		case <-h.stop:
+			return
+		}
+		if version {
+			h.ended <- struct{}{}
+		}
+	}))
+	h.StartTLS()
+	t.Cleanup(func() {
+		close(h.stop)
+		h.Close()
+	})
+	return h
+}
+
+func (h *hungServer) versionChecks() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.versions
+}
+
+// TestOperator_ARunSendsNoWriteAfterItsShardIsLost runs the operator, as
+// operator.Setup assembles it, with one replica holding both shards and a
+// Cluster whose API server never answers. While the Cluster controller's
+// run waits on the cluster's health check, another holder takes the
+// Cluster's shard Lease: the replica loses the shard, and when the check
+// times out the run's status write is not sent, nor any after it.
+func TestOperator_ARunSendsNoWriteAfterItsShardIsLost(t *testing.T) {
+	ctx := context.Background()
+	const set = "writes"
+	direct, err := client.New(env.Delivery.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordinator, err := shard.New(shard.Config{
+		Client: direct, Namespace: env.Namespace, Name: set, Identity: "a", Shards: 2,
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		Log: testr.New(t).WithName("a"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const healthTimeout = 5 * time.Second
+	o, err := inprocess.Start(env, operator.Options{Shards: coordinator, ClusterHealthTimeout: healthTimeout, ClusterHealthPeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := o.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	kit.Eventually(t, 10*time.Second, "the replica holds both shards", func() error {
+		for i := range 2 {
+			if _, done, ok := coordinator.Set().Begin(ctx, keys2[i]); ok {
+				done()
+				continue
+			}
+			return fmt.Errorf("shard %d not held", i)
+		}
+		return nil
+	})
+
+	hung := startHungServer(t)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hung.Certificate().Raw})
+	cl, err := kit.RegisterTarget(ctx, env.Delivery.Client, kit.Registration{
+		Namespace: env.Namespace, Name: "hung", Fleet: "production",
+		Server: hung.URL, CAData: ca, User: &clientcmdapi.AuthInfo{Token: "t"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Registry.Remove(client.ObjectKeyFromObject(cl)) })
+	clusterShard := shard.Of(shard.ClusterKey(cl.Namespace, cl.Name), 2)
+	kit.Eventually(t, 30*time.Second, "the Cluster controller checks the cluster's health", func() error {
+		if hung.versionChecks() == 0 {
+			return errors.New("no check yet")
+		}
+		return nil
+	})
+
+	// Another holder takes the shard, for an hour.
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: env.Namespace, Name: fmt.Sprintf("%s-shard-%d", set, clusterShard)}
+	if err := env.Delivery.Client.Get(ctx, leaseKey, lease); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = ptr.To("b"), &now, ptr.To[int32](3600)
+	if err := env.Delivery.Client.Update(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	kit.Eventually(t, healthTimeout/2, "the replica loses the shard while the check waits", func() error {
+		if _, done, ok := coordinator.Set().Begin(ctx, keys2[clusterShard]); ok {
+			done()
+			return errors.New("still held")
+		}
+		return nil
+	})
+	select {
+	case <-hung.ended:
+		t.Fatal("the health check ended before the shard was lost: the test proves nothing")
+	default:
+	}
+	// The run goes on to its write once the check times out; the next run
+	// checks again.
+	select {
+	case <-hung.ended:
+	case <-time.After(2 * healthTimeout):
+		t.Fatal("the health check did not time out")
+	}
+	kit.Eventually(t, 30*time.Second, "the next run checks the cluster again", func() error {
+		if n := hung.versionChecks(); n < 2 {
+			return fmt.Errorf("%d checks", n)
+		}
+		return nil
+	})
+	got := &picchuv1alpha1.Cluster{}
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(cl), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) > 0 || got.Status.Health != nil {
+		t.Errorf("the Cluster's status was written after its shard was lost: %+v", got.Status)
+	}
+}
+
+// keys2 maps each of two shards to an app key in it.
+var keys2 = func() map[int]string {
+	out := map[int]string{}
+	for i := 0; len(out) < 2; i++ {
+		k := shard.AppKey("apps", fmt.Sprintf("app-%d", i))
+		if _, ok := out[shard.Of(k, 2)]; !ok {
+			out[shard.Of(k, 2)] = k
+		}
+	}
+	return out
+}()
