@@ -18,6 +18,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -124,6 +125,7 @@ func startOperatorProcess(t *testing.T, env *harness.Env, user envtest.User, arg
 	o := &operatorProcess{out: &lockedBuffer{}, probeAddr: freePort(t), metricsAddr: freePort(t)}
 	argv := append([]string{binary,
 		"--kubeconfig", kubeconfigFile,
+		"--namespaces", env.Namespace,
 		"--metrics-addr", o.metricsAddr,
 		"--health-probe-bind-address", o.probeAddr,
 		// Timings of the stop, in a failure's log.
@@ -154,7 +156,7 @@ func (o *operatorProcess) waitReady(t *testing.T) {
 	t.Helper()
 	kit.Eventually(t, 60*time.Second, "the operator is ready", func() error {
 		if err := o.Exited(); err != nil {
-			return err
+			t.Fatal(err) // it will not get better
 		}
 		code, body, err := get("http://" + o.probeAddr + "/readyz")
 		if err != nil {
@@ -173,7 +175,7 @@ func (o *operatorProcess) waitLogged(t *testing.T, mark int, what string, n int,
 	t.Helper()
 	kit.Eventually(t, timeout, fmt.Sprintf("the operator logs %q %d times", what, n), func() error {
 		if err := o.Exited(); err != nil {
-			return err
+			t.Fatal(err) // it will not get better
 		}
 		if got := strings.Count(o.out.since(mark), what); got < n {
 			return fmt.Errorf("%d times so far", got)
@@ -194,7 +196,7 @@ func (o *operatorProcess) waitRequestFailed(t *testing.T, server string, timeout
 	series := `rest_client_requests_total{code="<error>",host="` + u.Host + `"`
 	kit.Eventually(t, timeout, "the operator's requests to its API server fail", func() error {
 		if err := o.Exited(); err != nil {
-			return err
+			t.Fatal(err) // it will not get better
 		}
 		code, body, err := get("http://" + o.metricsAddr + "/metrics")
 		if err != nil {
@@ -310,16 +312,41 @@ const controllers = 5
 // admin is a delivery cluster user that may do anything.
 var admin = envtest.User{Name: "picchu-admin", Groups: []string{"system:masters"}}
 
+// getOnly is a delivery cluster user that may get any object and list or
+// watch none.
+var getOnly = envtest.User{Name: "picchu-get-only"}
+
+// allowGetOnly lets getOnly get any object of env's delivery cluster.
+func allowGetOnly(t *testing.T, env *harness.Env) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: getOnly.Name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: getOnly.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: getOnly.Name}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Delivery.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSIGTERM_EndsAnOperatorStartingWhenItsAPIServerStops runs the
-// operator binary as a user without any RBAC, so that its caches never
-// sync and it stays in its start-up (as when the API server goes away
-// before they synced), with leader election; stops the API server, waits
-// until the operator sees it gone, and sends SIGTERM: the operator exits
-// cleanly within sigtermDeadline without spinning.
+// operator binary as a user that may get objects but not list them, so
+// that its caches never sync and it stays in its start-up (as when the API
+// server goes away before they synced), with leader election; stops the
+// API server, waits until the operator sees it gone, and sends SIGTERM:
+// the operator exits cleanly within sigtermDeadline without spinning.
 func TestSIGTERM_EndsAnOperatorStartingWhenItsAPIServerStops(t *testing.T) {
 	t.Parallel()
 	env := startDelivery(t, harness.Options{})
-	o := startOperatorProcess(t, env, envtest.User{Name: "picchu-without-rbac"},
+	allowGetOnly(t, env)
+	o := startOperatorProcess(t, env, getOnly,
 		"--enable-webhooks=false",
 		"--enable-leader-election",
 		"--leader-election-namespace", env.Namespace,
@@ -370,7 +397,7 @@ func TestSIGTERM_EndsALeaderWhoseAPIServerStopped(t *testing.T) {
 	ctx := context.Background()
 	kit.Eventually(t, 60*time.Second, "the operator leads and the target cluster is Ready", func() error {
 		if err := o.Exited(); err != nil {
-			return err
+			t.Fatal(err) // it will not get better
 		}
 		lease := &coordinationv1.Lease{}
 		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}, lease); err != nil {
@@ -417,7 +444,7 @@ func TestSIGTERM_EndsAShardedReplicaIdleWithoutItsAPIServer(t *testing.T) {
 	ctx := context.Background()
 	kit.Eventually(t, 60*time.Second, "the operator holds both shards", func() error {
 		if err := o.Exited(); err != nil {
-			return err
+			t.Fatal(err) // it will not get better
 		}
 		for i := range 2 {
 			lease := &coordinationv1.Lease{}
