@@ -132,6 +132,12 @@ type ReleaseManagerRevisionStatus struct {
 	// triggeredAlerts are the SLO or canary alerts that failed the build.
 	// +optional
 	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
+	// triggeredWhere says where the triggeredAlerts first fired, when the
+	// target releases in waves: the waves the build took traffic in then,
+	// such as "wave east (1/2)".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	TriggeredWhere string `json:"triggeredWhere,omitempty"`
 	// rejected is why a live cluster's API server refused the build's
 	// objects (as invalid), which fails the build: "<cluster>: <reason>".
 	// +optional

@@ -221,6 +221,11 @@ type RevisionReleaseStatus struct {
 	CurrentPercent int32 `json:"currentPercent"`
 	// peakPercent is the highest percent of traffic it has taken.
 	PeakPercent int32 `json:"peakPercent"`
+	// wavesLeft says the target releases in waves and the revision is
+	// releasing with waves left to reach its release.max in: it has not
+	// proven itself there, whatever its peak.
+	// +optional
+	WavesLeft bool `json:"wavesLeft,omitempty"`
 }
 
 // +kubebuilder:object:root=true

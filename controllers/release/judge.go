@@ -54,6 +54,9 @@ type TargetPeak struct {
 	Acceptance bool
 	// Peak is the most traffic the build has taken in the target.
 	Peak int32
+	// WavesLeft says the target releases in waves and the build has not
+	// reached its release.max in the last one yet (WavesLeft).
+	WavesLeft bool
 }
 
 // ProvingTarget is the target whose peak decides whether a build has proven
@@ -72,12 +75,25 @@ func ProvingTarget(targets []TargetPeak) (TargetPeak, bool) {
 }
 
 // Proven says a build has proven itself: its proving target has peaked at
-// threshold percent or more, so SLO alerts no longer fail it. A threshold of
-// 0 or less takes DefaultProvenPercent.
+// threshold percent or more and, when it releases in waves, the build has
+// its release.max in the last wave, so SLO alerts no longer fail it. A
+// threshold of 0 or less takes DefaultProvenPercent.
 func Proven(targets []TargetPeak, threshold int32) bool {
 	if threshold <= 0 {
 		threshold = DefaultProvenPercent
 	}
 	t, ok := ProvingTarget(targets)
-	return ok && t.Peak >= threshold
+	return ok && !t.WavesLeft && t.Peak >= threshold
+}
+
+// WavesLeft says a build releasing in waves (wavePercents holds its traffic
+// in each of two or more waves) has waves left: it ramps in a wave before
+// the last, or has not reached max there yet. A build in any other state,
+// or without waves, has none: its peak alone says whether it proved itself.
+func WavesLeft(state State, wave int, wavePercents []int32, max int32) bool {
+	last := len(wavePercents) - 1
+	if state != Releasing || last < 1 {
+		return false
+	}
+	return wave < last || wavePercents[last] < max
 }

@@ -19,6 +19,8 @@ func TestProven_ByTheFirstAcceptanceOrProductionTarget(t *testing.T) {
 		{"first of two production targets", []TargetPeak{{Name: "production-us", Peak: 10}, {Name: "production-eu", Peak: 100}}, 50, false, "production-us"},
 		{"threshold configurable", []TargetPeak{{Name: "production", Peak: 20}}, 20, true, "production"},
 		{"zero threshold is the default", []TargetPeak{{Name: "production", Peak: 49}}, 0, false, "production"},
+		{"released in the first wave, waves left", []TargetPeak{{Name: "production", Peak: 100, WavesLeft: true}}, 50, false, "production"},
+		{"waves left in another target", []TargetPeak{{Name: "staging", Peak: 100, WavesLeft: true}, {Name: "production", Peak: 100}}, 50, true, "production"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Proven(tc.targets, tc.threshold); got != tc.want {
@@ -35,6 +37,32 @@ func TestVerdict_HoldsWhenFiringOrUnobserved(t *testing.T) {
 	for v, want := range map[Verdict]bool{Unjudged: false, Healthy: false, Firing: true, Unobserved: true} {
 		if v.Holds() != want {
 			t.Errorf("%s holds = %v", v, v.Holds())
+		}
+	}
+}
+
+func TestWavesLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		state    State
+		wave     int
+		percents []int32
+		max      int32
+		want     bool
+	}{
+		{"no waves", Releasing, 0, nil, 100, false},
+		{"one wave", Releasing, 0, []int32{40}, 100, false},
+		{"ramping in the first of two", Releasing, 0, []int32{40, 0}, 100, true},
+		{"released in the first, baking the second", Releasing, 1, []int32{100, 0}, 100, true},
+		{"ramping in the last", Releasing, 1, []int32{100, 80}, 100, true},
+		{"at max in the last", Releasing, 1, []int32{100, 100}, 100, false},
+		{"at a lower max in the last", Releasing, 1, []int32{60, 60}, 60, false},
+		{"canarying", Canarying, 0, []int32{10, 0}, 100, false},
+		{"released", Released, 1, []int32{100, 100}, 100, false},
+		{"retiring", Retiring, 1, []int32{50, 50}, 100, false},
+	} {
+		if got := WavesLeft(tc.state, tc.wave, tc.percents, tc.max); got != tc.want {
+			t.Errorf("%s: WavesLeft = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -80,7 +80,14 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 		before := len(st.TriggeredAlerts)
 		st.TriggeredAlerts = union(st.TriggeredAlerts, inc.firing)
 		if len(st.TriggeredAlerts) != before {
-			note(corev1.EventTypeWarning, "AlertsFiring", "%s: %s firing before it proved itself", inc.tag, strings.Join(inc.firing, ", "))
+			where := s.servingWaves(inc)
+			if st.TriggeredWhere == "" {
+				st.TriggeredWhere = where
+			}
+			if where != "" {
+				where = " in " + where
+			}
+			note(corev1.EventTypeWarning, "AlertsFiring", "%s: %s firing%s before it proved itself", inc.tag, strings.Join(inc.firing, ", "), where)
 		}
 	}
 	if inc.recommissioned && !inc.rolledBackNow() {

@@ -205,7 +205,7 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 		if n := len(st.Retries); n > maxRetries {
 			st.Retries = st.Retries[n-maxRetries:]
 		}
-		st.TriggeredAlerts, st.Rejected, st.CanaryStartTimestamp, st.PeakPercent = nil, "", nil, 0
+		st.TriggeredAlerts, st.TriggeredWhere, st.Rejected, st.CanaryStartTimestamp, st.PeakPercent = nil, "", "", nil, 0
 		acted("retry", "Retried", "retried after it %s", from)
 	}
 	return out

@@ -47,23 +47,23 @@ func (s *snapshot) judged(inc *incarnation, provenPercent int32) bool {
 	if !release.State(inc.status.State.Current).IsJudged() {
 		return false
 	}
-	// With waves of clusters left, a build is not proven: its alerts
-	// must stay clear through each wave's bake.
-	return s.wavesLeft(inc) || !release.Proven(s.targetPeaks(inc), provenPercent)
+	return !release.Proven(s.targetPeaks(inc), provenPercent)
 }
 
-// targetPeaks are the build's targets with their peaks: this target's from
-// the ReleaseManager's own record, the others' as the Revision mirrors them.
+// targetPeaks are the build's targets with their peaks and whether they
+// have waves left: this target's from the ReleaseManager's own record, the
+// others' as the Revision mirrors them. With waves of clusters left, a build
+// is not proven: its alerts must stay clear through each wave's bake.
 func (s *snapshot) targetPeaks(inc *incarnation) []release.TargetPeak {
 	out := make([]release.TargetPeak, 0, len(inc.revision.Spec.Targets))
 	for _, t := range inc.revision.Spec.Targets {
 		tp := release.TargetPeak{Name: t.Name, Acceptance: t.AcceptanceTarget}
 		if t.Name == s.rm.Spec.Target {
-			tp.Peak = inc.status.PeakPercent
+			tp.Peak, tp.WavesLeft = inc.status.PeakPercent, s.wavesLeft(inc)
 		} else {
 			for _, ts := range inc.revision.Status.Targets {
 				if ts.Name == t.Name {
-					tp.Peak = ts.Release.PeakPercent
+					tp.Peak, tp.WavesLeft = ts.Release.PeakPercent, ts.Release.WavesLeft
 				}
 			}
 		}

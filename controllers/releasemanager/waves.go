@@ -3,6 +3,7 @@ package releasemanager
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,11 +88,31 @@ func (s *snapshot) wavePercents(inc *incarnation) []int32 {
 // wavesLeft says a releasing build has not reached its release.max in
 // every wave yet, as recorded: it is not released, nor proven.
 func (s *snapshot) wavesLeft(inc *incarnation) bool {
-	if release.State(inc.status.State.Current) != release.Releasing || len(s.waves) < 2 || inc.target == nil {
+	if len(s.waves) < 2 || inc.target == nil {
 		return false
 	}
-	percents := s.wavePercents(inc)
-	return int(inc.status.Wave) < len(s.waves)-1 || percents[len(percents)-1] < release.MaxPercent(inc.target.Release)
+	return release.WavesLeft(release.State(inc.status.State.Current), int(inc.status.Wave), s.wavePercents(inc), release.MaxPercent(inc.target.Release))
+}
+
+// servingWaves names the waves where the build takes traffic, as recorded
+// ("wave east (1/2)", "waves east (1/2), west (2/2)"), or "" without waves.
+func (s *snapshot) servingWaves(inc *incarnation) string {
+	if len(s.waves) < 2 {
+		return ""
+	}
+	var names []string
+	for w, p := range s.wavePercents(inc) {
+		if p > 0 {
+			names = append(names, s.waveName(w))
+		}
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return "wave " + names[0]
+	}
+	return "waves " + strings.Join(names, ", ")
 }
 
 // nextWave is the wave a build ramps in after this run: a releasing

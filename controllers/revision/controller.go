@@ -281,7 +281,11 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 	for _, rm := range rms {
 		for _, s := range rm.Status.Revisions {
 			if s.Tag == tag && len(s.TriggeredAlerts) > 0 && !settledFailure(s) {
-				firing = append(firing, fmt.Sprintf("%s in %s", strings.Join(s.TriggeredAlerts, ", "), rm.Spec.Target))
+				where := rm.Spec.Target
+				if s.TriggeredWhere != "" {
+					where += " (" + s.TriggeredWhere + ")"
+				}
+				firing = append(firing, fmt.Sprintf("%s in %s", strings.Join(s.TriggeredAlerts, ", "), where))
 			}
 		}
 	}
@@ -301,7 +305,7 @@ func settledFailure(s picchuv1alpha1.ReleaseManagerRevisionStatus) bool {
 }
 
 // TargetPeaks lists the Revision's targets in its order with the peak each
-// ReleaseManager records for its tag.
+// ReleaseManager records for its tag, and whether it has waves left there.
 func TargetPeaks(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) []release.TargetPeak {
 	out := make([]release.TargetPeak, 0, len(rev.Spec.Targets))
 	for _, t := range rev.Spec.Targets {
@@ -313,6 +317,7 @@ func TargetPeaks(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseMana
 			for _, s := range rm.Status.Revisions {
 				if s.Tag == rev.Spec.App.Tag {
 					tp.Peak = s.PeakPercent
+					tp.WavesLeft = release.WavesLeft(release.State(s.State.Current), int(s.Wave), s.WavePercents, release.MaxPercent(t.Release))
 				}
 			}
 		}
@@ -420,7 +425,7 @@ func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revis
 	held map[string]*picchuv1alpha1.RevisionHold) (ctrl.Result, error) {
 	before := rev.DeepCopy()
 	rev.Status.ObservedGeneration = rev.Generation
-	rev.Status.Targets = TargetStatuses(rev.Spec.App.Tag, rms, held)
+	rev.Status.Targets = TargetStatuses(rev, rms, held)
 	rev.Status.Summary = Summary(rev.Status.Targets)
 	SetConditions(rev, time.Now())
 	if equality.Semantic.DeepEqual(before.Status, rev.Status) {
@@ -446,11 +451,13 @@ func (r *Reconciler) mirrorInterval() time.Duration {
 	return DefaultMirrorInterval
 }
 
-// TargetStatuses returns, per ReleaseManager, what it records for tag, and
+// TargetStatuses returns, per ReleaseManager, what it records for the
+// Revision's tag, and
 // each target held without one (held, by target name). A ReleaseManager
 // stalled because its app's namespace or an object it needs is not
 // Picchu's holds the build: its Stalled condition is the target's held.
-func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager, held map[string]*picchuv1alpha1.RevisionHold) []picchuv1alpha1.RevisionTargetStatus {
+func TargetStatuses(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager, held map[string]*picchuv1alpha1.RevisionHold) []picchuv1alpha1.RevisionTargetStatus {
+	tag := rev.Spec.App.Tag
 	out := make([]picchuv1alpha1.RevisionTargetStatus, 0, len(rms)+len(held))
 	for target, h := range held {
 		out = append(out, picchuv1alpha1.RevisionTargetStatus{Name: target, Held: h})
@@ -463,7 +470,8 @@ func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager, held map[s
 			}
 			ts.State = s.State.Current
 			ts.Scale = picchuv1alpha1.RevisionScaleStatus{Current: s.Scale.Current, Desired: s.Scale.Desired, Peak: s.Scale.Peak}
-			ts.Release = picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: s.CurrentPercent, PeakPercent: s.PeakPercent}
+			ts.Release = picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: s.CurrentPercent, PeakPercent: s.PeakPercent,
+				WavesLeft: release.WavesLeft(release.State(s.State.Current), int(s.Wave), s.WavePercents, maxPercentIn(rev, rm.Spec.Target))}
 			ts.TriggeredAlerts = s.TriggeredAlerts
 			ts.Paused = s.Paused != nil
 			if s.IgnoredRollback != nil {
@@ -474,6 +482,17 @@ func TargetStatuses(tag string, rms []*picchuv1alpha1.ReleaseManager, held map[s
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// maxPercentIn is the release.max of the Revision's target, 100 when it has
+// no such target.
+func maxPercentIn(rev *picchuv1alpha1.Revision, target string) int32 {
+	for _, t := range rev.Spec.Targets {
+		if t.Name == target {
+			return release.MaxPercent(t.Release)
+		}
+	}
+	return 100
 }
 
 // stalledHold is the hold a ReleaseManager's Stalled condition says all its
