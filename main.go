@@ -34,6 +34,7 @@ import (
 	"github.com/medium/picchu/controllers/silence"
 	"github.com/medium/picchu/images"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/shard"
 	"github.com/medium/picchu/throttle"
 )
@@ -107,6 +108,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.operator.ConcurrentReleaseManagers, "concurrent-release-managers", 50, "ReleaseManagers reconciled in parallel")
 	fs.StringVar(&c.operator.PrometheusQueryAddress, "prometheus-query-address", "", "Prometheus or Thanos API queried for SLO and canary alerts")
 	fs.DurationVar(&c.operator.PrometheusQueryTTL, "prometheus-query-ttl", 10*time.Second, "how long an alert query's answer is cached")
+	fs.StringVar(&c.operator.PrometheusClusterLabel, "prometheus-cluster-label", prometheus.DefaultClusterLabel, "label that names the cluster an alert or SLO series comes from (each Cluster's value is spec.prometheus.clusterLabelValue, or its name): alerts that carry it fail a build naming the cluster, and waves' evidence and baseline comparisons count series by it")
 	fs.BoolVar(&c.prometheusEnabled, "prometheus-enabled", true, "query Prometheus for SLO and canary alerts")
 	fs.DurationVar(&c.operator.PrometheusQueryTimeout, "prometheus-query-timeout", 5*time.Second, "deadline of every alert query to Prometheus")
 	fs.StringVar(&c.operator.DatadogSecret, "datadog-secret", "", "namespace/name of the Secret holding the Datadog api-key and app-key (empty turns Datadog checks off)")
@@ -261,6 +263,9 @@ func (c *config) check() error {
 		// POD_NAMESPACE silently read every Secret of the cluster.
 		return errors.New(`--namespaces is empty, $POD_NAMESPACE is not set and the operator does not run in a cluster: name the namespaces that hold Picchu's Clusters and Revisions, or "*" to read Secrets and ConfigMaps of every namespace`)
 	}
+	if l := c.operator.PrometheusClusterLabel; !labelName.MatchString(l) {
+		return fmt.Errorf("--prometheus-cluster-label: %q is not a Prometheus label name", l)
+	}
 	if c.operator.MaxSilence < 2*silence.DefaultMargin {
 		return fmt.Errorf("--max-silence must be at least %s (two margins), got %s", 2*silence.DefaultMargin, c.operator.MaxSilence)
 	}
@@ -297,6 +302,9 @@ func (c *config) check() error {
 	}
 	return nil
 }
+
+// labelName is a Prometheus label name.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // protectedPattern is a namespace name, or a prefix of one ending in "*".
 var protectedPattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?|[a-z0-9][-a-z0-9]{0,61}\*|\*)$`)

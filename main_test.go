@@ -197,6 +197,7 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--allow-cross-namespace-sources", "Not_A_Namespace"},
 		{"--namespaces", "picchu,shared", "--allow-cross-namespace-sources", "shared,elsewhere"},
 		{"--max-silence", "5m"},
+		{"--prometheus-cluster-label", "cluster-name"},
 		{"--instance-id", "delivery east"},
 		{"--instance-id", "a]"},
 	} {

@@ -25,6 +25,7 @@ func alertSources(reader client.Reader, o Options) (releasemanager.AlertSource, 
 	case o.PrometheusQueryAddress != "":
 		p, err := prometheus.New(prometheus.Config{
 			Address: o.PrometheusQueryAddress, Timeout: o.PrometheusQueryTimeout, TTL: o.PrometheusQueryTTL,
+			ClusterLabel: o.PrometheusClusterLabel,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--prometheus-query-address: %w", err)

@@ -54,6 +54,10 @@ type Options struct {
 	PrometheusQueryAddress string
 	PrometheusQueryTTL     time.Duration
 	PrometheusQueryTimeout time.Duration
+	// PrometheusClusterLabel is the label that names the cluster an alert
+	// or an SLO series comes from (--prometheus-cluster-label;
+	// prometheus.DefaultClusterLabel when empty).
+	PrometheusClusterLabel string
 	// DatadogSecret ("namespace/name") holds the Datadog API and
 	// application keys (data keys "api-key" and "app-key"); empty turns
 	// Datadog checks off. DatadogSite is the Datadog site, and

@@ -179,3 +179,102 @@ func TestSeries_RealPrometheus(t *testing.T) {
 		t.Errorf("a query that does not parse: %v, want an error naming Prometheus and the query", err)
 	}
 }
+
+// TestClusters_RealPrometheus asks a real Prometheus, scraping simulated
+// Istio counters of a build in two clusters and recording an SLO's total
+// and errors by tag and cluster, which clusters fired an alert, which
+// counted requests of the build, and how many requests and errors each
+// counted over a window.
+func TestClusters_RealPrometheus(t *testing.T) {
+	ctx := context.Background()
+	traffic, err := kit.StartTraffic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(traffic.Close)
+	traffic.SetIn("east", "shop", "v2", 20, 0.5)
+	traffic.SetIn("west", "shop", "v2", 20, 0)
+	traffic.SetIn("west", "shop", "v1", 0, 0) // a series, but no request
+	prom, err := kit.StartPrometheus(ctx, kit.PrometheusConfig{ScrapeTargets: []string{traffic.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = prom.Close() })
+	record := func(name, selector string) monitoringv1.Rule {
+		return monitoringv1.Rule{Record: name, Expr: intstr.FromString(fmt.Sprintf(
+			`sum by (tag, cluster) (label_replace(label_replace(istio_requests_total{%s}, "tag", "$1", "destination_version", "(.*)"), "cluster", "$1", "destination_cluster", "(.*)"))`,
+			selector))}
+	}
+	if err := prom.SetRules(ctx, []monitoringv1.RuleGroup{
+		{Name: "record", Rules: []monitoringv1.Rule{
+			record("shop:availability:total", `destination_app="shop"`),
+			record("shop:availability:errors", `destination_app="shop",response_code=~"5.."`),
+		}},
+		{Name: "alerts", Rules: []monitoringv1.Rule{
+			alwaysFiring("HighErrorRate", map[string]string{"app": "shop", "tag": "v2", "slo": "true", "cluster": "east"}),
+			alwaysFiring("HighLatency", map[string]string{"app": "shop", "tag": "v2", "slo": "true"}),
+			alwaysFiring("ZoneDown", map[string]string{"app": "shop", "tag": "v2", "slo": "true", "zone": "east"}),
+		}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := prometheus.New(prometheus.Config{Address: prom.URL(), TTL: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kit.Eventually(t, time.Minute, "the alerts fire, each with its cluster", func() error {
+		got, err := c.FiringAlertsIn(ctx, "shop", "v2", false)
+		if err != nil {
+			return err
+		}
+		want := []prometheus.Alert{{Name: "HighErrorRate", Cluster: "east"}, {Name: "HighLatency"}, {Name: "ZoneDown"}}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("FiringAlertsIn = %+v, want %+v", got, want)
+		}
+		return nil
+	})
+	// By another label, the same alert names no cluster.
+	zones, err := prometheus.New(prometheus.Config{Address: prom.URL(), ClusterLabel: "zone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := zones.FiringAlertsIn(ctx, "shop", "v2", false)
+	if err != nil || !slices.Contains(got, prometheus.Alert{Name: "ZoneDown", Cluster: "east"}) || !slices.Contains(got, prometheus.Alert{Name: "HighErrorRate"}) {
+		t.Errorf("FiringAlertsIn by zone = %+v, %v", got, err)
+	}
+
+	kit.Eventually(t, time.Minute, "v2 counted in both clusters, v1 in none", func() error {
+		got, err := c.ReachedIn(ctx, "v2", []string{"shop:availability:total", "shop:availability:errors"})
+		if err != nil {
+			return err
+		}
+		want := map[string][]string{"shop:availability:total": {"east", "west"}, "shop:availability:errors": {"east"}}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("ReachedIn(v2) = %v, want %v", got, want)
+		}
+		if got, err := c.ReachedIn(ctx, "v1", []string{"shop:availability:total"}); err != nil || len(got) != 0 {
+			return fmt.Errorf("ReachedIn(v1) = %v, %v; want nothing", got, err)
+		}
+		return nil
+	})
+	// 20 requests a second: about 200 in 10 s in each cluster, half of
+	// them errors in east.
+	kit.Eventually(t, time.Minute, "counts over 10 s", func() error {
+		total, err := c.Counts(ctx, "shop:availability:total", []string{"v1", "v2"}, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		errs, err := c.Counts(ctx, "shop:availability:errors", []string{"v2"}, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		near := func(got, want float64) bool { return got > want*0.8 && got < want*1.2 }
+		if !near(total["v2"]["east"], 200) || !near(total["v2"]["west"], 200) || !near(errs["v2"]["east"], 100) || errs["v2"]["west"] != 0 {
+			return fmt.Errorf("totals %v, errors %v; want about 200 in each cluster and 100 errors in east", total, errs)
+		}
+		if v1 := total["v1"]; len(v1) > 1 || v1["west"] != 0 {
+			return fmt.Errorf("v1 counted %v, want nothing", v1)
+		}
+		return nil
+	})
+}

@@ -1,11 +1,13 @@
 package prometheus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -55,7 +57,15 @@ type Config struct {
 	// RoundTripper, when set, carries the HTTP requests instead of
 	// api.DefaultRoundTripper.
 	RoundTripper http.RoundTripper
+	// ClusterLabel is the label that names the cluster an alert or a
+	// series comes from (DefaultClusterLabel when empty).
+	ClusterLabel string
 }
+
+// DefaultClusterLabel is the label that names the cluster a series comes
+// from when Config.ClusterLabel is empty: the external label a cluster's
+// Prometheus sets, as Thanos and federation keep it.
+const DefaultClusterLabel = "cluster"
 
 // Client answers which SLO and canary alerts fire for an app and tag. It
 // caches each query's result for the configured TTL, keeps at most
@@ -66,6 +76,8 @@ type Config struct {
 type Client struct {
 	address string
 	timeout time.Duration
+	// cluster is the label that names a series' cluster.
+	cluster model.LabelName
 	api     v1.API
 	cache   *querycache.Cache[model.Vector]
 }
@@ -106,7 +118,13 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating Prometheus client for %s: %w", cfg.Address, err)
 	}
-	c := &Client{address: cfg.Address, timeout: cfg.Timeout, api: v1.NewAPI(apiClient)}
+	if cfg.ClusterLabel == "" {
+		cfg.ClusterLabel = DefaultClusterLabel
+	}
+	if !model.LegacyValidation.IsValidLabelName(cfg.ClusterLabel) {
+		return nil, fmt.Errorf("creating Prometheus client for %s: %q is not a label name", cfg.Address, cfg.ClusterLabel)
+	}
+	c := &Client{address: cfg.Address, timeout: cfg.Timeout, api: v1.NewAPI(apiClient), cluster: model.LabelName(cfg.ClusterLabel)}
 	c.cache = querycache.New[model.Vector](cfg.CacheSize, cfg.TTL, c.wrap)
 	return c, nil
 }
@@ -115,25 +133,48 @@ func New(cfg Config) (*Client, error) {
 // its SLO alerts (label slo="true"), or, when canaryOnly, its canary alerts
 // (label canary="true"). The result is empty, never nil, when none fire.
 func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error) {
+	alerts, err := c.FiringAlertsIn(ctx, app, tag, canaryOnly)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(alerts))
+	for _, a := range alerts {
+		names = append(names, a.Name)
+	}
+	return slices.Compact(names), nil
+}
+
+// Alert is an alert firing for a build, and the value of its cluster label
+// ("" when it has none: it counts for every cluster).
+type Alert struct {
+	Name, Cluster string
+}
+
+// FiringAlertsIn returns the alerts firing for app and tag, as FiringAlerts
+// does, each with the cluster its cluster label names, sorted by name then
+// cluster. The result is empty, never nil, when none fire.
+func (c *Client) FiringAlertsIn(ctx context.Context, app, tag string, canaryOnly bool) ([]Alert, error) {
 	query := sloAlertsQuery
 	if canaryOnly {
-		query = canaryAlertsQuery(app, tag)
+		query = c.canaryAlertsQuery(app, tag)
 	}
 	vector, err := c.query(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	names := []string{}
+	alerts := []Alert{}
 	for _, sample := range vector {
 		if string(sample.Metric["app"]) != app || string(sample.Metric["tag"]) != tag {
 			continue
 		}
 		if name := string(sample.Metric[model.AlertNameLabel]); name != "" {
-			names = append(names, name)
+			alerts = append(alerts, Alert{Name: name, Cluster: string(sample.Metric[c.cluster])})
 		}
 	}
-	slices.Sort(names)
-	return slices.Compact(names), nil
+	slices.SortFunc(alerts, func(a, b Alert) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Cluster, b.Cluster))
+	})
+	return slices.Compact(alerts), nil
 }
 
 // Unreached returns, of metrics (the recorded total queries of a build's
@@ -150,6 +191,57 @@ func (c *Client) Unreached(ctx context.Context, tag string, metrics []string) ([
 		if len(vector) == 0 || vector[0].Value <= 0 {
 			out = append(out, m)
 		}
+	}
+	return out, nil
+}
+
+// ReachedIn returns, for each of metrics (as Unreached), the values of the
+// cluster label of its series that counted requests of tag, sorted; ""
+// stands for series without the label, which count for every cluster. A
+// metric that counted none has no entry.
+func (c *Client) ReachedIn(ctx context.Context, tag string, metrics []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, m := range metrics {
+		vector, err := c.query(ctx, fmt.Sprintf(`count by (%s) (%s{tag=%s} > 0)`, c.cluster, m, quote(tag)))
+		if err != nil {
+			return nil, err
+		}
+		for _, sample := range vector {
+			if sample.Value > 0 {
+				out[m] = append(out[m], string(sample.Metric[c.cluster]))
+			}
+		}
+		slices.Sort(out[m])
+	}
+	return out, nil
+}
+
+// Counts returns how much metric (an SLO's recorded total or errors, a
+// counter with the build's tag in the label "tag") grew over the window
+// ending now for each of tags, by tag and by the value of the cluster
+// label ("" for series without it). The window is rounded up to a whole
+// ten seconds, so that the answer of one run is cached for the next.
+func (c *Client) Counts(ctx context.Context, metric string, tags []string, window time.Duration) (map[string]map[string]float64, error) {
+	if len(tags) == 0 {
+		return map[string]map[string]float64{}, nil
+	}
+	alternatives := make([]string, len(tags))
+	for i, t := range tags {
+		alternatives[i] = regexp.QuoteMeta(t)
+	}
+	seconds := max(int64((window+10*time.Second-1)/(10*time.Second))*10, 10)
+	vector, err := c.query(ctx, fmt.Sprintf(`sum by (tag, %s) (increase(%s{tag=~%s}[%ds]))`,
+		c.cluster, metric, quote(strings.Join(alternatives, "|")), seconds))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]float64{}
+	for _, sample := range vector {
+		tag, cluster := string(sample.Metric["tag"]), string(sample.Metric[c.cluster])
+		if out[tag] == nil {
+			out[tag] = map[string]float64{}
+		}
+		out[tag][cluster] += float64(sample.Value)
 	}
 	return out, nil
 }
@@ -181,10 +273,10 @@ func (c *Client) CacheLen() int {
 }
 
 // canaryAlertsQuery selects the canary alerts firing for app and tag, one
-// series per alert name.
-func canaryAlertsQuery(app, tag string) string {
-	return fmt.Sprintf(`sum by (app, tag, alertname) (ALERTS{app=%s,tag=%s,canary="true",alertstate="firing"})`,
-		quote(app), quote(tag))
+// series per alert name and cluster.
+func (c *Client) canaryAlertsQuery(app, tag string) string {
+	return fmt.Sprintf(`sum by (app, tag, alertname, %s) (ALERTS{app=%s,tag=%s,canary="true",alertstate="firing"})`,
+		c.cluster, quote(app), quote(tag))
 }
 
 // query returns the vector query evaluates to now, from the cache when it

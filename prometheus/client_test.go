@@ -34,7 +34,7 @@ func newClient(t testing.TB, cfg prometheus.Config) *prometheus.Client {
 // canaryQuery is the query expected for a canary alert question, written out
 // here rather than computed by the package under test.
 func canaryQuery(app, tag string) string {
-	return fmt.Sprintf(`sum by (app, tag, alertname) (ALERTS{app="%s",tag="%s",canary="true",alertstate="firing"})`, app, tag)
+	return fmt.Sprintf(`sum by (app, tag, alertname, cluster) (ALERTS{app="%s",tag="%s",canary="true",alertstate="firing"})`, app, tag)
 }
 
 const sloQuery = `ALERTS{slo="true",alertstate="firing"}`

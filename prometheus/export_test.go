@@ -7,5 +7,12 @@ func OnJoined(c *Client, f func(query string)) {
 	c.cache.OnJoined(f)
 }
 
-// CanaryAlertsQuery is canaryAlertsQuery, for tests.
-var CanaryAlertsQuery = canaryAlertsQuery
+// CanaryAlertsQuery is canaryAlertsQuery of a Client with the default
+// cluster label, for tests.
+func CanaryAlertsQuery(app, tag string) string { return canaryAlertsQuery(app, tag) }
+
+// canaryAlertsQuery is the canary alerts query of a Client with the
+// default cluster label.
+func canaryAlertsQuery(app, tag string) string {
+	return (&Client{cluster: DefaultClusterLabel}).canaryAlertsQuery(app, tag)
+}

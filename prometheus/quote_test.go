@@ -80,8 +80,8 @@ func TestCanaryAlertsQueryParses(t *testing.T) {
 				t.Errorf("canaryAlertsQuery(%q, %q) = %s is a %T, not a sum", app, tag, query, expr)
 				continue
 			}
-			if agg.Op != parser.SUM || agg.Without || len(agg.Grouping) != 3 ||
-				agg.Grouping[0] != "app" || agg.Grouping[1] != "tag" || agg.Grouping[2] != "alertname" {
+			if agg.Op != parser.SUM || agg.Without || len(agg.Grouping) != 4 ||
+				agg.Grouping[0] != "app" || agg.Grouping[1] != "tag" || agg.Grouping[2] != "alertname" || agg.Grouping[3] != DefaultClusterLabel {
 				t.Errorf("canaryAlertsQuery(%q, %q) = %s: wrong aggregation %s", app, tag, query, agg)
 			}
 			selector, ok := agg.Expr.(*parser.VectorSelector)

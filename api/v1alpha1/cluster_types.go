@@ -99,6 +99,9 @@ type ClusterSpec struct {
 	// pods. A rollback never waits on a check.
 	// +optional
 	Preflight *ClusterPreflight `json:"preflight,omitempty"`
+	// prometheus says how the metrics Picchu reads name this cluster.
+	// +optional
+	Prometheus *ClusterPrometheus `json:"prometheus,omitempty"`
 }
 
 // ClusterPreflight are alerts that say a cluster is in no state to take a
@@ -300,4 +303,27 @@ type ClusterList struct {
 
 func init() {
 	SchemeBuilder.Register(&Cluster{}, &ClusterList{})
+}
+
+// ClusterPrometheus says how the metrics provider names a cluster.
+type ClusterPrometheus struct {
+	// clusterLabelValue is the value of the cluster label
+	// (--prometheus-cluster-label, "cluster" by default) on the alerts and
+	// SLO series that come from this cluster, such as an external label
+	// its Prometheus sets: alerts that carry it are told as this cluster's,
+	// and a wave's evidence and baseline comparison count its series. The
+	// Cluster's name when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClusterLabelValue string `json:"clusterLabelValue,omitempty"`
+}
+
+// PrometheusClusterLabelValue is the value of the cluster label on the
+// series that come from the cluster: spec.prometheus.clusterLabelValue, or
+// its name.
+func (c *Cluster) PrometheusClusterLabelValue() string {
+	if c.Spec.Prometheus != nil && c.Spec.Prometheus.ClusterLabelValue != "" {
+		return c.Spec.Prometheus.ClusterLabelValue
+	}
+	return c.Name
 }

@@ -90,9 +90,13 @@ const (
 	// can read their SLO and canary alerts; false (promotion held) when a
 	// metrics provider cannot answer.
 	ConditionAlertsObserved = "AlertsObserved"
-	// ConditionCanaryEvidence is false on a ReleaseManager while a build's
-	// canary has run its time but no request reached it (its SLOs' total
-	// queries have no series for its tag): the canary holds until they do.
+	// ConditionCanaryEvidence is false on a ReleaseManager while a build is
+	// held at a gate, its canary run its time or, with release waves, its
+	// first step in a later wave held for its delay, because no request
+	// reached it in some live cluster of the wave (its SLOs' total queries
+	// have no series for its tag there), or because it served too few
+	// requests for its baseline comparison: the message names the build,
+	// the gate, the clusters and the metrics. The build holds until they do.
 	ConditionCanaryEvidence = "CanaryEvidence"
 	// ConditionFrozen is true on a ReleaseManager while a cluster of its
 	// fleet is in a freeze window (Cluster spec.freezes): no build starts

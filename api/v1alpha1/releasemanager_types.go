@@ -132,12 +132,20 @@ type ReleaseManagerRevisionStatus struct {
 	// triggeredAlerts are the SLO or canary alerts that failed the build.
 	// +optional
 	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
-	// triggeredWhere says where the triggeredAlerts first fired, when the
-	// target releases in waves: the waves the build took traffic in then,
-	// such as "wave east (1/2)".
+	// triggeredWhere says where the triggeredAlerts first fired: the
+	// clusters named by the alerts' cluster label, and, when the target
+	// releases in waves, the waves the build took traffic in then, such as
+	// "cluster west; wave west (2/2)".
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	TriggeredWhere string `json:"triggeredWhere,omitempty"`
+	// verdict is, with its figures, the last baseline comparison that
+	// failed the build or holds it, such as "v7 fails availability: 2.3 %
+	// errors (412 of 17 880) against v6's 0.9 % (161 of 17 790) in wave us
+	// (3 clusters), one-sided p < 0.001".
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Verdict string `json:"verdict,omitempty"`
 	// rejected is why a live cluster's API server refused the build's
 	// objects (as invalid), which fails the build: "<cluster>: <reason>".
 	// +optional
@@ -270,6 +278,19 @@ type ReleaseManagerRevisionClusterStatus struct {
 	// lastUpdated is when the cluster took that percent.
 	// +optional
 	LastUpdated *Timestamp `json:"lastUpdated,omitempty"`
+	// triggeredAlerts are the SLO or canary alerts seen firing for the
+	// build on this cluster (alerts that carry its cluster label) before
+	// it proved itself.
+	// +optional
+	// +listType=set
+	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
+	// verdict is what the build's judgment says of this cluster while it
+	// is against the build: "no evidence" while no request of the build
+	// was counted there, or the figures of a baseline comparison that
+	// names it an outlier.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // ReleaseManagerRevisionStateStatus is a build's state.

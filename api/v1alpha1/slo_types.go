@@ -71,6 +71,36 @@ type SLICanaryConfig struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && duration(self) >= duration('0s')",message="must be a non-negative duration such as 30s or 2m, no longer than 2562047h47m16.854775807s"
 	FailAfter string `json:"failAfter,omitempty"`
+	// baseline, when set, also judges the canary against its baseline, the
+	// build it replaces, from this SLO's total and error queries counted
+	// over the same window in the same clusters: when the canary has run
+	// its time (and, with release waves, when a build has taken its first
+	// step in a wave), a one-sided test of its error ratio against the
+	// baseline's, pooled over the wave's clusters and per cluster, fails a
+	// canary significantly worse than its baseline or than the other
+	// clusters (an outlier), and holds one that has served too few
+	// requests to tell. It does not need enabled. See docs/slos.md.
+	// +optional
+	Baseline *SLIBaseline `json:"baseline,omitempty"`
+}
+
+// SLIBaseline tunes the comparison of a canary with its baseline.
+type SLIBaseline struct {
+	// confidencePercent of the one-sided test: a canary that errs no more
+	// than its baseline fails at most 100 − confidencePercent percent of
+	// the time. 99 by default.
+	// +optional
+	// +kubebuilder:validation:Minimum=50
+	// +kubebuilder:validation:Maximum=99.9999
+	ConfidencePercent float64 `json:"confidencePercent,omitempty"`
+	// minRequests are the requests the canary and the baseline each need,
+	// pooled over the clusters compared, before a verdict: below, the
+	// canary holds. By default the number that catches a canary erring
+	// twice as often as a baseline at 1 % errors 80 % of the time at the
+	// confidence (3 236 at 99 %).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinRequests int64 `json:"minRequests,omitempty"`
 }
 
 // ServiceLevelObjectiveLabels are labels added to an SLO's objects.

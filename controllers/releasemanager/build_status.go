@@ -61,6 +61,10 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 	st := incarnationStatus(inc, state, weight, s.now, s.observation)
 	s.recordWaves(&st, inc, recorded, settled)
 	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), s.now, state.IsRoutable())
+	clusterVerdicts(st.Clusters, inc)
+	if inc.verdict != release.Unjudged {
+		st.Verdict = inc.comparison
+	}
 	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
 		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
 	}
@@ -80,7 +84,7 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 		before := len(st.TriggeredAlerts)
 		st.TriggeredAlerts = union(st.TriggeredAlerts, inc.firing)
 		if len(st.TriggeredAlerts) != before {
-			where := s.servingWaves(inc)
+			where := s.firingWhere(inc)
 			if st.TriggeredWhere == "" {
 				st.TriggeredWhere = where
 			}
@@ -182,7 +186,11 @@ func clusterWeights(before []picchuv1alpha1.ReleaseManagerRevisionClusterStatus,
 		switch {
 		case routed[name] && (i < 0 || before[i].Percent != weight):
 			stamp := picchuv1alpha1.NewTimestamp(now)
-			entry = picchuv1alpha1.ReleaseManagerRevisionClusterStatus{Name: name, Percent: weight, LastUpdated: &stamp}
+			if i >= 0 {
+				// What the judgment recorded there stays.
+				entry = *before[i].DeepCopy()
+			}
+			entry.Name, entry.Percent, entry.LastUpdated = name, weight, &stamp
 		case i >= 0:
 			entry = *before[i].DeepCopy()
 		default:

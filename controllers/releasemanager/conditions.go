@@ -179,7 +179,7 @@ func setEvidenceCondition(rm *picchuv1alpha1.ReleaseManager, noEvidence []string
 	}
 	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
 		Type: picchuv1alpha1.ConditionCanaryEvidence, Status: metav1.ConditionFalse, Reason: ReasonNoTraffic,
-		Message:            "canary held: " + strings.Join(noEvidence, "; ") + " (canary.allowNoTraffic lets it pass)",
+		Message:            "held: " + strings.Join(noEvidence, "; ") + " (canary.allowNoTraffic lets a build with no request pass)",
 		ObservedGeneration: rm.Generation,
 	})
 }

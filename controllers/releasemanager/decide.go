@@ -34,6 +34,17 @@ type decision struct {
 	// fire (set by judge, before the decisions).
 	verdict release.Verdict
 	firing  []string
+	// firingIn are, of the firing alerts, those that name a cluster of
+	// the fleet, by cluster; firingElsewhere the cluster labels that name
+	// none (the alerts count all the same).
+	firingIn        map[string][]string
+	firingElsewhere []string
+	// clusterVerdicts say what the judgment holds against the build on a
+	// cluster this run (no evidence, an outlier), by cluster.
+	clusterVerdicts map[string]string
+	// comparison is the figures of a baseline comparison that fails or
+	// holds the build this run.
+	comparison string
 	// scale is how the build is sized this run: the one place that says
 	// whether it ramps, read by both its ReplicaSet and autoscaler plans.
 	scale release.ScalePlan

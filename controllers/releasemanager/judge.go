@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
+	"github.com/medium/picchu/prometheus"
 )
 
 // AlertSource answers which SLO and canary alerts fire for a build of an
@@ -125,9 +125,20 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 		var firing, problems []string
 		for _, ns := range srcs {
 			var alerts []string
-			err := errNoDatadog
-			if ns.src != nil {
-				alerts, err = ns.src.FiringAlerts(ctx, s.rm.Spec.App, inc.tag, canaryOnly)
+			var err error
+			switch src := ns.src.(type) {
+			case nil:
+				err = errNoDatadog
+			case ClusterAlertSource:
+				var named []prometheus.Alert
+				if named, err = src.FiringAlertsIn(ctx, s.rm.Spec.App, inc.tag, canaryOnly); err == nil {
+					s.firingIn(inc, named)
+					for _, a := range named {
+						alerts = append(alerts, a.Name)
+					}
+				}
+			default:
+				alerts, err = src.FiringAlerts(ctx, s.rm.Spec.App, inc.tag, canaryOnly)
 			}
 			if err != nil {
 				releasemetrics.AlertCheck(ns.name, "error")
@@ -153,48 +164,9 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 		default:
 			r.checkEvidence(ctx, s, inc, srcs)
 		}
-	}
-}
-
-// checkEvidence holds a canary that no request reached: once a canarying
-// build has run its canary's time and has not opted out
-// (canary.allowNoTraffic), each of its enabled SLOs' recorded totals must
-// show requests for its tag in Prometheus, and each of its grouped Datadog
-// monitors must have a group for it, or its verdict is NoEvidence.
-func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarnation, srcs []namedSource) {
-	if release.State(inc.status.State.Current) != release.Canarying || inc.target.Canary.AllowNoTraffic {
-		return
-	}
-	start := inc.status.CanaryStartTimestamp
-	if start == nil || s.now.Before(start.Add(time.Duration(inc.target.Canary.TTL)*time.Second)) {
-		return // the canary runs its time first
-	}
-	var missing, problems []string
-	for _, ns := range srcs {
-		var unreached []string
-		var err error
-		switch src := ns.src.(type) {
-		case TrafficSource:
-			if metrics := sloMetrics(s.rm.Spec.App, inc.target); len(metrics) > 0 {
-				unreached, err = src.Unreached(ctx, inc.tag, metrics)
-			}
-		case GroupSource:
-			unreached, err = src.Ungrouped(ctx, s.rm.Spec.App, inc.tag, inc.revision.Spec.CanaryWithSLIRules)
+		if inc.verdict == release.Healthy {
+			r.compareBaselines(ctx, s, inc, srcs)
 		}
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", ns.name, err))
-		}
-		if len(unreached) > 0 {
-			missing = append(missing, fmt.Sprintf("%s (%s)", strings.Join(unreached, ", "), ns.name))
-		}
-	}
-	switch {
-	case len(problems) > 0:
-		inc.verdict = release.Unobserved
-		s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: %s", inc.tag, strings.Join(problems, "; ")))
-	case len(missing) > 0:
-		inc.verdict = release.NoEvidence
-		s.noEvidence = append(s.noEvidence, fmt.Sprintf("%s: no request counted for its tag in %s", inc.tag, strings.Join(missing, "; ")))
 	}
 }
 

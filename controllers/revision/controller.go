@@ -285,6 +285,9 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 				if s.TriggeredWhere != "" {
 					where += " (" + s.TriggeredWhere + ")"
 				}
+				if s.Verdict != "" {
+					where += ": " + s.Verdict
+				}
 				firing = append(firing, fmt.Sprintf("%s in %s", strings.Join(s.TriggeredAlerts, ", "), where))
 			}
 		}

@@ -89,6 +89,9 @@ func (r *runner) printStatus(w io.Writer, a *app, events []corev1.Event) error {
 				return err
 			}
 		}
+		if err := printVerdicts(w, currentBuilds(a.builds(target))); err != nil {
+			return err
+		}
 		var conditions []metav1.Condition
 		if rm != nil {
 			for _, c := range rm.Status.Conditions {
@@ -124,6 +127,37 @@ func (r *runner) printStatus(w io.Writer, a *app, events []corev1.Event) error {
 		}
 		object := strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
 		t.add(seen, e.Type, e.Reason, object, strings.TrimSpace(e.Message))
+	}
+	return t.flush()
+}
+
+// printVerdicts prints, when some build has any, what the judgment holds
+// against each build: the figures of its baseline comparison, and per
+// cluster the alerts that named it and its verdict there.
+func printVerdicts(w io.Writer, builds []build) error {
+	type row struct{ tag, cluster, alerts, verdict string }
+	var rows []row
+	for _, b := range builds {
+		rec := b.record
+		if rec == nil {
+			continue
+		}
+		if rec.Verdict != "" {
+			rows = append(rows, row{b.tag, "*", none, rec.Verdict})
+		}
+		for _, c := range rec.Clusters {
+			if len(c.TriggeredAlerts) > 0 || c.Verdict != "" {
+				rows = append(rows, row{b.tag, c.Name, orNone(strings.Join(c.TriggeredAlerts, ",")), orNone(c.Verdict)})
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "Verdicts:")
+	t := newTable(w, "  ", "BUILD", "CLUSTER", "ALERTS", "VERDICT")
+	for _, r := range rows {
+		t.add(r.tag, r.cluster, r.alerts, r.verdict)
 	}
 	return t.flush()
 }
@@ -179,6 +213,9 @@ func timeline(builds []build) []step {
 			what := rec.State.Current
 			if len(rec.TriggeredAlerts) > 0 {
 				what += ": " + strings.Join(rec.TriggeredAlerts, ",") + " fired"
+				if rec.TriggeredWhere != "" {
+					what += " (" + rec.TriggeredWhere + ")"
+				}
 			}
 			add(rec.State.LastUpdated, what)
 		}

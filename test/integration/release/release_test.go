@@ -37,6 +37,11 @@ type build struct {
 	datadog bool
 	// hpa scales the build with an HPA between 4 and 12 replicas (no default).
 	hpa bool
+	// clustered records the SLO's series by cluster: the label cluster
+	// holds Istio's destination_cluster.
+	clustered bool
+	// baseline compares the canary with its baseline on the SLO.
+	baseline *picchuv1alpha1.SLIBaseline
 }
 
 // revision is a realistic Revision: a public HTTP port, two replicas over
@@ -82,6 +87,19 @@ func (b build) revision() *picchuv1alpha1.Revision {
 				}},
 			}},
 		},
+	}
+	if b.clustered {
+		sli := &rev.Spec.Targets[0].ServiceLevelObjectives[0].ServiceLevelIndicator
+		byCluster := func(selector string) string {
+			return fmt.Sprintf(`sum by (destination_version, cluster) (label_replace(istio_requests_total{%s}, "cluster", "$1", "destination_cluster", "(.*)"))`, selector)
+		}
+		sli.TotalQuery = byCluster(fmt.Sprintf(`reporter="destination",destination_app=%q`, b.app))
+		sli.ErrorQuery = byCluster(fmt.Sprintf(`reporter="destination",destination_app=%q,response_code=~"5.."`, b.app))
+	}
+	if b.baseline != nil {
+		// Judged by its baseline alone: no canary alert.
+		canary := &rev.Spec.Targets[0].ServiceLevelObjectives[0].ServiceLevelIndicator.Canary
+		canary.Enabled, canary.Baseline = false, b.baseline
 	}
 	rev.Spec.Targets[0].DatadogMonitoring.Enabled = b.datadog
 	if b.hpa {

@@ -3,12 +3,14 @@ package release_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -163,4 +165,219 @@ func TestVerdict_EveryWaveIsJudged(t *testing.T) {
 	}
 	state(t, 30*time.Second, app, "v3", "failed")
 	routes(t, app, map[string]int32{"v1": 100})
+}
+
+// clusterLabels gives the targets' Clusters the values of the cluster
+// label the traffic counts them by: east for the first, west for the
+// second; the test's end takes them off.
+func clusterLabels(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	for i, value := range []string{"east", "west"} {
+		key := client.ObjectKeyFromObject(env.Targets[i].Cluster)
+		set := func(p *picchuv1alpha1.ClusterPrometheus) {
+			cl := &picchuv1alpha1.Cluster{}
+			if err := env.Delivery.Client.Get(ctx, key, cl); err != nil {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(cl.DeepCopy())
+			cl.Spec.Prometheus = p
+			if err := env.Delivery.Client.Patch(ctx, cl, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		set(&picchuv1alpha1.ClusterPrometheus{ClusterLabelValue: value})
+		t.Cleanup(func() { set(nil) })
+	}
+}
+
+// setIn makes app's tag receive requestsPerSecond in each of east and
+// west, erring errorRatio of them.
+func setIn(app, tag string, requestsPerSecond, errorRatio float64) {
+	for _, c := range []string{"east", "west"} {
+		traffic.SetIn(c, app, tag, requestsPerSecond, errorRatio)
+	}
+}
+
+// evidenceHeld waits until the ReleaseManager holds a build for want of
+// evidence, its CanaryEvidence message naming each of names, and returns
+// the message.
+func evidenceHeld(t *testing.T, app string, names ...string) string {
+	t.Helper()
+	var msg string
+	kit.Eventually(t, 60*time.Second, app+" held for want of evidence", func() error {
+		rm, err := releaseManager(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionCanaryEvidence)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			return fmt.Errorf("CanaryEvidence %+v", c)
+		}
+		for _, n := range names {
+			if !strings.Contains(c.Message, n) {
+				return fmt.Errorf("CanaryEvidence %q does not name %q", c.Message, n)
+			}
+		}
+		msg = c.Message
+		return nil
+	})
+	return msg
+}
+
+// TestVerdict_AnAlertNamesItsCluster makes an SLO alert carrying
+// cluster="west" fire for a canary: the build fails, its reason names the
+// Cluster whose label value is west, and the ReleaseManager records the
+// alert on that cluster alone.
+func TestVerdict_AnAlertNamesItsCluster(t *testing.T) {
+	ctx := context.Background()
+	const app = "harbor"
+	clusterLabels(t)
+	setIn(app, "v1", 50, 0)
+	create(t, build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond, clustered: true})
+	state(t, 60*time.Second, app, "v1", "released")
+
+	setIn(app, "v2", 5, 0)
+	v2 := create(t, build{app: app, tag: "v2", commit: 2, delay: 300 * time.Millisecond, canary: 2 * time.Minute, clustered: true})
+	state(t, 30*time.Second, app, "v2", "canarying")
+	rule := sloAlert("HighErrorRate", app, "v2")
+	rule.Spec.Groups[0].Rules[0].Labels["cluster"] = "west"
+	if err := env.Targets[0].Client.Create(ctx, rule); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Targets[0].Client.Delete(context.Background(), rule) })
+	west := env.Targets[1].Name
+	reason := failedFor(t, v2)
+	if !strings.Contains(reason, "HighErrorRate in production (cluster "+west+")") {
+		t.Errorf("v2 failed for %q, want the alert and cluster %s", reason, west)
+	}
+	st := state(t, 30*time.Second, app, "v2", "failed")
+	for _, c := range st.Clusters {
+		want := c.Name == west
+		if got := slices.Contains(c.TriggeredAlerts, "HighErrorRate"); got != want {
+			t.Errorf("cluster %s records alerts %v", c.Name, c.TriggeredAlerts)
+		}
+	}
+	routes(t, app, map[string]int32{"v1": 100})
+}
+
+// TestVerdict_AWaveWithoutRequestsHoldsItsFirstStep releases app "ebb" in
+// two waves, east then west, with its SLO counted by cluster: v2 serves
+// requests in east only, so its first step in west holds, the
+// ReleaseManager naming west and the metric, until requests reach it there.
+func TestVerdict_AWaveWithoutRequestsHoldsItsFirstStep(t *testing.T) {
+	const app = "ebb"
+	regions(t)
+	clusterLabels(t)
+	setIn(app, "v1", 50, 0)
+	v1 := inWaves(build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond, clustered: true}.revision(), time.Second)
+	if err := env.Delivery.Client.Create(context.Background(), v1); err != nil {
+		t.Fatal(err)
+	}
+	state(t, 60*time.Second, app, "v1", "released")
+
+	traffic.SetIn("east", app, "v2", 5, 0)
+	v2 := inWaves(build{app: app, tag: "v2", commit: 2, delay: time.Second, clustered: true}.revision(), time.Second)
+	if err := env.Delivery.Client.Create(context.Background(), v2); err != nil {
+		t.Fatal(err)
+	}
+	west := env.Targets[1].Name
+	msg := evidenceHeld(t, app, "v2", "wave west (2/2)", app+":availability:total on "+west)
+	t.Logf("held: %s", msg)
+	// Held at its first step there, for several step delays.
+	held := time.Now().Add(4 * time.Second)
+	kit.Eventually(t, 20*time.Second, "v2 held at its first step in west", func() error {
+		st, err := statusOf(t, app, "v2")
+		if err != nil {
+			return err
+		}
+		if st.State.Current != "releasing" || st.Wave != 1 || len(st.WavePercents) != 2 || st.WavePercents[1] != 10 {
+			t.Fatalf("v2 %s in wave %d at %v while west saw none of its requests", st.State.Current, st.Wave, st.WavePercents)
+		}
+		if time.Now().Before(held) {
+			return fmt.Errorf("holding")
+		}
+		return nil
+	})
+	traffic.SetIn("west", app, "v2", 5, 0)
+	state(t, 60*time.Second, app, "v2", "released")
+	rm, err := releaseManager(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionCanaryEvidence); c != nil {
+		t.Errorf("after requests reached west: %+v", c)
+	}
+}
+
+// TestVerdict_ACanaryAgainstItsBaseline judges canaries of app "scale"
+// against its released build, from its SLO's requests and errors counted
+// by cluster in a real Prometheus: at the same error ratio a canary
+// passes; at twice its baseline's it fails, with the figures; at ten times
+// in west alone it fails, west named an outlier; with 20 requests it holds,
+// "too few requests".
+func TestVerdict_ACanaryAgainstItsBaseline(t *testing.T) {
+	ctx := context.Background()
+	const app = "scale"
+	clusterLabels(t)
+	compared := func(tag string, commit int) build {
+		return build{app: app, tag: tag, commit: commit, delay: 300 * time.Millisecond, canary: 5 * time.Second,
+			clustered: true, baseline: &picchuv1alpha1.SLIBaseline{}}
+	}
+	setIn(app, "v1", 500, 0.01)
+	create(t, build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond, clustered: true})
+	state(t, 60*time.Second, app, "v1", "released")
+
+	// The same error ratio: released.
+	setIn(app, "v2", 500, 0.01)
+	create(t, compared("v2", 2))
+	st := state(t, 60*time.Second, app, "v2", "released")
+	if st.Verdict != "" || len(st.TriggeredAlerts) > 0 {
+		t.Errorf("v2 released with verdict %q, alerts %v", st.Verdict, st.TriggeredAlerts)
+	}
+	setIn(app, "v1", 0, 0)
+
+	// Twice the errors: failed, with the figures.
+	setIn(app, "v3", 500, 0.02)
+	v3 := create(t, compared("v3", 3))
+	reason := failedFor(t, v3)
+	for _, want := range []string{"availability_baseline in production", "v3 fails availability: 2.0 % errors", "against v2's 1.0 %", "one-sided p"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("v3 failed for %q, want %q in it", reason, want)
+		}
+	}
+	state(t, 30*time.Second, app, "v3", "failed")
+	routes(t, app, map[string]int32{"v2": 100})
+	setIn(app, "v3", 0, 0)
+
+	// Ten times the errors in west alone: failed, west an outlier.
+	traffic.SetIn("east", app, "v4", 500, 0.01)
+	traffic.SetIn("west", app, "v4", 500, 0.1)
+	v4 := create(t, compared("v4", 4))
+	reason = failedFor(t, v4)
+	west := env.Targets[1].Name
+	if !strings.Contains(reason, "west is an outlier") || !strings.Contains(reason, "cluster "+west) {
+		t.Errorf("v4 failed for %q, want west named an outlier", reason)
+	}
+	st = state(t, 30*time.Second, app, "v4", "failed")
+	for _, c := range st.Clusters {
+		outlier := strings.HasPrefix(c.Verdict, "outlier")
+		if outlier != (c.Name == west) || slices.Contains(c.TriggeredAlerts, "availability_baseline") != (c.Name == west) {
+			t.Errorf("cluster %s: verdict %q, alerts %v", c.Name, c.Verdict, c.TriggeredAlerts)
+		}
+	}
+	setIn(app, "v4", 0, 0)
+
+	// 20 requests: held, too few to tell.
+	setIn(app, "v5", 1, 0)
+	create(t, compared("v5", 5))
+	msg := evidenceHeld(t, app, "v5", "too few requests")
+	t.Logf("held: %s", msg)
+	st = state(t, time.Second, app, "v5", "canarying")
+	if !strings.Contains(st.Verdict, "too few requests") {
+		t.Errorf("v5 verdict %q, want too few requests", st.Verdict)
+	}
+	if rev := (&picchuv1alpha1.Revision{}); env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-v5"}, rev) == nil && rev.Spec.Failed {
+		t.Errorf("v5 failed on too few requests: %s", rev.Annotations[picchuv1alpha1.AnnotationFailedReason])
+	}
 }
