@@ -408,40 +408,14 @@ func TestClusterSecrets_NoValueLeaksIntoStatusOrEvents(t *testing.T) {
 	encoded := base64.StdEncoding.EncodeToString([]byte(value))
 	ctx := context.Background()
 	refusing := env.Targets[0]
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "quote-leaky-secrets"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
-					},
-				}},
-			},
-			// Refused as invalid (HTTP 422), quoting the value as the API
-			// server stores it (base64: CEL has no decoder).
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "object.metadata.name != 'leaky'",
-				MessageExpression: "'refused: the token is ' + object.data['token']",
-				Reason:            ptr.To(metav1.StatusReasonInvalid),
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "quote-leaky-secrets"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, obj := range []client.Object{policy, binding} {
-		if err := refusing.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = refusing.Client.Delete(ctx, obj) })
-	}
+	kit.AdmissionPolicy(t, refusing.Client, "quote-leaky-secrets", admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+	}, admissionregistrationv1.Validation{
+		Expression:        "object.metadata.name != 'leaky'",
+		MessageExpression: "'refused: the token is ' + object.data['token']",
+		Reason:            ptr.To(metav1.StatusReasonInvalid),
+	})
 	// The policy holds once the API server has loaded it.
 	kit.Eventually(t, timeout, "the policy refuses a probe, quoting it", func() error {
 		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "leaky", Namespace: "default"}, Data: map[string][]byte{"token": []byte(value)}}

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -20,44 +19,19 @@ import (
 
 // refuseDeletable makes the delivery API server refuse to label app's
 // Revisions deletable in production, as a cluster's own policy could, and
-// returns the binding that puts the policy in force.
-func refuseDeletable(t *testing.T, app string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+// returns what lifts the refusal.
+func refuseDeletable(t *testing.T, app string) (lift func()) {
 	t.Helper()
-	ctx := context.Background()
 	name := "refuse-deletable-" + app
 	label := picchuv1alpha1.LabelTargetDeletablePrefix + "production"
-	fail := admissionregistrationv1.Fail
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{picchuv1alpha1.GroupVersion.Group},
-						APIVersions: []string{"*"}, Resources: []string{"revisions"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("object.spec.app.name != %q || !has(object.metadata.labels) || !(%q in object.metadata.labels)", app, label),
-				Message:    "revisions of " + app + " stay",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, obj := range []client.Object{policy, binding} {
-		if err := env.Delivery.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Delivery.Client.Delete(context.Background(), obj) })
-	}
-	return binding
+	return kit.AdmissionPolicy(t, env.Delivery.Client, name, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{picchuv1alpha1.GroupVersion.Group},
+			APIVersions: []string{"*"}, Resources: []string{"revisions"}},
+	}, admissionregistrationv1.Validation{
+		Expression: fmt.Sprintf("object.spec.app.name != %q || !has(object.metadata.labels) || !(%q in object.metadata.labels)", app, label),
+		Message:    "revisions of " + app + " stay",
+	})
 }
 
 // TestReleaseManager_AFailedGarbageCollectionHoldsNoRelease makes the
@@ -68,7 +42,7 @@ func refuseDeletable(t *testing.T, app string) *admissionregistrationv1.Validati
 func TestReleaseManager_AFailedGarbageCollectionHoldsNoRelease(t *testing.T) {
 	ctx := context.Background()
 	const app = "gcstuck"
-	binding := refuseDeletable(t, app)
+	lift := refuseDeletable(t, app)
 	config(t, app, "v1")
 	config(t, app, "v2")
 	v1, v2 := appRevision(app, "v1", env.Fleet), appRevision(app, "v2", env.Fleet)
@@ -100,9 +74,7 @@ func TestReleaseManager_AFailedGarbageCollectionHoldsNoRelease(t *testing.T) {
 	})
 	buildState(t, 30*time.Second, app, "v2", "released")
 
-	if err := env.Delivery.Client.Delete(ctx, binding); err != nil {
-		t.Fatal(err)
-	}
+	lift()
 	// Any run collects it now: a change of v2's ReplicaSet brings one, and
 	// the policy's removal may take a moment to reach the API server.
 	churn := 0

@@ -31,36 +31,14 @@ func refuseSecretQuotingIt(t *testing.T, target *harness.Target, namespace, name
 	t.Helper()
 	ctx := context.Background()
 	policyName := "quote-" + namespace + "-" + name
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        fmt.Sprintf("!(object.metadata.namespace == %q && object.metadata.name == %q)", namespace, name),
-				MessageExpression: fmt.Sprintf("'refused: the value is ' + object.data[%q]", key),
-				Reason:            ptr.To(metav1.StatusReasonInvalid),
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policyName,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, obj := range []client.Object{policy, binding} {
-		if err := target.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = target.Client.Delete(context.Background(), obj) })
-	}
+	kit.AdmissionPolicy(t, target.Client, policyName, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+	}, admissionregistrationv1.Validation{
+		Expression:        fmt.Sprintf("!(object.metadata.namespace == %q && object.metadata.name == %q)", namespace, name),
+		MessageExpression: fmt.Sprintf("'refused: the value is ' + object.data[%q]", key),
+		Reason:            ptr.To(metav1.StatusReasonInvalid),
+	})
 	// The app's namespace, made before Picchu's first apply (so that the
 	// policy can be probed in it), labelled as Picchu labels it: Picchu
 	// adopts it, where it would leave a namespace of someone else's alone.

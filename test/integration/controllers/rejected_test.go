@@ -26,36 +26,13 @@ func rejectReplicaSet(t *testing.T, target *harness.Target, namespace, name stri
 	t.Helper()
 	ctx := context.Background()
 	policyName := "reject-" + namespace + "-" + name
-	fail := admissionregistrationv1.Fail
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"replicasets"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("!(object.metadata.namespace == %q && object.metadata.name == %q)", namespace, name),
-				Message:    "this cluster runs no build " + name + " of " + namespace,
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policyName,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, obj := range []client.Object{policy, binding} {
-		if err := target.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = target.Client.Delete(context.Background(), obj) })
-	}
+	kit.AdmissionPolicy(t, target.Client, policyName, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"replicasets"}},
+	}, admissionregistrationv1.Validation{
+		Expression: fmt.Sprintf("!(object.metadata.namespace == %q && object.metadata.name == %q)", namespace, name),
+		Message:    "this cluster runs no build " + name + " of " + namespace,
+	})
 	kit.Eventually(t, 30*time.Second, "the policy is in force on "+target.Name, func() error {
 		rs := &appsv1.ReplicaSet{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},

@@ -54,35 +54,14 @@ func TestMirror_ARefusedSecretCopyIsNotQuoted(t *testing.T) {
 	const value = "mirror-leak-0xC0FFEE"
 	encoded := base64.StdEncoding.EncodeToString([]byte(value))
 	ensureDRMirror(t)
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "quote-leaky-keys"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "object.metadata.name != 'leaky-keys'",
-				MessageExpression: "'refused: the key is ' + object.data['KEY']",
-				Reason:            ptr.To(metav1.StatusReasonInvalid),
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, obj := range []client.Object{policy, binding} {
-		if err := secondClient.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lift := kit.AdmissionPolicy(t, secondClient, "quote-leaky-keys", admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+	}, admissionregistrationv1.Validation{
+		Expression:        "object.metadata.name != 'leaky-keys'",
+		MessageExpression: "'refused: the key is ' + object.data['KEY']",
+		Reason:            ptr.To(metav1.StatusReasonInvalid),
+	})
 	kit.Eventually(t, 30*time.Second, "the policy in force on the mirror", func() error {
 		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "leaky-keys", Namespace: "default"}, Data: map[string][]byte{"KEY": []byte("probe")}}
 		err := secondClient.Create(ctx, probe, client.DryRunAll)
@@ -97,11 +76,7 @@ func TestMirror_ARefusedSecretCopyIsNotQuoted(t *testing.T) {
 	create(t, secret, rev)
 	// The refusal gone, and the build with it, the Mirror is Ready again.
 	t.Cleanup(func() {
-		for _, obj := range []client.Object{binding, policy} {
-			if err := secondClient.Delete(ctx, obj); err != nil {
-				t.Error(err)
-			}
-		}
+		lift()
 		for _, obj := range []client.Object{rev, secret} {
 			if err := env.Delivery.Client.Delete(ctx, obj); err != nil {
 				t.Error(err)
