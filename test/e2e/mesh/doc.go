@@ -6,7 +6,7 @@
 // by the weights of the app's release route, as Istio would. It counts them
 // in istio_requests_total, as the destinations' sidecars would report them,
 // failing a ratio of each tag's requests that a test or a person sets through
-// its HTTP API. Prometheus scrapes its /metrics endpoint, so that the alert
+// its HTTP API, on every cluster or on one (a build failing in one region). Prometheus scrapes its /metrics endpoint, so that the alert
 // rules Picchu writes see the canaries and ramps it runs.
 //
 // With Options.Rules a Mesh also plays prometheus-operator: it loads the

@@ -16,8 +16,10 @@ import (
 // Handler serves the mesh's HTTP API:
 //
 //	GET /metrics       the metrics, in Prometheus' text format
-//	PUT /error-ratio   ?app=A&tag=T&ratio=R sets the error ratio of A's tag T
-//	GET /error-ratio   the error ratios set, as JSON {"<app>": {"<tag>": ratio}}
+//	PUT /error-ratio   ?app=A&tag=T&ratio=R sets the error ratio of A's tag T on
+//	                   every cluster; with &cluster=C, on cluster C alone (it wins there)
+//	GET /error-ratio   the error ratios set for every cluster, as JSON {"<app>": {"<tag>": ratio}};
+//	                   with ?cluster=C, those in effect on cluster C
 //	PUT /quiet         ?app=A&tag=T&quiet=true|false: A's tag T receives no request, or its share again
 //	GET /weights       the weights last read, as JSON {"<cluster>": {"<app>": {"<tag>": weight}}}
 //	GET /healthz       200 "ok"
@@ -34,7 +36,11 @@ func (m *Mesh) newHandler() http.Handler {
 	}))
 	mux.HandleFunc("PUT /error-ratio", m.putErrorRatio)
 	mux.HandleFunc("PUT /quiet", m.putQuiet)
-	mux.HandleFunc("GET /error-ratio", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /error-ratio", func(w http.ResponseWriter, r *http.Request) {
+		if cluster := r.URL.Query().Get("cluster"); cluster != "" {
+			writeJSON(w, m.ErrorRatiosIn(cluster))
+			return
+		}
 		writeJSON(w, m.ErrorRatios())
 	})
 	mux.HandleFunc("GET /weights", func(w http.ResponseWriter, _ *http.Request) {
@@ -47,10 +53,11 @@ func (m *Mesh) newHandler() http.Handler {
 	return mux
 }
 
-// putErrorRatio sets the error ratio of the query's app and tag.
+// putErrorRatio sets the error ratio of the query's app and tag, on the
+// query's cluster if it names one, else on every cluster.
 func (m *Mesh) putErrorRatio(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	app, tag, raw := q.Get("app"), q.Get("tag"), q.Get("ratio")
+	app, tag, raw, cluster := q.Get("app"), q.Get("tag"), q.Get("ratio"), q.Get("cluster")
 	var missing []string
 	for _, p := range []struct{ name, value string }{{"app", app}, {"tag", tag}, {"ratio", raw}} {
 		if p.value == "" {
@@ -66,13 +73,18 @@ func (m *Mesh) putErrorRatio(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("ratio %q is not a number", raw), http.StatusBadRequest)
 		return
 	}
-	if err := m.SetErrorRatio(app, tag, ratio); err != nil {
+	set, where := m.SetErrorRatio, ""
+	if cluster != "" {
+		set = func(app, tag string, ratio float64) error { return m.SetErrorRatioIn(cluster, app, tag, ratio) }
+		where = " on cluster " + cluster
+	}
+	if err := set(app, tag, ratio); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	m.logf("app %s: tag %s: error ratio %v", app, tag, ratio)
+	m.logf("app %s: tag %s: error ratio %v%s", app, tag, ratio, where)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = fmt.Fprintf(w, "%s/%s: error ratio %v\n", app, tag, ratio)
+	_, _ = fmt.Fprintf(w, "%s/%s: error ratio %v%s\n", app, tag, ratio, where)
 }
 
 // putQuiet quiets, or lets through again, the query's app and tag.
@@ -140,4 +152,18 @@ func SetErrorRatio(ctx context.Context, baseURL, app, tag string, ratio float64)
 	q.Set("ratio", strconv.FormatFloat(ratio, 'g', -1, 64))
 	return put(ctx, strings.TrimSuffix(baseURL, "/")+"/error-ratio?"+q.Encode(),
 		fmt.Sprintf("setting the error ratio of %s/%s at %s", app, tag, baseURL))
+}
+
+// SetErrorRatioIn asks the mesh serving at baseURL to fail ratio (between
+// 0 and 1) of the requests to app's tag on cluster alone (one of the
+// mesh's, by the name its --kubeconfig gave it), whatever the ratio set
+// for every cluster, with PUT /error-ratio.
+func SetErrorRatioIn(ctx context.Context, baseURL, cluster, app, tag string, ratio float64) error {
+	q := url.Values{}
+	q.Set("cluster", cluster)
+	q.Set("app", app)
+	q.Set("tag", tag)
+	q.Set("ratio", strconv.FormatFloat(ratio, 'g', -1, 64))
+	return put(ctx, strings.TrimSuffix(baseURL, "/")+"/error-ratio?"+q.Encode(),
+		fmt.Sprintf("setting the error ratio of %s/%s on cluster %s at %s", app, tag, cluster, baseURL))
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"math"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,10 +60,11 @@ type Mesh struct {
 	handler  http.Handler
 	running  atomic.Bool
 
-	mu      sync.Mutex
-	ratios  map[string]map[string]float64 // error ratios by app and tag
-	quiet   map[string]map[string]bool    // tags no request is sent to, by app
-	weights map[string]appWeights         // weights last read, by cluster
+	mu       sync.Mutex
+	ratios   map[string]map[string]float64            // error ratios on every cluster, by app and tag
+	ratiosIn map[string]map[string]map[string]float64 // error ratios on one cluster, by cluster, app and tag
+	quiet    map[string]map[string]bool               // tags no request is sent to, by app
+	weights  map[string]appWeights                    // weights last read, by cluster
 }
 
 // New checks opts and returns a Mesh serving no traffic until Run.
@@ -81,6 +84,7 @@ func New(opts Options) (*Mesh, error) {
 		rules:    opts.Rules,
 		logf:     opts.Log,
 		ratios:   map[string]map[string]float64{},
+		ratiosIn: map[string]map[string]map[string]float64{},
 		quiet:    map[string]map[string]bool{},
 		weights:  map[string]appWeights{},
 	}
@@ -201,7 +205,7 @@ func (m *Mesh) setRatesLocked(weights map[string]appWeights) {
 				if m.quiet[app][tag] {
 					rate = 0
 				}
-				m.traffic.SetIn(cluster, app, tag, rate, m.ratios[app][tag])
+				m.traffic.SetIn(cluster, app, tag, rate, m.ratioLocked(cluster, app, tag))
 			}
 		}
 	}
@@ -243,14 +247,21 @@ func formatWeights(tags map[string]int32) string {
 	return s
 }
 
-// SetErrorRatio makes ratio (between 0 and 1) of the requests to app's tag
-// fail with status 500 from the next interval on, on every cluster.
-func (m *Mesh) SetErrorRatio(app, tag string, ratio float64) error {
-	if app == "" || tag == "" {
-		return fmt.Errorf("setting an error ratio: app %q and tag %q must not be empty", app, tag)
+// ratioLocked is the error ratio of app's tag on cluster: the one set for
+// that cluster, else the one set for every cluster. Call it with mu held.
+func (m *Mesh) ratioLocked(cluster, app, tag string) float64 {
+	if r, ok := m.ratiosIn[cluster][app][tag]; ok {
+		return r
 	}
-	if math.IsNaN(ratio) || ratio < 0 || ratio > 1 {
-		return fmt.Errorf("setting the error ratio of %s/%s: ratio %v is not between 0 and 1", app, tag, ratio)
+	return m.ratios[app][tag]
+}
+
+// SetErrorRatio makes ratio (between 0 and 1) of the requests to app's tag
+// fail with status 500 from the next interval on, on every cluster but
+// those given a ratio of their own with SetErrorRatioIn.
+func (m *Mesh) SetErrorRatio(app, tag string, ratio float64) error {
+	if err := checkRatio(app, tag, ratio); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -259,6 +270,59 @@ func (m *Mesh) SetErrorRatio(app, tag string, ratio float64) error {
 	}
 	m.ratios[app][tag] = ratio
 	return nil
+}
+
+// SetErrorRatioIn makes ratio (between 0 and 1) of the requests to app's
+// tag on cluster fail with status 500 from the next interval on, whatever
+// SetErrorRatio set for every cluster: a build failing in one cluster of
+// the fleet only. cluster is one of Options.Clusters.
+func (m *Mesh) SetErrorRatioIn(cluster, app, tag string, ratio float64) error {
+	if err := checkRatio(app, tag, ratio); err != nil {
+		return err
+	}
+	if !m.hasCluster(cluster) {
+		return fmt.Errorf("setting the error ratio of %s/%s: cluster %q is not one of the mesh's (%s)", app, tag, cluster, m.clusterNames())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ratiosIn[cluster] == nil {
+		m.ratiosIn[cluster] = map[string]map[string]float64{}
+	}
+	if m.ratiosIn[cluster][app] == nil {
+		m.ratiosIn[cluster][app] = map[string]float64{}
+	}
+	m.ratiosIn[cluster][app][tag] = ratio
+	return nil
+}
+
+// checkRatio says what is wrong with an error ratio to set, if anything.
+func checkRatio(app, tag string, ratio float64) error {
+	if app == "" || tag == "" {
+		return fmt.Errorf("setting an error ratio: app %q and tag %q must not be empty", app, tag)
+	}
+	if math.IsNaN(ratio) || ratio < 0 || ratio > 1 {
+		return fmt.Errorf("setting the error ratio of %s/%s: ratio %v is not between 0 and 1", app, tag, ratio)
+	}
+	return nil
+}
+
+// hasCluster says the mesh serves cluster.
+func (m *Mesh) hasCluster(cluster string) bool {
+	for _, c := range m.clusters {
+		if c.Name == cluster {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterNames lists the clusters the mesh serves: "east, west".
+func (m *Mesh) clusterNames() string {
+	names := make([]string, len(m.clusters))
+	for i, c := range m.clusters {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // SetQuiet makes app's tag receive no request at all, whatever its weight
@@ -277,16 +341,29 @@ func (m *Mesh) SetQuiet(app, tag string, quiet bool) error {
 	return nil
 }
 
-// ErrorRatios returns the error ratios set, by app and tag.
+// ErrorRatios returns the error ratios set for every cluster, by app and
+// tag.
 func (m *Mesh) ErrorRatios() map[string]map[string]float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]map[string]float64, len(m.ratios))
 	for app, tags := range m.ratios {
-		out[app] = make(map[string]float64, len(tags))
-		for tag, r := range tags {
-			out[app][tag] = r
+		out[app] = maps.Clone(tags)
+	}
+	return out
+}
+
+// ErrorRatiosIn returns the error ratios in effect on cluster, by app and
+// tag: those set for it, and those set for every cluster.
+func (m *Mesh) ErrorRatiosIn(cluster string) map[string]map[string]float64 {
+	out := m.ErrorRatios()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for app, tags := range m.ratiosIn[cluster] {
+		if out[app] == nil {
+			out[app] = map[string]float64{}
 		}
+		maps.Copy(out[app], tags)
 	}
 	return out
 }

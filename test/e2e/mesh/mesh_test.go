@@ -118,6 +118,69 @@ func TestMesh_Quiet(t *testing.T) {
 	})
 }
 
+// TestMesh_ErrorRatioInOneCluster: an error ratio set for one cluster
+// fails that share of the tag's requests there, whatever the ratio set for
+// every cluster, which the other clusters keep; a cluster the mesh does not
+// serve is refused.
+func TestMesh_ErrorRatioInOneCluster(t *testing.T) {
+	ctx := context.Background()
+	for _, target := range env.Targets {
+		createVirtualService(t, target.Client, virtualService("split",
+			[]destination{{"v1", 50}, {"v2", 50}}, []destination{{"v1", 50}, {"v2", 50}}))
+	}
+	first, second := env.Targets[0].Name, env.Targets[1].Name
+	m, srv, _ := newMesh(t, mesh.Options{Clusters: clusters(nil), RequestsPerSecond: 2000, Interval: 20 * time.Millisecond})
+	if err := m.SetErrorRatio("split", "v2", 0.1); err != nil {
+		t.Fatal(err)
+	}
+	if err := mesh.SetErrorRatioIn(ctx, srv.URL, second, "split", "v2", 0.5); err != nil {
+		t.Fatal(err)
+	}
+	err := mesh.SetErrorRatioIn(ctx, srv.URL, "nowhere", "split", "v2", 0.5)
+	if err == nil || !strings.Contains(err.Error(), "400 Bad Request") || !strings.Contains(err.Error(), `cluster "nowhere" is not one of the mesh's`) {
+		t.Errorf("SetErrorRatioIn on a cluster the mesh does not serve: %v, want 400 and the reason", err)
+	}
+	runMesh(t, m)
+
+	var s samples
+	kit.Eventually(t, testTimeout, "v2 receives 1000 requests in each cluster", func() error {
+		var err error
+		if s, err = scrape(srv.URL); err != nil {
+			return err
+		}
+		for _, c := range []string{first, second} {
+			if n := s.requests("destination_app", "split", "destination_version", "v2", "destination_cluster", c); n < 1000 {
+				return fmt.Errorf("v2 received %.0f requests in %s", n, c)
+			}
+		}
+		return nil
+	})
+	for c, want := range map[string]float64{first: 0.1, second: 0.5} {
+		all := s.requests("destination_app", "split", "destination_version", "v2", "destination_cluster", c)
+		failed := s.requests("destination_app", "split", "destination_version", "v2", "destination_cluster", c, "response_code", "500")
+		if math.Abs(failed/all-want) > 0.001 {
+			t.Errorf("%s: v2 failed %.1f of %.1f requests, want a ratio of %v", c, failed, all, want)
+		}
+		if n := s.requests("destination_app", "split", "destination_version", "v1", "destination_cluster", c, "response_code", "500"); n != 0 {
+			t.Errorf("%s: v1, with no error ratio, failed %.1f requests", c, n)
+		}
+	}
+
+	for _, tc := range []struct{ query, want string }{
+		{"", `{"split":{"v2":0.1}}`},
+		{"?cluster=" + second, `{"split":{"v2":0.5}}`},
+		{"?cluster=" + first, `{"split":{"v2":0.1}}`},
+	} {
+		body, err := get(srv.URL + "/error-ratio" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(body) != tc.want {
+			t.Errorf("GET /error-ratio%s = %s, want %s", tc.query, body, tc.want)
+		}
+	}
+}
+
 // TestMesh_WeightChange checks that a weight changed on one cluster is read
 // and exported, that a lone destination without weight takes all traffic,
 // and that the weights of a tag gone are no longer exported.
@@ -253,6 +316,10 @@ func TestMesh_HTTP(t *testing.T) {
 		body               string // a part of the body
 	}{
 		{"set", http.MethodPut, "/error-ratio?app=shop&tag=v2&ratio=0.25", http.StatusOK, "shop/v2: error ratio 0.25"},
+		{"set in a cluster", http.MethodPut, "/error-ratio?app=shop&tag=v2&ratio=0.5&cluster=" + env.Targets[1].Name, http.StatusOK,
+			"shop/v2: error ratio 0.5 on cluster " + env.Targets[1].Name},
+		{"set in no such cluster", http.MethodPut, "/error-ratio?app=shop&tag=v2&ratio=0.5&cluster=nowhere", http.StatusBadRequest,
+			`cluster "nowhere" is not one of the mesh's`},
 		{"no ratio", http.MethodPut, "/error-ratio?app=shop&tag=v2", http.StatusBadRequest, "missing query parameter(s): ratio"},
 		{"no app nor tag", http.MethodPut, "/error-ratio?ratio=0.5", http.StatusBadRequest, "missing query parameter(s): app, tag"},
 		{"not a number", http.MethodPut, "/error-ratio?app=shop&tag=v2&ratio=abc", http.StatusBadRequest, `ratio "abc" is not a number`},
