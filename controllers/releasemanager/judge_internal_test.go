@@ -281,3 +281,91 @@ func canarySnapshot(rev *picchuv1alpha1.Revision, now, started time.Time) (*snap
 	s.incarnations = []*incarnation{inc}
 	return s, inc
 }
+
+// countsSource fires no alert, says every metric counted requests in
+// every cluster, and answers Counts with the counts it holds, by metric,
+// tag and cluster label value.
+type countsSource map[string]map[string]map[string]float64
+
+func (countsSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+	return nil, nil
+}
+
+func (s countsSource) ReachedIn(_ context.Context, _ string, metrics []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, m := range metrics {
+		out[m] = []string{""}
+	}
+	return out, nil
+}
+
+func (s countsSource) Counts(_ context.Context, metric string, _ []string, _ time.Duration) (map[string]map[string]float64, error) {
+	return s[metric], nil
+}
+
+// TestJudge_APooledBaselineFailureNamesTheClustersCompared: a canary
+// significantly worse than its baseline, with no cluster worse than the
+// others, failed in every cluster compared: each is named (by its Cluster,
+// found by its label value), with its own figures. A gate of one cluster
+// (a wave's) names that cluster. A series without the cluster label names
+// none.
+func TestJudge_APooledBaselineFailureNamesTheClustersCompared(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	// v2 errs 40 % wherever it serves, v1 never.
+	counts := func(labels ...string) countsSource {
+		src := countsSource{"shop:availability:total": {"v2": {}, "v1": {}}, "shop:availability:errors": {"v2": {}, "v1": {}}}
+		for _, l := range labels {
+			src["shop:availability:total"]["v2"][l], src["shop:availability:errors"]["v2"][l] = 500, 200
+			src["shop:availability:total"]["v1"][l], src["shop:availability:errors"]["v1"][l] = 4500, 0
+		}
+		return src
+	}
+	for _, tc := range []struct {
+		name     string
+		clusters []string // Cluster names, each labelled with its name's first part
+		src      countsSource
+		want     string // what firingWhere says
+	}{
+		{"a wave of one cluster", []string{"west-waves"}, counts("west"), "cluster west-waves"},
+		{"two clusters", []string{"east-waves", "west-waves"}, counts("east", "west"), "clusters east-waves, west-waves"},
+		{"series without the cluster label", []string{"east-waves", "west-waves"}, counts(""), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rev := &picchuv1alpha1.Revision{Spec: picchuv1alpha1.RevisionSpec{Targets: []picchuv1alpha1.RevisionTarget{{
+				Name:   "production",
+				Canary: picchuv1alpha1.Canary{Percent: 10, TTL: 30},
+				ServiceLevelObjectives: []picchuv1alpha1.ServiceLevelObjective{{
+					Name: "availability", Enabled: true, ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
+						TotalQuery: "sum(x)", ErrorQuery: "sum(y)",
+						Canary: picchuv1alpha1.SLICanaryConfig{Baseline: &picchuv1alpha1.SLIBaseline{MinRequests: 100}},
+					},
+				}},
+			}}}}
+			s, inc := canarySnapshot(rev, now, now.Add(-time.Minute))
+			v1 := &incarnation{tag: "v1"}
+			v1.status.State.Current, v1.status.CurrentPercent = string(release.Released), 90
+			s.incarnations = append(s.incarnations, v1)
+			for _, name := range tc.clusters {
+				label, _, _ := strings.Cut(name, "-")
+				s.fleet = append(s.fleet, &fleetCluster{live: true, obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: picchuv1alpha1.ClusterSpec{Prometheus: &picchuv1alpha1.ClusterPrometheus{ClusterLabelValue: label}}}})
+			}
+			(&Reconciler{Prometheus: tc.src}).judge(context.Background(), s)
+			if inc.verdict != release.Firing || !strings.Contains(inc.comparison, "v2 fails availability") {
+				t.Fatalf("verdict %s (%q), want firing, v2 failing availability", inc.verdict, inc.comparison)
+			}
+			if got := s.firingWhere(inc); got != tc.want {
+				t.Errorf("firing where %q, want %q", got, tc.want)
+			}
+			for _, name := range tc.clusters {
+				named := tc.want != ""
+				if got := inc.firingIn[name]; named != (len(got) == 1 && got[0] == "availability_baseline") {
+					t.Errorf("%s: firing %v", name, got)
+				}
+				if v := inc.clusterVerdicts[name]; named != (v == "worse than v1: 40.0 % errors (200 of 500) against 0.0 % (0 of 4500)") {
+					t.Errorf("%s: verdict %q", name, v)
+				}
+			}
+		})
+	}
+}

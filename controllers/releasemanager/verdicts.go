@@ -236,6 +236,16 @@ func (s *snapshot) unreachedIn(ctx context.Context, src ClusterTrafficSource, in
 	return out, nil
 }
 
+// firedIn records that alert fired for the build on cluster this run, with
+// the verdict there.
+func (inc *incarnation) firedIn(cluster, alert, verdict string) {
+	if inc.firingIn == nil {
+		inc.firingIn = map[string][]string{}
+	}
+	inc.firingIn[cluster] = union(inc.firingIn[cluster], []string{alert})
+	inc.judgeCluster(cluster, verdict)
+}
+
 // judgeCluster records what the judgment says against the build on a
 // cluster this run.
 func (inc *incarnation) judgeCluster(cluster, verdict string) {
@@ -250,7 +260,9 @@ func (inc *incarnation) judgeCluster(cluster, verdict string) {
 // its baseline's requests and errors over the same window, in the gate's
 // clusters, by the test of package compare. A significantly worse build, or
 // one with an outlier cluster, fails (its verdict is Firing, with
-// "<slo>_baseline" among its alerts and the figures in inc.comparison); one
+// "<slo>_baseline" among its alerts and the figures in inc.comparison,
+// recorded on its outlier clusters, or on every cluster compared when none
+// is an outlier); one
 // with too few requests holds (NoEvidence). The app's first build, with no
 // baseline, is not compared.
 func (r *Reconciler) compareBaselines(ctx context.Context, s *snapshot, inc *incarnation, srcs []namedSource) {
@@ -288,14 +300,23 @@ func (r *Reconciler) compareBaselines(ctx context.Context, s *snapshot, inc *inc
 			inc.verdict = release.Firing
 			inc.firing = union(inc.firing, []string{slo.Name + BaselineAlertSuffix})
 			inc.comparison = text
+			alert := slo.Name + BaselineAlertSuffix
 			for _, o := range res.Outliers {
 				if name, ok := s.clusterOf()[o.Cluster]; ok {
-					if inc.firingIn == nil {
-						inc.firingIn = map[string][]string{}
-					}
-					inc.firingIn[name] = union(inc.firingIn[name], []string{slo.Name + BaselineAlertSuffix})
-					inc.judgeCluster(name, fmt.Sprintf("outlier: %.1f %% errors (%.0f of %.0f) against %.1f %% in the other clusters",
+					inc.firedIn(name, alert, fmt.Sprintf("outlier: %.1f %% errors (%.0f of %.0f) against %.1f %% in the other clusters",
 						100*o.Canary.Ratio(), o.Canary.Errors, o.Canary.Requests, 100*o.Others.Ratio()))
+				}
+			}
+			if len(res.Outliers) == 0 {
+				// Worse pooled, and no cluster worse than the others: it
+				// failed in every cluster compared (a wave of one cluster
+				// is that cluster's failure), so each is named.
+				for _, c := range res.Clusters {
+					if name, ok := s.clusterOf()[c]; ok {
+						cc, bc := in.Canary[c], in.Baseline[c]
+						inc.firedIn(name, alert, fmt.Sprintf("worse than %s: %.1f %% errors (%.0f of %.0f) against %.1f %% (%.0f of %.0f)",
+							baseline.tag, 100*cc.Ratio(), cc.Errors, cc.Requests, 100*bc.Ratio(), bc.Errors, bc.Requests))
+					}
 				}
 			}
 			return
