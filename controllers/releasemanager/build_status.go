@@ -174,7 +174,9 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 // (names): a routed cluster has its weight, stamped now when it changed;
 // any other keeps what it had (or has no entry, never having been routed). Clusters gone from the fleet are
 // dropped, and so is the whole record once the build is not routable and
-// no cluster routes it traffic.
+// no cluster routes it traffic, but for the entries where the judgment
+// recorded alerts or a verdict: a failed build, rolled back, still says
+// which clusters failed it.
 func clusterWeights(before []picchuv1alpha1.ReleaseManagerRevisionClusterStatus, names []string, routed map[string]bool,
 	weightIn func(cluster string) int32, now time.Time, routable bool) []picchuv1alpha1.ReleaseManagerRevisionClusterStatus {
 	var out []picchuv1alpha1.ReleaseManagerRevisionClusterStatus
@@ -200,7 +202,12 @@ func clusterWeights(before []picchuv1alpha1.ReleaseManagerRevisionClusterStatus,
 		out = append(out, entry)
 	}
 	if !routable && !traffic {
-		return nil
+		out = slices.DeleteFunc(out, func(e picchuv1alpha1.ReleaseManagerRevisionClusterStatus) bool {
+			return len(e.TriggeredAlerts) == 0 && e.Verdict == ""
+		})
+		if len(out) == 0 {
+			return nil
+		}
 	}
 	return out
 }

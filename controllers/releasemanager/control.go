@@ -206,6 +206,9 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 			st.Retries = st.Retries[n-maxRetries:]
 		}
 		st.TriggeredAlerts, st.TriggeredWhere, st.Rejected, st.CanaryStartTimestamp, st.PeakPercent = nil, "", "", nil, 0
+		for i := range st.Clusters {
+			st.Clusters[i].TriggeredAlerts, st.Clusters[i].Verdict = nil, ""
+		}
 		acted("retry", "Retried", "retried after it %s", from)
 	}
 	return out

@@ -304,3 +304,41 @@ func TestControl_AbortAndRetry(t *testing.T) {
 	c.expect(0, "v2 pendingrelease 0, v1 released 100")
 	c.expect(0, "v2 releasing 25, v1 released 75")
 }
+
+// TestControl_AFailedBuildKeepsWhereItFailed: v2, failed by a comparison
+// that named west, keeps west's entry, with the alert and the verdict,
+// once rolled back to 0 % everywhere, where east's entry goes; retried,
+// west's judgment is cleared with the build's own alerts.
+func TestControl_AFailedBuildKeepsWhereItFailed(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Released, 100)
+	v2 := c.add("v2", release.Releasing, 0)
+	c.expect(0, "v2 releasing 25, v1 released 75")
+	const verdict = "worse than v1: 40.0 % errors (20 of 51) against 0.0 % (0 of 945)"
+	// What the judgment recorded when the comparison failed it on west.
+	v2.status.TriggeredAlerts = []string{"availability_baseline"}
+	for i := range v2.status.Clusters {
+		if e := &v2.status.Clusters[i]; e.Name == "west" {
+			e.TriggeredAlerts, e.Verdict = []string{"availability_baseline"}, verdict
+		}
+	}
+	v2.revision.Spec.Failed = true
+	v2.revision.Annotations[picchuv1alpha1.AnnotationFailedAt] = c.s.now.Format(time.RFC3339)
+	c.expect(0, "v2 failing 25, v1 released 75")
+	c.expect(step, "v2 failing 0, v1 released 100")
+	c.expect(0, "v2 failed 0, v1 released 100")
+	c.expect(step, "v2 failed 0, v1 released 100")
+	if got := v2.status.Clusters; len(got) != 1 || got[0].Name != "west" || got[0].Percent != 0 ||
+		!slices.Equal(got[0].TriggeredAlerts, []string{"availability_baseline"}) || got[0].Verdict != verdict {
+		t.Fatalf("v2 rolled back records clusters %+v, want west alone at 0 %% with its alert and verdict", got)
+	}
+
+	v2.revision.Spec.Failed = false
+	c.ask("v2", picchuv1alpha1.AnnotationFailedReason, "")
+	c.expect(0, "v2 deploying 0, v1 released 100")
+	for _, e := range v2.status.Clusters {
+		if len(e.TriggeredAlerts) > 0 || e.Verdict != "" {
+			t.Errorf("retried v2 still records %s: alerts %v, verdict %q", e.Name, e.TriggeredAlerts, e.Verdict)
+		}
+	}
+}
