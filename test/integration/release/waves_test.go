@@ -252,13 +252,23 @@ func TestVerdict_AnAlertNamesItsCluster(t *testing.T) {
 		t.Errorf("v2 failed for %q, want the alert and cluster %s", reason, west)
 	}
 	st := state(t, 30*time.Second, app, "v2", "failed")
-	for _, c := range st.Clusters {
-		want := c.Name == west
-		if got := slices.Contains(c.TriggeredAlerts, "HighErrorRate"); got != want {
-			t.Errorf("cluster %s records alerts %v", c.Name, c.TriggeredAlerts)
-		}
+	if got := namedBy(st, "HighErrorRate"); !slices.Equal(got, []string{west}) {
+		t.Errorf("failed, v2 records HighErrorRate on clusters %v (record %+v), want %s alone", got, st.Clusters, west)
 	}
 	routes(t, app, map[string]int32{"v1": 100})
+}
+
+// namedBy lists, sorted, the clusters whose entry in a build's record
+// holds alert.
+func namedBy(st picchuv1alpha1.ReleaseManagerRevisionStatus, alert string) []string {
+	var out []string
+	for _, c := range st.Clusters {
+		if slices.Contains(c.TriggeredAlerts, alert) {
+			out = append(out, c.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestVerdict_AWaveWithoutRequestsHoldsItsFirstStep releases app "ebb" in
@@ -346,7 +356,16 @@ func TestVerdict_ACanaryAgainstItsBaseline(t *testing.T) {
 			t.Errorf("v3 failed for %q, want %q in it", reason, want)
 		}
 	}
-	state(t, 30*time.Second, app, "v3", "failed")
+	// Worse in both clusters, no outlier: both are named.
+	both := []string{env.Targets[0].Name, env.Targets[1].Name}
+	slices.Sort(both)
+	if want := "(clusters " + strings.Join(both, ", ") + ")"; !strings.Contains(reason, want) {
+		t.Errorf("v3 failed for %q, want %q in it", reason, want)
+	}
+	st = state(t, 30*time.Second, app, "v3", "failed")
+	if got := namedBy(st, "availability_baseline"); !slices.Equal(got, both) {
+		t.Errorf("failed, v3 records availability_baseline on clusters %v (record %+v), want %v", got, st.Clusters, both)
+	}
 	routes(t, app, map[string]int32{"v2": 100})
 	setIn(app, "v3", 0, 0)
 
@@ -360,6 +379,9 @@ func TestVerdict_ACanaryAgainstItsBaseline(t *testing.T) {
 		t.Errorf("v4 failed for %q, want west named an outlier", reason)
 	}
 	st = state(t, 30*time.Second, app, "v4", "failed")
+	if got := namedBy(st, "availability_baseline"); !slices.Equal(got, []string{west}) {
+		t.Errorf("failed, v4 records availability_baseline on clusters %v (record %+v), want %s alone", got, st.Clusters, west)
+	}
 	for _, c := range st.Clusters {
 		outlier := strings.HasPrefix(c.Verdict, "outlier")
 		if outlier != (c.Name == west) || slices.Contains(c.TriggeredAlerts, "availability_baseline") != (c.Name == west) {
