@@ -157,7 +157,9 @@ type ReleaseManagerRevisionStatus struct {
 	// took for the build, and when: currentPercent is the fleet's, which a
 	// step up reaches only once every live cluster has it, while a rollback
 	// proceeds in every cluster that answers. Kept while the build is
-	// routable or some cluster still routes traffic to it.
+	// routable or some cluster still routes traffic to it; after that only
+	// the entries with triggeredAlerts or a verdict stay (where a failed
+	// build failed), until a retry clears them.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -287,7 +289,8 @@ type ReleaseManagerRevisionClusterStatus struct {
 	// verdict is what the build's judgment says of this cluster while it
 	// is against the build: "no evidence" while no request of the build
 	// was counted there, or the figures of a baseline comparison that
-	// names it an outlier.
+	// names it an outlier or, with no outlier, that the build failed in
+	// the clusters compared.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Verdict string `json:"verdict,omitempty"`
