@@ -135,6 +135,25 @@ func TestUndecodableObjects_AreReportedNotFatal(t *testing.T) {
 		if len(revisions) != 1 || revisions[0].(map[string]any)["state"].(map[string]any)["lastUpdated"] != "2026-11-21t10:00:00z" {
 			t.Errorf("the release record was rewritten: %v", revisions)
 		}
+
+		// A ReleaseManager whose record went bad after it got its finalizer
+		// is still let go when it is deleted.
+		brokenRM.SetFinalizers([]string{picchuv1alpha1.FinalizerReleaseManager})
+		if err := c.Update(ctx, brokenRM); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, brokenRM); err != nil {
+			t.Fatal(err)
+		}
+		kit.Eventually(t, 30*time.Second, "the undecodable release manager finalized and gone", func() error {
+			err := c.Get(ctx, client.ObjectKeyFromObject(brokenRM), &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": picchuv1alpha1.GroupVersion.String(), "kind": "ReleaseManager"}})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		})
+
 		running = false
 		if err := op.Stop(); err != nil {
 			t.Errorf("the operator stopped with an error: %v", err)

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -202,9 +203,13 @@ func remove(t *testing.T, cs *picchuv1alpha1.ClusterSecrets) {
 // update changes a ClusterSecrets' spec.
 func update(t *testing.T, name string, change func(*picchuv1alpha1.ClusterSecretsSpec)) {
 	t.Helper()
-	cs := get(t, name)
-	change(&cs.Spec)
-	if err := env.Delivery.Client.Update(context.Background(), cs); err != nil {
+	// The controller writes status between our read and our write; read
+	// again and retry on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cs := get(t, name)
+		change(&cs.Spec)
+		return env.Delivery.Client.Update(context.Background(), cs)
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

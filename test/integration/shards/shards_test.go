@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -457,14 +458,17 @@ func TestOperator_ARunSendsNoWriteAfterItsShardIsLost(t *testing.T) {
 	})
 
 	// Another holder takes the shard, for an hour.
-	lease := &coordinationv1.Lease{}
+	// The replica renews its lease meanwhile: read again on a conflict.
 	leaseKey := client.ObjectKey{Namespace: env.Namespace, Name: fmt.Sprintf("%s-shard-%d", set, clusterShard)}
-	if err := env.Delivery.Client.Get(ctx, leaseKey, lease); err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.NewMicroTime(time.Now())
-	lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = ptr.To("b"), &now, ptr.To[int32](3600)
-	if err := env.Delivery.Client.Update(ctx, lease); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease := &coordinationv1.Lease{}
+		if err := env.Delivery.Client.Get(ctx, leaseKey, lease); err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = ptr.To("b"), &now, ptr.To[int32](3600)
+		return env.Delivery.Client.Update(ctx, lease)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	kit.Eventually(t, healthTimeout/2, "the replica loses the shard while the check waits", func() error {
