@@ -8,11 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/releasemanager"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestReleaseManager_ClusterErrorsAreConditionsNotBackoff makes a hot
@@ -24,22 +23,17 @@ import (
 func TestReleaseManager_ClusterErrorsAreConditionsNotBackoff(t *testing.T) {
 	ctx := context.Background()
 	live, standby := env.Targets[0], env.Targets[1]
-	cl := &picchuv1alpha1.Cluster{}
-	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(standby.Cluster), cl); err != nil {
-		t.Fatal(err)
-	}
-	before := cl.Spec.DeepCopy()
-	cl.Spec.HotStandby = true
-	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+	cl := standby.Cluster.DeepCopy()
+	var before *picchuv1alpha1.ClusterSpec
+	if err := kit.Update(ctx, env.Delivery.Client, cl, func(cl *picchuv1alpha1.Cluster) {
+		before = cl.Spec.DeepCopy()
+		cl.Spec.HotStandby = true
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(standby.Cluster), cl); err != nil {
-				return err
-			}
+		if err := kit.Update(ctx, env.Delivery.Client, cl, func(cl *picchuv1alpha1.Cluster) {
 			cl.Spec = *before
-			return env.Delivery.Client.Update(ctx, cl)
 		}); err != nil {
 			t.Errorf("restoring %s: %v", standby.Name, err)
 		}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
@@ -591,19 +590,19 @@ func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = target.Proxy.Start() }()
-	cl := &picchuv1alpha1.Cluster{}
-	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(target.Cluster), cl); err != nil {
-		t.Fatal(err)
-	}
-	oldServer := cl.Spec.Config.Server
-	cl.Spec.Config.Server = target.Config.Host
-	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+	cl := target.Cluster.DeepCopy()
+	var oldServer string
+	if err := kit.Update(ctx, env.Delivery.Client, cl, func(cl *picchuv1alpha1.Cluster) {
+		oldServer = cl.Spec.Config.Server
+		cl.Spec.Config.Server = target.Config.Host
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(target.Cluster), cl); err == nil {
+		if err := kit.Update(ctx, env.Delivery.Client, cl, func(cl *picchuv1alpha1.Cluster) {
 			cl.Spec.Config.Server = oldServer
-			_ = env.Delivery.Client.Update(ctx, cl)
+		}); err != nil {
+			t.Errorf("restoring %s: %v", target.Name, err)
 		}
 	}()
 	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
@@ -627,23 +626,18 @@ func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
 func TestReleaseManager_HotStandbyAndScalingFactor(t *testing.T) {
 	ctx := context.Background()
 	live, standby := env.Targets[0], env.Targets[1]
-	cl := &picchuv1alpha1.Cluster{}
-	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(standby.Cluster), cl); err != nil {
-		t.Fatal(err)
-	}
-	before := cl.Spec.DeepCopy()
+	cl := standby.Cluster.DeepCopy()
+	var before *picchuv1alpha1.ClusterSpec
 	factor := "1.5"
-	cl.Spec.HotStandby, cl.Spec.ScalingFactorString = true, &factor
-	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+	if err := kit.Update(ctx, env.Delivery.Client, cl, func(cl *picchuv1alpha1.Cluster) {
+		before = cl.Spec.DeepCopy()
+		cl.Spec.HotStandby, cl.Spec.ScalingFactorString = true, &factor
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(standby.Cluster), cl); err != nil {
-				return err
-			}
+		if err := kit.Update(ctx, env.Delivery.Client, cl, func(cl *picchuv1alpha1.Cluster) {
 			cl.Spec = *before
-			return env.Delivery.Client.Update(ctx, cl)
 		}); err != nil {
 			t.Errorf("restoring %s: %v", standby.Name, err)
 		}

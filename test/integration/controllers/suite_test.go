@@ -47,11 +47,12 @@ func setup(s *harness.Suite) error {
 	env = s.Env
 	// Ingress gateways, as a real fleet has them.
 	for _, target := range env.Targets {
-		target.Cluster.Spec.Ingresses = picchuv1alpha1.ClusterIngresses{
-			Public:  picchuv1alpha1.IngressInfo{Gateway: "istio-system/public", DefaultDomains: []string{"example.net"}},
-			Private: picchuv1alpha1.IngressInfo{Gateway: "istio-system/private", DefaultDomains: []string{"internal.example.net"}},
-		}
-		if err := env.Delivery.Client.Update(ctx, target.Cluster); err != nil {
+		if err := kit.Update(ctx, env.Delivery.Client, target.Cluster, func(cl *picchuv1alpha1.Cluster) {
+			cl.Spec.Ingresses = picchuv1alpha1.ClusterIngresses{
+				Public:  picchuv1alpha1.IngressInfo{Gateway: "istio-system/public", DefaultDomains: []string{"example.net"}},
+				Private: picchuv1alpha1.IngressInfo{Gateway: "istio-system/private", DefaultDomains: []string{"internal.example.net"}},
+			}
+		}); err != nil {
 			return fmt.Errorf("configuring ingresses: %w", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/mirror"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/test/kit"
 )
 
 // TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed gives the
@@ -35,26 +36,22 @@ func TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
 		if restarted {
 			restart(t)
 		}
-		m := &picchuv1alpha1.Mirror{}
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: drMirror}, m); err != nil {
-			t.Fatal(err)
-		}
-		m.Spec = drMirrorObject().Spec
-		if err := env.Delivery.Client.Update(ctx, m); err != nil {
+		m := &picchuv1alpha1.Mirror{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: drMirror}}
+		if err := kit.Update(ctx, env.Delivery.Client, m, func(m *picchuv1alpha1.Mirror) {
+			m.Spec = drMirrorObject().Spec
+		}); err != nil {
 			t.Fatal(err)
 		}
 		mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, mirror.ReasonMirrored)
 	})
-	m := &picchuv1alpha1.Mirror{}
-	if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: drMirror}, m); err != nil {
-		t.Fatal(err)
-	}
-	m.Spec.AdditionalConfigSelectors = append(m.Spec.AdditionalConfigSelectors, picchuv1alpha1.AdditionalConfigSelector{
-		Namespace:     elsewhere,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{extraLabel: "yes"}},
-		AppLabelName:  appLabel, TagLabelName: tagLabel,
-	})
-	if err := env.Delivery.Client.Update(ctx, m); err != nil {
+	m := &picchuv1alpha1.Mirror{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: drMirror}}
+	if err := kit.Update(ctx, env.Delivery.Client, m, func(m *picchuv1alpha1.Mirror) {
+		m.Spec.AdditionalConfigSelectors = append(m.Spec.AdditionalConfigSelectors, picchuv1alpha1.AdditionalConfigSelector{
+			Namespace:     elsewhere,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{extraLabel: "yes"}},
+			AppLabelName:  appLabel, TagLabelName: tagLabel,
+		})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	refused := []string{"spec.additionalConfigSelectors[1].namespace: " + elsewhere, "--allow-cross-namespace-sources"}

@@ -19,13 +19,13 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/integration/inprocess"
+	"github.com/medium/picchu/test/kit"
 )
 
 var env *harness.Env
@@ -70,12 +70,10 @@ func setup(s *harness.Suite) error {
 			return fmt.Errorf("installing %v: %w", install.paths, err)
 		}
 	}
-	cl := &picchuv1alpha1.Cluster{}
-	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[1].Cluster), cl); err != nil {
-		return fmt.Errorf("reading cluster: %w", err)
-	}
-	cl.Spec.DisableEventDriven = true
-	if err := env.Delivery.Client.Update(ctx, cl); err != nil {
+	cl := env.Targets[1].Cluster.DeepCopy()
+	if err := kit.Update(ctx, env.Delivery.Client, cl, func(cl *picchuv1alpha1.Cluster) {
+		cl.Spec.DisableEventDriven = true
+	}); err != nil {
 		return fmt.Errorf("disabling event-driven builds on %s: %w", cl.Name, err)
 	}
 	for _, target := range env.Targets {
