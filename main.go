@@ -27,11 +27,11 @@ import (
 
 	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/silence"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/images"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/prometheus"

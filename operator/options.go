@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemanager"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/shard"
 )
 

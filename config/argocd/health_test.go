@@ -18,8 +18,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/revision"
+	"github.com/medium/picchu/decide/release"
 )
 
 // health is what the script returns.

@@ -9,7 +9,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/manifests"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // meshMode is the mesh mode of the app's namespace (manifests.ModeOf): a

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // buildOutcome is what a run comes to for one build.

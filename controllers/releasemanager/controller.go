@@ -30,10 +30,10 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/nodes"
-	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/schedule"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/shard"
 )
 

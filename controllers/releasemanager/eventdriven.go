@@ -2,7 +2,7 @@ package releasemanager
 
 import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // skipsEventDriven says cl runs no pod of the build of rev: the Revision

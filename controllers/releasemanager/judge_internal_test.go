@@ -12,7 +12,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 type staticSource []string

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/slack"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/images/platform"
 )
 

@@ -14,7 +14,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/controllers/preflight"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // oneCPU is the pod template of a build whose pods ask for one CPU.

@@ -19,7 +19,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 var reportNow = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)

@@ -18,8 +18,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/releasemetrics"
+	"github.com/medium/picchu/decide/release"
 )
 
 // again is how soon a ReleaseManager runs again after a state change, so

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/medium/picchu/controllers/preflight"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 func TestStuckClocks(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/compare"
 	"github.com/medium/picchu/controllers/manifests"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/prometheus"
 )
 

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/prometheus"
 )
 

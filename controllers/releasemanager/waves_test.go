@@ -9,7 +9,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // waveRelease is app shop in a target that releases in two waves, east

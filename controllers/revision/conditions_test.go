@@ -12,8 +12,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/release"
 	"github.com/medium/picchu/controllers/revision"
+	"github.com/medium/picchu/decide/release"
 )
 
 // outcome is what a Revision's conditions say, as kstatus reads them.

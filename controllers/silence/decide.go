@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // Input is what the silences of an app in a target are decided from.

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 var now = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)

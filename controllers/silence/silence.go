@@ -9,7 +9,7 @@ import (
 	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // CreatedBy is the author of every silence Picchu creates.

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 )
 
 // clearScreen moves the cursor home and clears a terminal.

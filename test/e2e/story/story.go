@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/release"
+	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/test/e2e/fleet"
 	"github.com/medium/picchu/test/e2e/mesh"
 	"github.com/medium/picchu/test/kit"
