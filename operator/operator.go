@@ -18,7 +18,7 @@ import (
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/revision"
-	"github.com/medium/picchu/controllers/schedule"
+	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/images"
 )
 

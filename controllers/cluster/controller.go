@@ -21,7 +21,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers/remote"
-	"github.com/medium/picchu/controllers/schedule"
+	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/shard"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
 )
 
 // controlled is app shop in production on east and west, ramping

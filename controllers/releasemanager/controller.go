@@ -32,8 +32,8 @@ import (
 	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
-	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/shard"
 )
 

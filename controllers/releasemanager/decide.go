@@ -8,8 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
 )
 
 // decision is what a run decided for one build, beyond its step.

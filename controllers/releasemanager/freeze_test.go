@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
 )
 
 // freezeEast opens a freeze window on east from now to until.

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/schedule"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
 )
 
 // assignWaves takes the target's release waves from its newest build and
