@@ -7,8 +7,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/medium/picchu/alertmanager"
-	"github.com/medium/picchu/controllers/silence"
 	"github.com/medium/picchu/controllers/silencer"
+	"github.com/medium/picchu/decide/silence"
 )
 
 // setupSilences adds the controller that holds the Alertmanager silences

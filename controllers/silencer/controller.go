@@ -43,8 +43,8 @@ import (
 	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/silence"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/silence"
 	"github.com/medium/picchu/shard"
 )
 

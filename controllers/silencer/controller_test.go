@@ -11,8 +11,8 @@ import (
 
 	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/silence"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/silence"
 )
 
 // fakeAlertmanager keeps silences in memory and logs every request.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/silence"
+	"github.com/medium/picchu/decide/silence"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/kit"
 )
