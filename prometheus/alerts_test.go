@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/preflight"
+	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/test/kit"
 )

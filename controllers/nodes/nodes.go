@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/preflight"
+	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/images/platform"
 )
 

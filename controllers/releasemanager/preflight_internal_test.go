@@ -13,7 +13,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/nodes"
-	"github.com/medium/picchu/controllers/preflight"
+	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/decide/release"
 )
 

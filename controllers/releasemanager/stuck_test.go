@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/controllers/preflight"
+	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/decide/release"
 )
 
