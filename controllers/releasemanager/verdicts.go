@@ -9,8 +9,8 @@ import (
 	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/compare"
 	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/decide/compare"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/prometheus"
 )
