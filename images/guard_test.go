@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/medium/picchu/images/platform"
+	"github.com/medium/picchu/decide/platform"
 )
 
 // safetyNet stops a test's reads of one response past 64 MiB, so that an

@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/medium/picchu/images/platform"
+	"github.com/medium/picchu/decide/platform"
 )
 
 // Options tune an Inspector; zero values take the defaults.

@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/medium/picchu/images/platform"
+	"github.com/medium/picchu/decide/platform"
 )
 
 func image(t *testing.T, os, arch, variant string) v1.Image {

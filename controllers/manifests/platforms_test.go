@@ -12,7 +12,7 @@ import (
 
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/manifests"
-	"github.com/medium/picchu/images/platform"
+	"github.com/medium/picchu/decide/platform"
 )
 
 var multiArch = []platform.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/images/platform"
+	"github.com/medium/picchu/decide/platform"
 )
 
 // Annotations Picchu writes on a build's ReplicaSet and pods.

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/decide/platform"
 	"github.com/medium/picchu/decide/preflight"
-	"github.com/medium/picchu/images/platform"
 )
 
 // Cache keeps a Node cache per target cluster, built on the registry's

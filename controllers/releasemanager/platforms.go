@@ -15,8 +15,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/decide/platform"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/images/platform"
 )
 
 // ImageInspector reads the platforms an image offers (images.Inspector).

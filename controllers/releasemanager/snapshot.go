@@ -23,10 +23,10 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/nodes"
+	"github.com/medium/picchu/decide/platform"
 	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
-	"github.com/medium/picchu/images/platform"
 )
 
 // snapshot is everything one release step is decided from.
