@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // What every copy on a mirror carries.

@@ -17,8 +17,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // act applies the decided plans to every usable cluster of the fleet at once.

@@ -8,8 +8,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // meshMode is the mesh mode of the app's namespace (manifests.ModeOf): a

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/manifests"
 	"github.com/medium/picchu/prometheus"
 )
 

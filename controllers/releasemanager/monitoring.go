@@ -15,8 +15,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // monitoring is what the app's monitoring objects are built from: the

@@ -21,12 +21,12 @@ import (
 	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/decide/platform"
 	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // snapshot is everything one release step is decided from.

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/decide/compare"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/manifests"
 	"github.com/medium/picchu/prometheus"
 )
 

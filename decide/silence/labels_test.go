@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // TestProtectedLabels_AreThoseOfPicchusAlerts: the labels release silences

@@ -17,7 +17,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // monitoring is a realistic app: an availability SLO read from Istio's

@@ -11,7 +11,7 @@ import (
 	istioapi "istio.io/api/networking/v1alpha3"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // fullTrafficPolicy sets every field of our mirror of Istio's TrafficPolicy

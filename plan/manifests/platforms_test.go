@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
 	"github.com/medium/picchu/decide/platform"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 var multiArch = []platform.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // TestVirtualService_DevRoute: on a cluster that enables dev routes, with

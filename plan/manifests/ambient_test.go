@@ -16,7 +16,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 func TestModeOf(t *testing.T) {

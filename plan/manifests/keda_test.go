@@ -13,7 +13,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 func kedaScaler(triggers ...kedav1alpha1.ScaleTriggers) manifests.Scaler {

@@ -11,7 +11,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/applier"
-	"github.com/medium/picchu/controllers/manifests"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 func TestHorizontalPodAutoscaler_CPUMemoryAndRequestRate(t *testing.T) {
