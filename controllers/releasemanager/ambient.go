@@ -7,8 +7,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
 )
 

@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/plan/applier"
 )
 
 // controlled is app shop in production on east and west, ramping

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
 )
 

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/decide/platform"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/applier"
 )
 
 // ImageInspector reads the platforms an image offers (images.Inspector).

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/applier"
 )
 
 var reportNow = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/nodes"
@@ -26,6 +25,7 @@ import (
 	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
 )
 

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan/applier"
 )
 
 // waveRelease is app shop in a target that releases in two waves, east

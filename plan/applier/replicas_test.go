@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/plan/applier"
 )
 
 var replicaSetKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")

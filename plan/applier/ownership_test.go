@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
+	"github.com/medium/picchu/plan/applier"
 )
 
 // labelKeys are the keys random label sets are drawn from: Picchu's owner

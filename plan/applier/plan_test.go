@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/applier"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/test/integration/harness"
 )
 
