@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/breaker"
+	"github.com/medium/picchu/fleet/breaker"
 )
 
 func TestNextCheck(t *testing.T) {

@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/breaker"
 	"github.com/medium/picchu/shard"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/medium/picchu/breaker"
+	"github.com/medium/picchu/fleet/breaker"
 )
 
 // The health metrics of the target clusters, by Cluster ("<namespace>/<name>").

@@ -8,7 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/medium/picchu/breaker"
+	"github.com/medium/picchu/fleet/breaker"
 )
 
 // TestRebuildDue_BacksOffUpToItsCapAndResetsOnceHealthy checks the backoff

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/breaker"
+	"github.com/medium/picchu/fleet/breaker"
 	"github.com/medium/picchu/throttle"
 )
 

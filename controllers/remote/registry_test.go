@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/breaker"
 	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/breaker"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/breaker"
+	"github.com/medium/picchu/fleet/breaker"
 )
 
 // fakeClock is a clock the tests move by hand.

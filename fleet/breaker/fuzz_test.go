@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/breaker"
+	"github.com/medium/picchu/fleet/breaker"
 )
 
 // The operations a fuzz input is decoded into, one per byte after the two
