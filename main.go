@@ -32,11 +32,11 @@ import (
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/silence"
+	"github.com/medium/picchu/fleet/throttle"
 	"github.com/medium/picchu/images"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/shard"
-	"github.com/medium/picchu/throttle"
 )
 
 // defaultImageRegistryAllowedHosts are the public token realm and blob

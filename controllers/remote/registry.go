@@ -29,7 +29,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/fleet/breaker"
-	"github.com/medium/picchu/throttle"
+	"github.com/medium/picchu/fleet/throttle"
 )
 
 // Registry keeps one client and one informer cache per target cluster, built

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/medium/picchu/throttle"
+	"github.com/medium/picchu/fleet/throttle"
 )
 
 // observed returns the count and sum of the waits observed as cluster's.
