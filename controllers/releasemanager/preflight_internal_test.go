@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/fleet/nodes"
 )
 
 // oneCPU is the pod template of a build whose pods ask for one CPU.

@@ -19,12 +19,12 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/decide/platform"
 	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/fleet/breaker"
+	"github.com/medium/picchu/fleet/nodes"
 	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
 )

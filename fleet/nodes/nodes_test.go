@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/medium/picchu/controllers/nodes"
 	"github.com/medium/picchu/decide/platform"
+	"github.com/medium/picchu/fleet/nodes"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
