@@ -34,8 +34,8 @@ import (
 	"github.com/medium/picchu/decide/silence"
 	"github.com/medium/picchu/fleet/throttle"
 	"github.com/medium/picchu/images"
+	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/operator"
-	"github.com/medium/picchu/prometheus"
 	"github.com/medium/picchu/shard"
 )
 

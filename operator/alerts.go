@@ -10,7 +10,7 @@ import (
 
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/datadog"
-	"github.com/medium/picchu/prometheus"
+	"github.com/medium/picchu/integrations/prometheus"
 )
 
 // alertSources are o's Prometheus and Datadog alert sources, or the ones

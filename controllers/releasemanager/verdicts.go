@@ -11,8 +11,8 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/compare"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/plan/manifests"
-	"github.com/medium/picchu/prometheus"
 )
 
 // ClusterAlertSource also says which cluster each firing alert names, by

@@ -6,7 +6,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/prometheus"
+	"github.com/medium/picchu/integrations/prometheus"
 )
 
 // TestGateOf walks v2 of a release in two waves (east, then west after a

@@ -11,7 +11,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/medium/picchu/prometheus"
+	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/test/kit"
 )
 

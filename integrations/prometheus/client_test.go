@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/medium/picchu/prometheus"
+	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/test/kit"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/preflight"
-	"github.com/medium/picchu/prometheus"
+	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/test/kit"
 )
 
