@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/controllers/releasemanager"
-	"github.com/medium/picchu/datadog"
+	"github.com/medium/picchu/integrations/datadog"
 	"github.com/medium/picchu/integrations/prometheus"
 )
 

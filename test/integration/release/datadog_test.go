@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/datadog"
+	"github.com/medium/picchu/integrations/datadog"
 	"github.com/medium/picchu/test/kit"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/releasemetrics"
-	"github.com/medium/picchu/datadog"
+	"github.com/medium/picchu/integrations/datadog"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
