@@ -25,7 +25,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/controllers/releasemetrics"
@@ -34,6 +33,7 @@ import (
 	"github.com/medium/picchu/decide/silence"
 	"github.com/medium/picchu/fleet/throttle"
 	"github.com/medium/picchu/images"
+	"github.com/medium/picchu/integrations/alertmanager"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/shard"

@@ -6,9 +6,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/medium/picchu/alertmanager"
 	"github.com/medium/picchu/controllers/silencer"
 	"github.com/medium/picchu/decide/silence"
+	"github.com/medium/picchu/integrations/alertmanager"
 )
 
 // setupSilences adds the controller that holds the Alertmanager silences

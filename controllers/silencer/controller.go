@@ -40,11 +40,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/silence"
+	"github.com/medium/picchu/integrations/alertmanager"
 	"github.com/medium/picchu/shard"
 )
 

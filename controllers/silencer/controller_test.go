@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/silence"
+	"github.com/medium/picchu/integrations/alertmanager"
 )
 
 // fakeAlertmanager keeps silences in memory and logs every request.

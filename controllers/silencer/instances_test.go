@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/silence"
+	"github.com/medium/picchu/integrations/alertmanager"
 	"github.com/medium/picchu/test/kit"
 )
 

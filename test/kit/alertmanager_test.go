@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/alertmanager"
+	"github.com/medium/picchu/integrations/alertmanager"
 	"github.com/medium/picchu/test/kit"
 )
 

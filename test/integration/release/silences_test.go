@@ -10,9 +10,9 @@ import (
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/medium/picchu/alertmanager"
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/silence"
+	"github.com/medium/picchu/integrations/alertmanager"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/kit"
 )
