@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/medium/picchu/querycache"
+	"github.com/medium/picchu/integrations/querycache"
 )
 
 // Defaults of Config.

@@ -16,7 +16,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/medium/picchu/querycache"
+	"github.com/medium/picchu/integrations/querycache"
 )
 
 // Defaults of the Config fields left zero.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/medium/picchu/querycache"
+	"github.com/medium/picchu/integrations/querycache"
 )
 
 func wrap(query string, err error) error { return fmt.Errorf("query %s: %w", query, err) }
