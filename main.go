@@ -32,7 +32,7 @@ import (
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/silence"
 	"github.com/medium/picchu/fleet/throttle"
-	"github.com/medium/picchu/images"
+	"github.com/medium/picchu/integrations/images"
 	"github.com/medium/picchu/integrations/alertmanager"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/operator"

@@ -19,7 +19,7 @@ import (
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/decide/schedule"
-	"github.com/medium/picchu/images"
+	"github.com/medium/picchu/integrations/images"
 )
 
 // defaultClusterHealthTimeout bounds each health check of a target cluster.
