@@ -27,15 +27,15 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/releasemanager"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/silence"
 	"github.com/medium/picchu/fleet/throttle"
-	"github.com/medium/picchu/integrations/images"
 	"github.com/medium/picchu/integrations/alertmanager"
+	"github.com/medium/picchu/integrations/images"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/releasemetrics"
 	"github.com/medium/picchu/shard"
 )
 

@@ -27,13 +27,13 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/fleet/nodes"
 	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
+	"github.com/medium/picchu/releasemetrics"
 	"github.com/medium/picchu/shard"
 )
 

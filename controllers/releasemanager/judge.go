@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/plan/manifests"
+	"github.com/medium/picchu/releasemetrics"
 )
 
 // AlertSource answers which SLO and canary alerts fire for a build of an

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/releasemetrics"
 )
 
 // observeLatencies observes, once per build, the latencies of reaching

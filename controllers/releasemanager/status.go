@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/plan/applier"
+	"github.com/medium/picchu/releasemetrics"
 )
 
 // again is how soon a ReleaseManager runs again after a state change, so

@@ -24,8 +24,8 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/releasemetrics"
 	"github.com/medium/picchu/shard"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/cluster"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/releasemetrics"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/integration/inprocess"
 	"github.com/medium/picchu/test/kit"

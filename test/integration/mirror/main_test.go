@@ -31,8 +31,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/releasemetrics"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/releasemetrics"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/integration/inprocess"
 	"github.com/medium/picchu/test/kit"
