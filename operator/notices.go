@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/medium/picchu/controllers/releasemanager"
-	"github.com/medium/picchu/slack"
+	"github.com/medium/picchu/integrations/slack"
 )
 
 // notifier is o's Slack notifier, or the one its settings ask for, added

@@ -5,7 +5,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/slack"
+	"github.com/medium/picchu/integrations/slack"
 )
 
 // Notifier is told how releases go, and must never block (package slack's

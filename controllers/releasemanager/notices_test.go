@@ -6,7 +6,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/slack"
+	"github.com/medium/picchu/integrations/slack"
 )
 
 func TestNoticeKind(t *testing.T) {

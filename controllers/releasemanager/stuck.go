@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/medium/picchu/slack"
+	"github.com/medium/picchu/integrations/slack"
 )
 
 // DefaultStuckAfter is how long a release may hold, because a cluster or

@@ -13,7 +13,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/medium/picchu/slack/slackfake"
+	"github.com/medium/picchu/integrations/slack/slackfake"
 	"github.com/medium/picchu/test/kit"
 )
 
