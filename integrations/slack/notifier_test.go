@@ -13,8 +13,8 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/medium/picchu/integrations/slack/slackfake"
 	"github.com/medium/picchu/test/kit"
+	"github.com/medium/picchu/test/slackfake"
 )
 
 const token = "xoxb-test"

@@ -16,9 +16,9 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/cmd/kubectl-picchu/plugin"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/integrations/slack/slackfake"
 	"github.com/medium/picchu/test/e2e/story"
 	"github.com/medium/picchu/test/kit"
+	"github.com/medium/picchu/test/slackfake"
 )
 
 // picchu runs `kubectl picchu args...` against the delivery cluster, as a

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/integrations/slack/slackfake"
 	"github.com/medium/picchu/operator"
+	"github.com/medium/picchu/test/slackfake"
 )
 
 // TestSlack_EachReleaseToldInItsThread runs the operator with Slack on
