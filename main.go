@@ -27,9 +27,9 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/releasemanager"
-	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/silence"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/fleet/throttle"
 	"github.com/medium/picchu/integrations/alertmanager"
 	"github.com/medium/picchu/integrations/images"
@@ -427,7 +427,7 @@ func run(ctx context.Context, args []string) error {
 	if err := shard.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the shard metrics: %w", err)
 	}
-	if err := remote.RegisterMetrics(ctrlmetrics.Registry); err != nil {
+	if err := access.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the cluster health metrics: %w", err)
 	}
 	if _, err := operator.Setup(mgr, c.operator); err != nil {

@@ -6,7 +6,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/medium/picchu/controllers/clustersecrets"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 )
 
 // setupClusterSecrets adds the ClusterSecrets controller to mgr: it copies
@@ -14,7 +14,7 @@ import (
 // that each ClusterSecrets selects, in its own namespace or one of
 // o.CrossNamespaceSources, to the Clusters it selects, reaching them
 // through registry.
-func setupClusterSecrets(mgr ctrl.Manager, registry *remote.Registry, o Options) error {
+func setupClusterSecrets(mgr ctrl.Manager, registry *access.Registry, o Options) error {
 	if err := (&clustersecrets.Reconciler{
 		Client:                mgr.GetClient(),
 		Registry:              registry,

@@ -8,7 +8,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/medium/picchu/controllers/mirror"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 )
 
 // setupMirrors adds the Mirror controller to mgr, and registers its
@@ -17,7 +17,7 @@ import (
 // o.ClusterTimeout (the controller's defaults when 0). Its
 // additionalConfigSelectors may select only in the Mirror's namespace and
 // o.CrossNamespaceSources.
-func setupMirrors(mgr ctrl.Manager, registry *remote.Registry, externalSecrets cache.Cache, o Options) error {
+func setupMirrors(mgr ctrl.Manager, registry *access.Registry, externalSecrets cache.Cache, o Options) error {
 	if err := mirror.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the mirror metrics: %w", err)
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/cluster"
 	"github.com/medium/picchu/controllers/releasemanager"
-	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/integrations/images"
 )
 
@@ -39,7 +39,7 @@ const DefaultSyncPeriod = releasemanager.DefaultSyncPeriod
 // controller and the registry of target clusters it fills, the Revision
 // controller and the ReleaseManager controller with its alert sources. It
 // returns the registry.
-func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
+func Setup(mgr ctrl.Manager, o Options) (*access.Registry, error) {
 	if o.InstanceID == "" {
 		id, err := DefaultInstanceID(mgr.GetAPIReader())
 		if err != nil {
@@ -64,13 +64,13 @@ func Setup(mgr ctrl.Manager, o Options) (*remote.Registry, error) {
 		return nil, err
 	}
 	remoteEvents := releasemanager.NewRemoteEvents()
-	registry := remote.NewRegistry(mgr.GetScheme(), ctrl.Log.WithName("remote"), func(rm types.NamespacedName) {
+	registry := access.NewRegistry(mgr.GetScheme(), ctrl.Log.WithName("remote"), func(rm types.NamespacedName) {
 		remoteEvents.Notify(rm)
 		if o.OnReplicaSet != nil {
 			o.OnReplicaSet(rm)
 		}
 	})
-	registry.Policy = remote.Policy{AllowExec: o.AllowExecCredentials}
+	registry.Policy = access.Policy{AllowExec: o.AllowExecCredentials}
 	registry.WrapTransport = o.WrapTransport
 	registry.QPS, registry.Burst = o.ClusterQPS, o.ClusterBurst
 

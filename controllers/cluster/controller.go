@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/fleet/breaker"
 	"github.com/medium/picchu/shard"
 )
@@ -41,7 +41,7 @@ const (
 // the Cluster's status whether its API server answers.
 type Reconciler struct {
 	Client   client.Client
-	Registry *remote.Registry
+	Registry *access.Registry
 	// HealthPeriod is how often a cluster's API server is asked for its version.
 	HealthPeriod time.Duration
 	// HealthTimeout bounds that request.
@@ -143,7 +143,7 @@ func (r *Reconciler) now() time.Time {
 // outcome in its status.
 func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ctrl.Result {
 	key := client.ObjectKeyFromObject(cl)
-	cl.Status.PlainHTTP = cl.Spec.Enabled && remote.PlainHTTP(cl)
+	cl.Status.PlainHTTP = cl.Spec.Enabled && access.PlainHTTP(cl)
 	if !cl.Spec.Enabled {
 		r.Registry.Remove(key)
 		cl.Status.Health = nil // no client, no breaker

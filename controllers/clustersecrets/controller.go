@@ -31,7 +31,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/fleet/breaker"
 	"github.com/medium/picchu/shard"
 )
@@ -62,7 +62,7 @@ type Reconciler struct {
 	// Client reads from the delivery cluster's cache and writes to it.
 	Client client.Client
 	// Registry gives the client of each target cluster.
-	Registry *remote.Registry
+	Registry *access.Registry
 	// Recorder records events on ClusterSecrets; may be nil.
 	Recorder events.EventRecorder
 	// Namespaces are those whose Secrets the operator's cache holds (every

@@ -11,6 +11,6 @@
 // tells them, without what an API server may have echoed of a Secret's
 // values. The Reconciler reads only caches in the steady state: the
 // delivery cluster's, and one cache per target cluster of the copies
-// (Secrets labelled LabelOwner), built on the remote.Registry's client of
+// (Secrets labelled LabelOwner), built on the access.Registry's client of
 // that cluster.
 package clustersecrets

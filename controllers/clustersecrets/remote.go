@@ -21,7 +21,7 @@ import (
 
 // copies keeps, per target cluster, a cache of the copies every
 // ClusterSecrets made there (the Secrets labelled LabelOwner, in every
-// namespace), built on the remote.Registry's client of the cluster (its
+// namespace), built on the access.Registry's client of the cluster (its
 // transport, rate limit and circuit breaker) and dropped with it. The
 // registry's own caches hold only objects labelled with an app, so they
 // cannot serve these. A change to a copy on any cluster asks for a run of

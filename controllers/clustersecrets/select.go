@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 )
 
 // Withheld is a Secret the selectors select that is never copied, and why.
@@ -33,7 +33,7 @@ func SelectSecrets(sel Selection, secrets []corev1.Secret, clusters map[string]b
 			!sel.Secrets.Matches(labels.Set(s.Labels)) || !sel.SecretFields.Matches(secretFieldSet(s)) {
 			continue
 		}
-		if why := remote.Credentials(s, clusters); why != "" {
+		if why := access.Credentials(s, clusters); why != "" {
 			withheld = append(withheld, Withheld{Name: s.Name, Why: why})
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/clustersecrets"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 )
 
 func secret(namespace, name string, labels map[string]string, typ corev1.SecretType) corev1.Secret {
@@ -41,7 +41,7 @@ func TestSelectSecrets(t *testing.T) {
 		secret("picchu", "other", nil, corev1.SecretTypeOpaque),
 		secret("elsewhere", "db2", copyMe, corev1.SecretTypeOpaque),
 		secret("picchu", "east", copyMe, corev1.SecretTypeOpaque),
-		secret("picchu", "datadog", map[string]string{"copy": "yes", remote.LabelCredentials: "true"}, corev1.SecretTypeOpaque),
+		secret("picchu", "datadog", map[string]string{"copy": "yes", access.LabelCredentials: "true"}, corev1.SecretTypeOpaque),
 		secret("picchu", "sa-token", copyMe, corev1.SecretTypeServiceAccountToken),
 		deleting,
 	}

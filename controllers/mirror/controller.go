@@ -31,7 +31,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/fleet/breaker"
 	"github.com/medium/picchu/shard"
 )
@@ -60,7 +60,7 @@ type Reconciler struct {
 	// (controllers.ExternalSecretsCache); nil when it does not serve them.
 	ExternalSecrets cache.Cache
 	// Registry holds the clients of the Clusters Mirrors name.
-	Registry *remote.Registry
+	Registry *access.Registry
 	// CrossNamespaceSources are the namespaces an additionalConfigSelector
 	// of a Mirror of another namespace may select in
 	// (--allow-cross-namespace-sources): a Mirror with one selecting
@@ -531,7 +531,7 @@ func (r *Reconciler) config(ctx context.Context, namespace string, sel labels.Se
 	}
 	for i := range secrets.Items {
 		s := &secrets.Items[i]
-		if why := remote.Credentials(s, clusters[namespace]); why != "" {
+		if why := access.Credentials(s, clusters[namespace]); why != "" {
 			notes[fmt.Sprintf("secret %s/%s not copied: %s", s.Namespace, s.Name, why)] = true
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 )
 
 var mirrorKey = Origin{NamespacedName: types.NamespacedName{Namespace: "picchu", Name: "dr"}, Instance: "home-a"}
@@ -402,11 +402,11 @@ func TestCredentials(t *testing.T) {
 	}{
 		{"config", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "keys"}, Type: corev1.SecretTypeOpaque}, false},
 		{"a cluster's", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "dr"}}, true},
-		{"labelled", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{remote.LabelCredentials: "true"}}}, true},
+		{"labelled", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{access.LabelCredentials: "true"}}}, true},
 		{"a token", corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sa"}, Type: corev1.SecretTypeServiceAccountToken}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := remote.Credentials(&tc.secret, clusters); (got != "") != tc.want {
+			if got := access.Credentials(&tc.secret, clusters); (got != "") != tc.want {
 				t.Errorf("Credentials = %q, want credentials: %v", got, tc.want)
 			}
 		})

@@ -27,9 +27,9 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers"
-	"github.com/medium/picchu/controllers/remote"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/fleet/nodes"
 	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
@@ -51,7 +51,7 @@ type Reconciler struct {
 	// APIReader asks the API server, not the cache, whether an app has
 	// Revisions left before it is removed. Client is used when nil.
 	APIReader client.Reader
-	Registry  *remote.Registry
+	Registry  *access.Registry
 	// RemoteEvents brings changes of remote ReplicaSets.
 	RemoteEvents *RemoteEvents
 	// Recorder records events on ReleaseManagers; may be nil.

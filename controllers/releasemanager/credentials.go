@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 )
 
 // ReasonCredentialsNotCopied is the reason of the warning event on a
@@ -34,7 +34,7 @@ func (r *Reconciler) withoutCredentials(ctx context.Context, inc *incarnation, s
 	var kept []corev1.Secret
 	for i := range secrets {
 		s := &secrets[i]
-		why := remote.Credentials(s, isCluster)
+		why := access.Credentials(s, isCluster)
 		if why == "" {
 			kept = append(kept, *s)
 			continue

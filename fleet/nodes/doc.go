@@ -3,6 +3,6 @@
 // schedulability, allocatable), and of the pods bound to them, reduced to
 // what they ask of their node. It says which platforms the cluster's ready
 // nodes run, and gives what the pre-flight capacity check counts room
-// from. The remote.Registry's caches hold only objects labelled with an
+// from. The access.Registry's caches hold only objects labelled with an
 // app, so they cannot serve Nodes, nor other apps' pods.
 package nodes

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/test/integration/harness"
 )
@@ -95,13 +95,13 @@ func clusters(t *testing.T) ([]*applier.Cluster, *writes) {
 }
 
 // wiredClusters binds each target as the operator does: the client and
-// API reader of a remote.Registry, whose cache holds only objects labelled
+// API reader of a access.Registry, whose cache holds only objects labelled
 // with an app, for instance "picchu-test". The writes are counted.
 func wiredClusters(t *testing.T) ([]*applier.Cluster, *writes) {
 	t.Helper()
 	ctx := context.Background()
 	w := &writes{n: map[string]int{}}
-	registry := remote.NewRegistry(env.Scheme, log.Log, nil)
+	registry := access.NewRegistry(env.Scheme, log.Log, nil)
 	registry.WrapTransport = w.wrap
 	var out []*applier.Cluster
 	for _, target := range env.Targets {

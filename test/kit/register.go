@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 )
 
 // FieldManager applies what the tests and the local fleet set up.
@@ -42,7 +42,7 @@ type Registration struct {
 // fleet, pointing at the server with its CA. Registering again updates
 // them. It returns the Cluster as stored.
 func RegisterTarget(ctx context.Context, c client.Client, r Registration) (*picchuv1alpha1.Cluster, error) {
-	authInfo, err := remote.AuthInfoJSON(r.User)
+	authInfo, err := access.AuthInfoJSON(r.User)
 	if err != nil {
 		return nil, fmt.Errorf("registering cluster %s: %w", r.Name, err)
 	}
@@ -60,7 +60,7 @@ func RegisterTarget(ctx context.Context, c client.Client, r Registration) (*picc
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace},
-			Data:       map[string][]byte{remote.AuthInfoKey: authInfo},
+			Data:       map[string][]byte{access.AuthInfoKey: authInfo},
 		},
 		cluster,
 	} {

@@ -23,7 +23,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/clustersecrets"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
@@ -115,10 +115,10 @@ func TestClusterSecrets_CopiesToEverySelectedEnabledCluster(t *testing.T) {
 	// to any target. A credentials Secret the selector selects changes the
 	// status (it is named as withheld), and only the status.
 	before := targetWrites.count()
-	source(t, "copies-credentials", map[string]string{"copy": "copies", remote.LabelCredentials: "true"}, corev1.SecretTypeOpaque,
+	source(t, "copies-credentials", map[string]string{"copy": "copies", access.LabelCredentials: "true"}, corev1.SecretTypeOpaque,
 		map[string]string{"token": "never-copied"})
 	condition(t, "copies", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced,
-		"never copied, as they hold credentials: copies-credentials (labelled "+remote.LabelCredentials+")")
+		"never copied, as they hold credentials: copies-credentials (labelled "+access.LabelCredentials+")")
 	if after := targetWrites.count(); after != before {
 		t.Errorf("%d writes to target clusters in a run with nothing to copy", after-before)
 	}

@@ -23,7 +23,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/cluster"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
@@ -36,7 +36,7 @@ func registerCluster(t *testing.T, name, fleet string, config *picchuv1alpha1.Cl
 	ctx := context.Background()
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: secretLabels},
-		Data:       map[string][]byte{remote.AuthInfoKey: []byte(authInfo)},
+		Data:       map[string][]byte{access.AuthInfoKey: []byte(authInfo)},
 	}
 	cl := &picchuv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: map[string]string{picchuv1alpha1.LabelFleet: fleet}},
@@ -64,7 +64,7 @@ func registeredUser(t *testing.T, target *harness.Target) clientcmdv1.AuthInfo {
 		t.Fatal(err)
 	}
 	var user clientcmdv1.AuthInfo
-	if err := json.Unmarshal(secret.Data[remote.AuthInfoKey], &user); err != nil {
+	if err := json.Unmarshal(secret.Data[access.AuthInfoKey], &user); err != nil {
 		t.Fatal(err)
 	}
 	return user

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/controllers/releasemanager"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
@@ -29,7 +29,7 @@ func TestReleaseManager_NeverCopiesCredentials(t *testing.T) {
 	config(t, app, "v1")
 	selected := map[string]string{"config": app + "-v1"}
 	registerCluster(t, "vault", "vault", nil, `{"token": "vault-token"}`, selected)
-	credentialsLabels := map[string]string{"config": app + "-v1", remote.LabelCredentials: "true"}
+	credentialsLabels := map[string]string{"config": app + "-v1", access.LabelCredentials: "true"}
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Name: app + "-datadog", Namespace: env.Namespace, Labels: credentialsLabels},
 			Data: map[string][]byte{"api-key": []byte("dd")}},

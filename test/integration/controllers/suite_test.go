@@ -17,7 +17,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/cluster"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/releasemetrics"
 	"github.com/medium/picchu/test/integration/harness"
@@ -27,7 +27,7 @@ import (
 
 var (
 	env      *harness.Env
-	registry *remote.Registry
+	registry *access.Registry
 	// replicaSetEvents receives the ReleaseManagers the registry reports.
 	replicaSetEvents = make(chan types.NamespacedName, 100)
 )
@@ -129,10 +129,10 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if err := env.Delivery.Client.Get(ctx, key, secret); err != nil {
 		t.Fatal(err)
 	}
-	good := secret.Data[remote.AuthInfoKey]
+	good := secret.Data[access.AuthInfoKey]
 	before, _ := registry.Get(key)
 
-	secret.Data[remote.AuthInfoKey] = []byte(`{"token": "not-a-valid-token"}`)
+	secret.Data[access.AuthInfoKey] = []byte(`{"token": "not-a-valid-token"}`)
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +144,13 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 		t.Errorf("the registry kept the client built from the old token")
 	}
 
-	secret.Data[remote.AuthInfoKey] = good
+	secret.Data[access.AuthInfoKey] = good
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
 	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
 
-	secret.Data[remote.AuthInfoKey] = []byte(`not json`)
+	secret.Data[access.AuthInfoKey] = []byte(`not json`)
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("undecodable credentials are not Stalled: %+v", c)
 	}
-	secret.Data[remote.AuthInfoKey] = good
+	secret.Data[access.AuthInfoKey] = good
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/test/integration/harness"
 )
 
@@ -59,7 +59,7 @@ func TestHarness_DeliveryAndTwoTargets(t *testing.T) {
 			if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(cluster), secret); err != nil {
 				t.Fatalf("reading the cluster's secret: %v", err)
 			}
-			cfg, err := remote.RESTConfig(cluster, secret)
+			cfg, err := access.RESTConfig(cluster, secret)
 			if err != nil {
 				t.Fatalf("building config: %v", err)
 			}

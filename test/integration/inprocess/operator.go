@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
 )
@@ -25,7 +25,7 @@ import (
 // Operator is a running manager with Picchu's controllers.
 type Operator struct {
 	// Registry holds the operator's clients of the target clusters.
-	Registry *remote.Registry
+	Registry *access.Registry
 	env      *harness.Env
 	cancel   context.CancelFunc
 	done     chan error

@@ -1,4 +1,4 @@
-package remote_test
+package access_test
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/remote"
+	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/fleet/breaker"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 func registration(name string, config picchuv1alpha1.ClusterConfig, authInfo string) (*picchuv1alpha1.Cluster, *corev1.Secret) {
 	meta := metav1.ObjectMeta{Name: name, Namespace: env.Namespace}
 	return &picchuv1alpha1.Cluster{ObjectMeta: meta, Spec: picchuv1alpha1.ClusterSpec{Enabled: true, Config: &config}},
-		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{remote.AuthInfoKey: []byte(authInfo)}}
+		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{access.AuthInfoKey: []byte(authInfo)}}
 }
 
 // targetUser is the client certificate the harness registered for the target.
@@ -74,14 +74,14 @@ func targetUser(t *testing.T) clientcmdv1.AuthInfo {
 		t.Fatal(err)
 	}
 	var user clientcmdv1.AuthInfo
-	if err := json.Unmarshal(secret.Data[remote.AuthInfoKey], &user); err != nil {
+	if err := json.Unmarshal(secret.Data[access.AuthInfoKey], &user); err != nil {
 		t.Fatal(err)
 	}
 	return user
 }
 
-func newRegistry(t *testing.T, policy remote.Policy) *remote.Registry {
-	reg := remote.NewRegistry(env.Scheme, logr.Discard(), nil)
+func newRegistry(t *testing.T, policy access.Policy) *access.Registry {
+	reg := access.NewRegistry(env.Scheme, logr.Discard(), nil)
 	reg.Policy = policy
 	t.Cleanup(func() {
 		for _, name := range []string{"exec", "attacker", "plain"} {
@@ -114,14 +114,14 @@ func TestRegistry_ExecCredentialsOnlyWhenAllowed(t *testing.T) {
 	cluster, secret := registration("exec", *env.Targets[0].Cluster.Spec.Config, authInfo)
 	key := client.ObjectKeyFromObject(cluster)
 
-	_, err = newRegistry(t, remote.Policy{}).Ensure(ctx, cluster, secret)
+	_, err = newRegistry(t, access.Policy{}).Ensure(ctx, cluster, secret)
 	for _, want := range []string{"secret " + key.String(), "auth-info.exec", "--allow-exec-credentials"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("exec plugin without --allow-exec-credentials: error %v, want one saying %q", err, want)
 		}
 	}
 
-	allowed := newRegistry(t, remote.Policy{AllowExec: true})
+	allowed := newRegistry(t, access.Policy{AllowExec: true})
 	if _, err := allowed.Ensure(ctx, cluster, secret); err != nil {
 		t.Fatalf("exec plugin with --allow-exec-credentials: %v", err)
 	}
@@ -210,7 +210,7 @@ current-context: c
 	t.Setenv("KUBERNETES_SERVICE_HOST", u.Hostname())
 	t.Setenv("KUBERNETES_SERVICE_PORT", u.Port())
 
-	reg := newRegistry(t, remote.Policy{})
+	reg := newRegistry(t, access.Policy{})
 	key := types.NamespacedName{Namespace: env.Namespace, Name: "attacker"}
 	for _, tt := range []struct{ authInfo, field string }{
 		{fmt.Sprintf(`{"tokenFile": %q}`, tokenFile), "auth-info.tokenFile"},
@@ -280,7 +280,7 @@ func TestRegistry_PlainHTTPOnlyWhenAllowedAndWithoutCredentials(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	reg := newRegistry(t, remote.Policy{})
+	reg := newRegistry(t, access.Policy{})
 	key := types.NamespacedName{Namespace: env.Namespace, Name: "plain"}
 	cluster, secret := registration("plain", picchuv1alpha1.ClusterConfig{Server: srv.URL}, `{}`)
 	if _, err := reg.Ensure(ctx, cluster, secret); err == nil || !strings.Contains(err.Error(), "allowPlainHTTP") {
@@ -297,7 +297,7 @@ func TestRegistry_PlainHTTPOnlyWhenAllowedAndWithoutCredentials(t *testing.T) {
 	if version, _, err := reg.ServerVersion(key, 10*time.Second); err != nil || version == "" {
 		t.Fatalf("asking the target for its version through the proxy: %q %v", version, err)
 	}
-	if !remote.PlainHTTP(cluster) {
+	if !access.PlainHTTP(cluster) {
 		t.Errorf("PlainHTTP is false for an allowed http:// server")
 	}
 	mu.Lock()
@@ -319,7 +319,7 @@ func TestRegistry_TellsWhatItForgets(t *testing.T) {
 	}
 	cluster, secret := registration("forgotten", *env.Targets[0].Cluster.Spec.Config, string(user))
 	key := client.ObjectKeyFromObject(cluster)
-	reg := remote.NewRegistry(env.Scheme, logr.Discard(), nil)
+	reg := access.NewRegistry(env.Scheme, logr.Discard(), nil)
 	var mu sync.Mutex
 	var told []types.NamespacedName
 	reg.OnForget(func(k types.NamespacedName) {
@@ -380,7 +380,7 @@ func TestRegistry_AHungAPIServerOpensItsBreaker(t *testing.T) {
 	count := func() int { mu.Lock(); defer mu.Unlock(); return received }
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cluster, secret := registration("hung", picchuv1alpha1.ClusterConfig{Server: srv.URL, CertificateAuthorityData: ca}, `{"token": "t"}`)
-	reg := newRegistry(t, remote.Policy{})
+	reg := newRegistry(t, access.Policy{})
 	if _, err := reg.Ensure(ctx, cluster, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestRegistry_AFlappingClusterIsRebuiltWithBackoff(t *testing.T) {
 		defer mu.Unlock()
 		now = now.Add(d)
 	}
-	reg := remote.NewRegistry(env.Scheme, logr.Discard(), nil)
+	reg := access.NewRegistry(env.Scheme, logr.Discard(), nil)
 	// Each failure opens the breaker, for a millisecond.
 	reg.Breaker = breaker.Policy{Failures: 1, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
 	reg.Now = func() time.Time {
@@ -467,7 +467,7 @@ func TestRegistry_AFlappingClusterIsRebuiltWithBackoff(t *testing.T) {
 		return now
 	}
 	metrics := prometheus.NewRegistry()
-	if err := remote.RegisterMetrics(metrics); err != nil {
+	if err := access.RegisterMetrics(metrics); err != nil {
 		t.Fatal(err)
 	}
 	var rebuiltMu sync.Mutex
@@ -521,11 +521,11 @@ func TestRegistry_AFlappingClusterIsRebuiltWithBackoff(t *testing.T) {
 	}{
 		{"first recovery", 0, 1, 0},
 		{"at once again", 0, 1, 1},
-		{"10 s after the first rebuild", remote.RebuildMinBackoff, 2, 1},
-		{"10 s after the second, whose backoff is 20 s", remote.RebuildMinBackoff, 2, 2},
-		{"20 s after the second", remote.RebuildMinBackoff, 3, 2},
-		{"after staying healthy long", remote.RebuildResetAfter, 4, 2},
-		{"10 s after, the backoff being reset", remote.RebuildMinBackoff, 5, 2},
+		{"10 s after the first rebuild", access.RebuildMinBackoff, 2, 1},
+		{"10 s after the second, whose backoff is 20 s", access.RebuildMinBackoff, 2, 2},
+		{"20 s after the second", access.RebuildMinBackoff, 3, 2},
+		{"after staying healthy long", access.RebuildResetAfter, 4, 2},
+		{"10 s after, the backoff being reset", access.RebuildMinBackoff, 5, 2},
 	} {
 		step(tc.wait)
 		flap(tc.what)
