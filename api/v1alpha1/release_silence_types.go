@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Labels of Picchu's own SLO and canary alerts (controllers/manifests sets
+// Labels of Picchu's own SLO and canary alerts (plan/manifests sets
 // them; a test there checks they agree). A release silence never silences
 // such an alert: admission refuses a matcher that would select one by these
 // labels, and every silence Picchu creates excludes them with a negative

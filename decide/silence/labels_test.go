@@ -8,7 +8,7 @@ import (
 )
 
 // TestProtectedLabels_AreThoseOfPicchusAlerts: the labels release silences
-// exclude are those controllers/manifests puts on the canary alerts, and
+// exclude are those plan/manifests puts on the canary alerts, and
 // the canary alert names end as admission expects.
 func TestProtectedLabels_AreThoseOfPicchusAlerts(t *testing.T) {
 	if picchuv1alpha1.SilenceSLOLabel != manifests.AlertLabelSLO || picchuv1alpha1.SilenceCanaryLabel != manifests.AlertLabelCanary {

@@ -1,5 +1,5 @@
 // Package kubevalidation checks that what Picchu's admission accepts, its
-// object builders (controllers/manifests) turn into objects Kubernetes accepts.
+// object builders (plan/manifests) turn into objects Kubernetes accepts.
 //
 // Admission is the delivery API server's create path for a Revision, run in
 // process from the CRD in config/crd/bases: pruning and defaulting by the

@@ -16,7 +16,7 @@ import (
 )
 
 // releaseRoutePrefix starts the name of the weighted route of each port of a
-// VirtualService Picchu writes (controllers/manifests/istio_routes.go).
+// VirtualService Picchu writes (plan/manifests/istio_routes.go).
 const releaseRoutePrefix = "01_release-"
 
 // virtualServiceList is the kind listed: networking.istio.io/v1. It is

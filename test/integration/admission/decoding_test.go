@@ -161,7 +161,7 @@ func goReadsDuration(class, v string) (time.Duration, bool) {
 		return d, false
 	}
 	if (class == "istio" || class == "fault") && d != 0 && d < time.Millisecond {
-		return d, false // controllers/manifests refuses routes under Istio's minimum
+		return d, false // plan/manifests refuses routes under Istio's minimum
 	}
 	return d, true
 }
