@@ -128,7 +128,7 @@ type Options struct {
 	// under external test.
 	Timeouts release.Timeouts
 	// RemovalGrace is how long an app no Revision targets stays on its
-	// clusters before it is removed (see ReleaseManagerReconciler).
+	// clusters before it is removed (see releasemanager.Reconciler).
 	RemovalGrace time.Duration
 	// KeepDone is how many done builds of a target are kept at most.
 	KeepDone int
