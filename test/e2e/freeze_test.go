@@ -91,6 +91,17 @@ func TestFreezeHoldsItsWave(t *testing.T) {
 	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionFrozen); c == nil || !strings.Contains(c.Message, west.Name+"-waves: upgrade until") {
 		t.Errorf("Frozen condition %+v, want west's window named", c)
 	}
+	// East has all of v2: the window need not last its 90 s. It is
+	// shortened to close 10 s from now, and still closes by the clock.
+	if err := lab.Delivery.Client.Get(ctx, key, cl); err != nil {
+		t.Fatal(err)
+	}
+	end = metav1.NewTime(time.Now().Add(10 * time.Second).Truncate(time.Second))
+	patch = client.MergeFrom(cl.DeepCopy())
+	cl.Spec.Freezes[0].End = &end
+	if err := lab.Delivery.Client.Patch(ctx, cl, patch); err != nil {
+		t.Fatal(err)
+	}
 	// West holds v1 until the window closes, then ramps.
 	if err := kit.Poll(ctx, pollInterval, window+5*time.Second, app+": west holds while frozen", func(ctx context.Context) error {
 		inWest, err := weightsIn(ctx, west, app)
