@@ -17,7 +17,7 @@ all: build
 
 .PHONY: help
 help: ## Show the targets.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-20s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-20s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs, RBAC role and webhook configurations under config/.
@@ -35,7 +35,7 @@ fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale, code is unformatted or go vet complains.
+verify: manifests generate golangci-lint ## Fail when generated files are stale, code is unformatted, go vet complains or a lint rule breaks (.golangci.yml: imports of decide/, plan/, fleet/, integrations/ and production code; function size).
 	@changed=$$(git status --porcelain -- api config); \
 	if [ -n "$$changed" ]; then \
 		echo "generated files are stale; run 'make manifests generate' and commit:"; echo "$$changed"; \
@@ -43,6 +43,12 @@ verify: manifests generate ## Fail when generated files are stale, code is unfor
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 	hack/go-build.sh "picchu and its tests (go vet)" "-test ./..." go vet -v ./...
+	@echo "verify: golangci-lint (.golangci.yml: depguard, gocyclo, funlen)"
+	$$(hack/install-golangci-lint.sh) run ./...
+
+.PHONY: golangci-lint
+golangci-lint: ## Build golangci-lint, which verify runs, into bin/ (once).
+	hack/install-golangci-lint.sh >/dev/null
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and kwokctl into bin/ (once).
