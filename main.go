@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -85,9 +86,44 @@ type config struct {
 	ignored []string
 }
 
+// parseFlags parses the command line args into a config, and checks it.
 func parseFlags(args []string) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("picchu", flag.ContinueOnError)
+	c.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	c.ignored = ignoredSet(fs)
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	c.fillOperator()
+	return c, nil
+}
+
+// bind declares every flag of the command line on fs, each setting a
+// field of c.
+func (c *config) bind(fs *flag.FlagSet) {
+	c.bindManager(fs)
+	c.bindClients(fs)
+	c.bindAlerts(fs)
+	c.bindReleases(fs)
+	for _, f := range ignoredFlags {
+		f.bind(fs)
+	}
+	c.bindLifecycle(fs)
+	c.shards.bind(fs)
+	c.zap.BindFlags(fs)
+}
+
+// bindManager declares the flags of the manager: where it reads the
+// delivery cluster, serves metrics, probes and webhooks, how it elects a
+// leader, and its resync.
+func (c *config) bindManager(fs *flag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the delivery cluster (default: in-cluster config or $KUBECONFIG)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", ":8383", "address the Prometheus metrics endpoint binds to (0 turns it off)")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
@@ -97,6 +133,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
 	fs.StringVar(&c.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of the webhook server (default: controller-runtime's)")
 	fs.IntVar(&c.syncPeriodSeconds, "sync-period-seconds", int(operator.DefaultSyncPeriod/time.Second), "seconds between safety resyncs of every object: runs come from events and due times, this only catches what both missed")
+}
+
+// bindClients declares the flags of the operator's clients and workers:
+// their rates, the namespaces they read, what credentials they accept and
+// how many objects they reconcile at once.
+func (c *config) bindClients(fs *flag.FlagSet) {
 	fs.Float64Var(&c.kubeAPIQPS, "kube-api-qps", throttle.DefaultQPS, "requests per second the delivery cluster's client sends at most, on average")
 	fs.IntVar(&c.kubeAPIBurst, "kube-api-burst", throttle.DefaultBurst, "requests the delivery cluster's client sends at once at most, above --kube-api-qps")
 	fs.Float64Var(&c.clusterAPIQPS, "cluster-api-qps", throttle.DefaultQPS, "requests per second each target cluster's client sends at most, on average")
@@ -106,6 +148,11 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.operator.AllowExecCredentials, "allow-exec-credentials", false, "accept exec plugins in Cluster Secrets: whoever may write a Cluster's Secret can then run commands as the operator")
 	fs.IntVar(&c.operator.ConcurrentRevisions, "concurrent-revisions", 20, "Revisions reconciled in parallel")
 	fs.IntVar(&c.operator.ConcurrentReleaseManagers, "concurrent-release-managers", 50, "ReleaseManagers reconciled in parallel")
+}
+
+// bindAlerts declares the flags of the alert sources and of the Slack
+// notices.
+func (c *config) bindAlerts(fs *flag.FlagSet) {
 	fs.StringVar(&c.operator.PrometheusQueryAddress, "prometheus-query-address", "", "Prometheus or Thanos API queried for SLO and canary alerts")
 	fs.DurationVar(&c.operator.PrometheusQueryTTL, "prometheus-query-ttl", 10*time.Second, "how long an alert query's answer is cached")
 	fs.StringVar(&c.operator.PrometheusClusterLabel, "prometheus-cluster-label", prometheus.DefaultClusterLabel, "label that names the cluster an alert or SLO series comes from (each Cluster's value is spec.prometheus.clusterLabelValue, or its name): alerts that carry it fail a build naming the cluster, and waves' evidence and baseline comparisons count series by it")
@@ -118,6 +165,13 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.SlackChannel, "slack-channel", "", "Slack channel of apps whose alerts name none with a \"channel\" label")
 	fs.StringVar(&c.operator.SlackAPIURL, "slack-api-url", "", "Slack Web API base URL (empty: Slack's own)")
 	fs.DurationVar(&c.operator.SlackStuckAfter, "slack-stuck-after", releasemanager.DefaultStuckAfter, "tell Slack a release is stuck once it has held this long because a cluster or the metrics provider cannot be reached (0: never)")
+}
+
+// bindReleases declares the flags of what a release checks, holds and
+// writes: capacity and image preflights, silences, SLO proof, schedules,
+// service levels, dev routes, the instance's mark, protected namespaces
+// and the cluster Prometheus.
+func (c *config) bindReleases(fs *flag.FlagSet) {
 	fs.BoolVar(&c.operator.PreflightCapacity, "preflight-capacity", true, "before a build takes traffic on a cluster, check that its nodes have room for the build's pods that wait for one, and hold it there until they do (reads every target cluster's nodes and the pods bound to them)")
 	fs.BoolVar(&c.operator.InspectImagePlatforms, "inspect-image-platforms", false, "read the platforms of the images of builds about to take traffic from their registries: such a build holds on clusters with no ready node of a platform its image offers, and its pods require nodes of those platforms")
 	fs.StringVar(&c.imageRegistryAllowedHosts, "image-registry-allowed-hosts", defaultImageRegistryAllowedHosts, "comma-separated hosts, besides an image's own registry (host and port), that --inspect-image-platforms may send requests to: a token realm or blob store elsewhere (host, host:port, or *.domain; the default lets Docker Hub and GHCR images be read; setting it replaces the list)")
@@ -131,30 +185,33 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.operator.InstanceID, "instance-id", "", "identifies this Picchu on target clusters and in Alertmanager: it marks what it writes there, and writes over or deletes only what carries its mark (default: the UID of the delivery cluster's kube-system namespace)")
 	fs.StringVar(&c.protectedNamespaces, "protected-namespaces", "", "comma-separated namespaces, or prefixes ending in *, that no app may be deployed in, beside "+strings.Join(picchuv1alpha1.DefaultProtectedNamespaces, ", ")+" (always protected)")
 	fs.StringVar(&c.operator.ClusterPrometheusAddress, "cluster-prometheus-address", "", "in-cluster Prometheus the KEDA Prometheus trigger of ambient-mesh apps with a targetRequestsRate asks for request rates (empty: such apps keep their HPA)")
-	for _, f := range ignoredFlags {
-		f.bind(fs)
-	}
+}
+
+// bindLifecycle declares the flags of how long builds may take, and how
+// long builds and apps that are done with are kept.
+func (c *config) bindLifecycle(fs *flag.FlagSet) {
 	fs.DurationVar(&c.operator.Timeouts.Created, "created-timeout", release.DefaultTimeouts.Created, "how long a build may stay in created before it times out")
 	fs.DurationVar(&c.operator.Timeouts.Deploying, "deploying-timeout", release.DefaultTimeouts.Deploying, "how long a build may take to deploy on every live cluster before it times out")
 	fs.IntVar(&c.operator.KeepDone, "keep-done-builds", release.DefaultKeepDone, "builds of a target that are done with (retired, failed) kept at most, whatever their ttl: older ones are garbage collected")
 	fs.DurationVar(&c.operator.RemovalGrace, "app-removal-grace", releasemanager.DefaultRemovalGrace, "how long an app no Revision targets any longer stays on its clusters before it is removed (an app with traffic stays until its ReleaseManager is deleted)")
 	fs.DurationVar(&c.operator.Timeouts.Testing, "external-test-timeout", release.DefaultTimeouts.Testing, "how long an external test may go without a report when the Revision's externalTest.timeout is not set")
-	c.shards.bind(fs)
-	c.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
+}
+
+// ignoredSet is the names of the flags of ignoredFlags that fs's command
+// line set, in the order of their names.
+func ignoredSet(fs *flag.FlagSet) []string {
+	var ignored []string
 	fs.Visit(func(f *flag.Flag) {
 		if slices.ContainsFunc(ignoredFlags, func(i ignoredFlag) bool { return i.name == f.Name }) {
-			c.ignored = append(c.ignored, f.Name)
+			ignored = append(ignored, f.Name)
 		}
 	})
-	if err := c.check(); err != nil {
-		return nil, err
-	}
+	return ignored
+}
+
+// fillOperator sets the operator's options that come from flags checked
+// and converted: periods, rates and lists.
+func (c *config) fillOperator() {
 	c.operator.SyncPeriod = time.Duration(c.syncPeriodSeconds) * time.Second
 	c.operator.ClusterQPS = float32(c.clusterAPIQPS)
 	c.operator.Namespaces = splitNamespaces(c.namespaces)
@@ -165,7 +222,6 @@ func parseFlags(args []string) (*config, error) {
 	if !c.prometheusEnabled {
 		c.operator.PrometheusQueryAddress = ""
 	}
-	return c, nil
 }
 
 // ignoredFlag is a flag of the original operator that Picchu accepts, so
@@ -211,8 +267,25 @@ func (c *config) logIgnored(log logr.Logger) {
 	}
 }
 
-// check says what is wrong with the flags parsed, naming the flag.
+// check says what is wrong with the flags parsed, naming the flag: the
+// first wrong one, in the order of the checks below.
 func (c *config) check() error {
+	for _, check := range []func() error{
+		c.checkLimits,
+		c.checkValues,
+		c.checkNamespaces,
+		c.checkSecrets,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLimits checks the flags that are numbers: periods, rates, counts,
+// percents and ports.
+func (c *config) checkLimits() error {
 	if c.syncPeriodSeconds < 1 {
 		return fmt.Errorf("--sync-period-seconds must be at least 1, got %d", c.syncPeriodSeconds)
 	}
@@ -240,6 +313,13 @@ func (c *config) check() error {
 	if c.operator.PrometheusQueryTTL <= 0 || c.operator.PrometheusQueryTimeout <= 0 || c.operator.DatadogQueryTTL <= 0 {
 		return errors.New("--prometheus-query-ttl, --prometheus-query-timeout and --datadog-query-ttl must be positive")
 	}
+	return nil
+}
+
+// checkValues checks the flags whose values have a form: an address,
+// patterns, a label value, hosts, a label name, a bound on silences and
+// the instance's mark; and that --namespaces names some.
+func (c *config) checkValues() error {
 	if c.operator.AlertmanagerAddress != "" {
 		if _, err := alertmanager.New(alertmanager.Config{Address: c.operator.AlertmanagerAddress}); err != nil {
 			return fmt.Errorf("--alertmanager-address: %w", err)
@@ -272,6 +352,13 @@ func (c *config) check() error {
 	if err := silence.CheckInstance(c.operator.InstanceID); err != nil {
 		return fmt.Errorf("--instance-id: %w", err)
 	}
+	return nil
+}
+
+// checkNamespaces checks that --namespaces and
+// --allow-cross-namespace-sources name namespaces, and that the operator
+// reads the second's.
+func (c *config) checkNamespaces() error {
 	for _, ns := range splitNamespaces(c.namespaces) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return fmt.Errorf("--namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
@@ -287,6 +374,12 @@ func (c *config) check() error {
 			return fmt.Errorf("--allow-cross-namespace-sources: namespace %s is not among --namespaces %q, whose Secrets alone the operator reads", ns, c.namespaces)
 		}
 	}
+	return nil
+}
+
+// checkSecrets checks that the Secrets of Datadog and Slack are in
+// namespaces the operator reads, and that Slack has a channel.
+func (c *config) checkSecrets() error {
 	if c.operator.DatadogSecret != "" {
 		if err := secretWatched("--datadog-secret", c.operator.DatadogSecret, c.namespaces); err != nil {
 			return err
@@ -352,6 +445,8 @@ func splitNamespaces(flag string) []string {
 	return out
 }
 
+// restConfig is the client config of the delivery cluster: kubeconfig's,
+// or controller-runtime's default when it is empty.
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -380,18 +475,52 @@ func run(ctx context.Context, args []string) error {
 	log := ctrl.Log.WithName("setup")
 	c.logIgnored(log)
 
-	cfg, err := restConfig(c.kubeconfig)
+	mgr, err := c.newManager(ctx)
 	if err != nil {
 		return err
+	}
+	if err := registerMetrics(); err != nil {
+		return err
+	}
+	if err := c.setup(mgr); err != nil {
+		return err
+	}
+	log.Info("starting manager", "webhooks", c.enableWebhooks, "leaderElection", c.enableLeaderElection,
+		"syncPeriod", c.operator.SyncPeriod.String(), "shards", c.shards.n, "namespaces", c.namespaces, "allowExecCredentials", c.operator.AllowExecCredentials)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// newManager is the manager of the delivery cluster, with its liveness
+// check; it sets the operator's shard coordinator.
+func (c *config) newManager(ctx context.Context) (ctrl.Manager, error) {
+	cfg, err := restConfig(c.kubeconfig)
+	if err != nil {
+		return nil, err
 	}
 	throttle.Limit(cfg, throttle.Delivery, float32(c.kubeAPIQPS), c.kubeAPIBurst)
 	scheme, err := operator.NewScheme()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c.operator.Shards, err = c.shards.coordinator(cfg, scheme, c.leaderElectionNamespace); err != nil {
-		return err
+		return nil, err
 	}
+	mgr, err := ctrl.NewManager(cfg, c.managerOptions(ctx, scheme))
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	return mgr, nil
+}
+
+// managerOptions are the options of the manager: its scheme, servers,
+// leader election, shutdown and cache.
+func (c *config) managerOptions(ctx context.Context, scheme *runtime.Scheme) ctrl.Options {
 	syncPeriod := c.operator.SyncPeriod
 	opts := ctrl.Options{
 		Scheme:                  scheme,
@@ -411,13 +540,12 @@ func run(ctx context.Context, args []string) error {
 	if c.enableWebhooks {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: c.webhookPort, CertDir: c.webhookCertDir})
 	}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
+	return opts
+}
+
+// registerMetrics registers the operator's metrics with those the manager
+// serves.
+func registerMetrics() error {
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering release metrics: %w", err)
 	}
@@ -430,6 +558,13 @@ func run(ctx context.Context, args []string) error {
 	if err := access.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the cluster health metrics: %w", err)
 	}
+	return nil
+}
+
+// setup adds the operator's controllers, and its webhooks when enabled,
+// to mgr, with the readiness check: ready once the webhook server has
+// started, at once without webhooks.
+func (c *config) setup(mgr ctrl.Manager) error {
 	if _, err := operator.Setup(mgr, c.operator); err != nil {
 		return err
 	}
@@ -442,11 +577,6 @@ func run(ctx context.Context, args []string) error {
 	}
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("adding readiness check: %w", err)
-	}
-	log.Info("starting manager", "webhooks", c.enableWebhooks, "leaderElection", c.enableLeaderElection,
-		"syncPeriod", c.operator.SyncPeriod.String(), "shards", c.shards.n, "namespaces", c.namespaces, "allowExecCredentials", c.operator.AllowExecCredentials)
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
 }

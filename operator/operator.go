@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -40,30 +41,96 @@ const DefaultSyncPeriod = releasemanager.DefaultSyncPeriod
 // controller and the ReleaseManager controller with its alert sources. It
 // returns the registry.
 func Setup(mgr ctrl.Manager, o Options) (*access.Registry, error) {
-	if o.InstanceID == "" {
-		id, err := DefaultInstanceID(mgr.GetAPIReader())
-		if err != nil {
-			return nil, err
-		}
-		o.InstanceID = id
+	if err := resolveInstanceID(mgr, &o); err != nil {
+		return nil, err
 	}
-	calendar, err := schedule.New(!o.HumaneReleasesDisabled)
+	deps, err := newReleaseManagerDeps(mgr, o)
 	if err != nil {
 		return nil, err
+	}
+	registry := newRegistry(mgr, deps.remoteEvents, o)
+	if err := setupClusters(mgr, registry, o); err != nil {
+		return nil, err
+	}
+	if err := setupRevisions(mgr, o); err != nil {
+		return nil, err
+	}
+	if err := setupReleaseManagers(mgr, registry, deps, o); err != nil {
+		return nil, err
+	}
+	if err := setupClusterSecrets(mgr, registry, o); err != nil {
+		return nil, err
+	}
+	if err := setupMirrors(mgr, registry, deps.externalSecrets, o); err != nil {
+		return nil, err
+	}
+	if err := setupSilences(mgr, o); err != nil {
+		return nil, err
+	}
+	if o.Shards != nil {
+		if err := mgr.Add(o.Shards); err != nil {
+			return nil, fmt.Errorf("adding the shard coordinator: %w", err)
+		}
+	}
+	return registry, nil
+}
+
+// resolveInstanceID fills o.InstanceID, when unset, with DefaultInstanceID.
+func resolveInstanceID(mgr ctrl.Manager, o *Options) error {
+	if o.InstanceID != "" {
+		return nil
+	}
+	id, err := DefaultInstanceID(mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	o.InstanceID = id
+	return nil
+}
+
+// releaseManagerDeps is what the ReleaseManager controller needs built
+// before it is set up; the Mirror controller and the registry share some.
+type releaseManagerDeps struct {
+	calendar        *schedule.Calendar
+	notices         releasemanager.Notifier
+	prom, dd        releasemanager.AlertSource
+	externalSecrets cache.Cache
+	remoteEvents    *releasemanager.RemoteEvents
+}
+
+// newReleaseManagerDeps builds, in this order, the release calendar, the
+// notifier, the alert sources and the cache of ExternalSecrets.
+func newReleaseManagerDeps(mgr ctrl.Manager, o Options) (releaseManagerDeps, error) {
+	calendar, err := schedule.New(!o.HumaneReleasesDisabled)
+	if err != nil {
+		return releaseManagerDeps{}, err
 	}
 	notices, err := notifier(mgr, o)
 	if err != nil {
-		return nil, err
+		return releaseManagerDeps{}, err
 	}
 	prom, dd, err := alertSources(mgr.GetClient(), o)
 	if err != nil {
-		return nil, err
+		return releaseManagerDeps{}, err
 	}
 	externalSecrets, err := controllers.ExternalSecretsCache(mgr, o.Namespaces)
 	if err != nil {
-		return nil, err
+		return releaseManagerDeps{}, err
 	}
-	remoteEvents := releasemanager.NewRemoteEvents()
+	return releaseManagerDeps{
+		calendar:        calendar,
+		notices:         notices,
+		prom:            prom,
+		dd:              dd,
+		externalSecrets: externalSecrets,
+		remoteEvents:    releasemanager.NewRemoteEvents(),
+	}, nil
+}
+
+// newRegistry is the registry of target clusters: a change to a
+// ReplicaSet on one wakes its ReleaseManager through remoteEvents, and
+// o.OnReplicaSet when set.
+func newRegistry(mgr ctrl.Manager, remoteEvents *releasemanager.RemoteEvents, o Options) *access.Registry {
 	registry := access.NewRegistry(mgr.GetScheme(), ctrl.Log.WithName("remote"), func(rm types.NamespacedName) {
 		remoteEvents.Notify(rm)
 		if o.OnReplicaSet != nil {
@@ -73,7 +140,12 @@ func Setup(mgr ctrl.Manager, o Options) (*access.Registry, error) {
 	registry.Policy = access.Policy{AllowExec: o.AllowExecCredentials}
 	registry.WrapTransport = o.WrapTransport
 	registry.QPS, registry.Burst = o.ClusterQPS, o.ClusterBurst
+	return registry
+}
 
+// setupClusters adds the Cluster controller, which fills registry and
+// checks each cluster's health every o.ClusterHealthPeriod, to mgr.
+func setupClusters(mgr ctrl.Manager, registry *access.Registry, o Options) error {
 	healthPeriod, healthTimeout := o.ClusterHealthPeriod, o.ClusterHealthTimeout
 	if healthPeriod <= 0 {
 		healthPeriod = DefaultClusterHealthPeriod
@@ -88,41 +160,53 @@ func Setup(mgr ctrl.Manager, o Options) (*access.Registry, error) {
 		HealthTimeout: healthTimeout,
 		Shards:        o.Shards,
 	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the cluster controller: %w", err)
+		return fmt.Errorf("setting up the cluster controller: %w", err)
 	}
-	if !o.WithoutRevisionController {
-		if err := (&revision.Reconciler{
-			Client:                  mgr.GetClient(),
-			Recorder:                mgr.GetEventRecorder("picchu"),
-			ProvenPercent:           int32(o.ProvenPercent),
-			MaxConcurrentReconciles: o.ConcurrentRevisions,
-			Shards:                  o.Shards,
-			ProtectedNamespaces:     picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
-		}).SetupWithManager(mgr); err != nil {
-			return nil, fmt.Errorf("setting up the revision controller: %w", err)
-		}
+	return nil
+}
+
+// setupRevisions adds the Revision controller to mgr, unless
+// o.WithoutRevisionController.
+func setupRevisions(mgr ctrl.Manager, o Options) error {
+	if o.WithoutRevisionController {
+		return nil
 	}
+	if err := (&revision.Reconciler{
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("picchu"),
+		ProvenPercent:           int32(o.ProvenPercent),
+		MaxConcurrentReconciles: o.ConcurrentRevisions,
+		Shards:                  o.Shards,
+		ProtectedNamespaces:     picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the revision controller: %w", err)
+	}
+	return nil
+}
+
+// setupReleaseManagers adds the ReleaseManager controller to mgr.
+func setupReleaseManagers(mgr ctrl.Manager, registry *access.Registry, deps releaseManagerDeps, o Options) error {
 	if err := (&releasemanager.Reconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Registry:                registry,
-		RemoteEvents:            remoteEvents,
+		RemoteEvents:            deps.remoteEvents,
 		Recorder:                mgr.GetEventRecorder("picchu"),
-		Notifier:                notices,
+		Notifier:                deps.notices,
 		StuckAfter:              o.SlackStuckAfter,
 		SyncPeriod:              o.SyncPeriod,
 		ClusterTimeout:          o.ClusterTimeout,
 		MaxConcurrentReconciles: o.ConcurrentReleaseManagers,
 		Timeouts:                o.Timeouts,
-		Calendar:                calendar,
+		Calendar:                deps.calendar,
 		ServiceLevelsNamespace:  o.ServiceLevelsNamespace,
-		ExternalSecrets:         externalSecrets,
+		ExternalSecrets:         deps.externalSecrets,
 		Services: releasemanager.Services{
 			DevRoutesHost: o.DevRoutesServiceHost, DevRoutesPort: o.DevRoutesServicePort,
 			ClusterPrometheus: o.ClusterPrometheusAddress,
 		},
-		Prometheus:          prom,
-		Datadog:             dd,
+		Prometheus:          deps.prom,
+		Datadog:             deps.dd,
 		ProvenPercent:       int32(o.ProvenPercent),
 		AlertCheckInterval:  o.PrometheusQueryTTL,
 		RemovalGrace:        o.RemovalGrace,
@@ -130,27 +214,13 @@ func Setup(mgr ctrl.Manager, o Options) (*access.Registry, error) {
 		Shards:              o.Shards,
 		Images:              imageInspector(o),
 		PreflightCapacity:   o.PreflightCapacity,
-		ClusterAlerts:       clusterAlerts(prom),
+		ClusterAlerts:       clusterAlerts(deps.prom),
 		InstanceID:          o.InstanceID,
 		ProtectedNamespaces: picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
 	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the release manager controller: %w", err)
+		return fmt.Errorf("setting up the release manager controller: %w", err)
 	}
-	if err := setupClusterSecrets(mgr, registry, o); err != nil {
-		return nil, err
-	}
-	if err := setupMirrors(mgr, registry, externalSecrets, o); err != nil {
-		return nil, err
-	}
-	if err := setupSilences(mgr, o); err != nil {
-		return nil, err
-	}
-	if o.Shards != nil {
-		if err := mgr.Add(o.Shards); err != nil {
-			return nil, fmt.Errorf("adding the shard coordinator: %w", err)
-		}
-	}
-	return registry, nil
+	return nil
 }
 
 // DefaultInstanceID is the UID of the delivery cluster's kube-system

@@ -339,45 +339,75 @@ func validateProbe(p *corev1.Probe, path *field.Path, liveness bool) field.Error
 	if p == nil {
 		return nil
 	}
+	errs := validateProbeHandler(p, path)
+	return append(errs, validateProbeTimings(p, path, liveness)...)
+}
+
+// probeHandler is one of a probe's handler types: whether the probe sets
+// it, its field and how it is checked.
+type probeHandler struct {
+	set   bool
+	name  string
+	check func(*field.Path) field.ErrorList
+}
+
+// validateProbeHandler checks that p has exactly one handler, and that
+// handler.
+func validateProbeHandler(p *corev1.Probe, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	handlers := 0
-	handler := func(set bool, name string, check func(*field.Path) field.ErrorList) {
-		if !set {
-			return
+	for _, h := range []probeHandler{
+		{p.Exec != nil, "exec", func(path *field.Path) field.ErrorList { return validateExecAction(p.Exec, path) }},
+		{p.HTTPGet != nil, "httpGet", func(path *field.Path) field.ErrorList { return validateHTTPGetAction(p.HTTPGet, path) }},
+		{p.TCPSocket != nil, "tcpSocket", func(path *field.Path) field.ErrorList {
+			return portNumOrName(p.TCPSocket.Port, path.Child("port"))
+		}},
+		{p.GRPC != nil, "grpc", func(path *field.Path) field.ErrorList {
+			return portNumOrName(intstr.FromInt32(p.GRPC.Port), path.Child("port"))
+		}},
+	} {
+		if !h.set {
+			continue
 		}
 		if handlers++; handlers > 1 {
-			errs = append(errs, field.Forbidden(path.Child(name), "may not specify more than 1 handler type"))
-			return
+			errs = append(errs, field.Forbidden(path.Child(h.name), "may not specify more than 1 handler type"))
+			continue
 		}
-		errs = append(errs, check(path.Child(name))...)
+		errs = append(errs, h.check(path.Child(h.name))...)
 	}
-	handler(p.Exec != nil, "exec", func(path *field.Path) field.ErrorList {
-		if len(p.Exec.Command) == 0 {
-			return field.ErrorList{field.Required(path.Child("command"), "")}
-		}
-		return nil
-	})
-	handler(p.HTTPGet != nil, "httpGet", func(path *field.Path) field.ErrorList {
-		errs := portNumOrName(p.HTTPGet.Port, path.Child("port"))
-		if s := p.HTTPGet.Scheme; s != "" && !httpSchemes.Has(s) {
-			errs = append(errs, field.NotSupported(path.Child("scheme"), s, sets.List(httpSchemes)))
-		}
-		for i, h := range p.HTTPGet.HTTPHeaders {
-			for _, msg := range validation.IsHTTPHeaderName(h.Name) {
-				errs = append(errs, field.Invalid(path.Child("httpHeaders").Index(i).Child("name"), h.Name, msg))
-			}
-		}
-		return errs
-	})
-	handler(p.TCPSocket != nil, "tcpSocket", func(path *field.Path) field.ErrorList {
-		return portNumOrName(p.TCPSocket.Port, path.Child("port"))
-	})
-	handler(p.GRPC != nil, "grpc", func(path *field.Path) field.ErrorList {
-		return portNumOrName(intstr.FromInt32(p.GRPC.Port), path.Child("port"))
-	})
 	if handlers == 0 {
 		errs = append(errs, field.Required(path, "must specify a handler type: exec, httpGet, tcpSocket or grpc"))
 	}
+	return errs
+}
+
+// validateExecAction checks that a probe's exec runs a command.
+func validateExecAction(a *corev1.ExecAction, path *field.Path) field.ErrorList {
+	if len(a.Command) == 0 {
+		return field.ErrorList{field.Required(path.Child("command"), "")}
+	}
+	return nil
+}
+
+// validateHTTPGetAction checks a probe's httpGet: its port, scheme and
+// header names.
+func validateHTTPGetAction(a *corev1.HTTPGetAction, path *field.Path) field.ErrorList {
+	errs := portNumOrName(a.Port, path.Child("port"))
+	if s := a.Scheme; s != "" && !httpSchemes.Has(s) {
+		errs = append(errs, field.NotSupported(path.Child("scheme"), s, sets.List(httpSchemes)))
+	}
+	for i, h := range a.HTTPHeaders {
+		for _, msg := range validation.IsHTTPHeaderName(h.Name) {
+			errs = append(errs, field.Invalid(path.Child("httpHeaders").Index(i).Child("name"), h.Name, msg))
+		}
+	}
+	return errs
+}
+
+// validateProbeTimings checks p's delays, thresholds and grace period: a
+// liveness probe succeeds once, and only it may set a grace period.
+func validateProbeTimings(p *corev1.Probe, path *field.Path, liveness bool) field.ErrorList {
+	var errs field.ErrorList
 	for _, f := range []struct {
 		name  string
 		value int32

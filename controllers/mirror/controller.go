@@ -217,114 +217,172 @@ type build struct {
 // builds it could not copy, and when to run again. Its error is a read of
 // the delivery cluster's cache that failed.
 func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now time.Time) (Outcome, []string, time.Duration, error) {
-	o := Outcome{Cluster: m.Spec.ClusterName}
-	next := r.resync()
-	mirrorKey := r.origin(m)
-	wanted, err := r.wanted(ctx, m, &o)
+	ru := &run{o: Outcome{Cluster: m.Spec.ClusterName}, next: r.resync()}
+	wanted, err := r.wanted(ctx, m, &ru.o)
 	if err != nil {
-		return o, nil, 0, err
+		return ru.o, nil, 0, err
 	}
-	appsOf := func(revs []*picchuv1alpha1.Revision) []string {
-		var apps []string
-		for _, rev := range revs {
-			apps = append(apps, rev.Spec.App.Name)
+	t, refused, retryAt, err := r.reach(ctx, m, now)
+	if err != nil {
+		return ru.o, nil, 0, err
+	}
+	if t == nil {
+		if retryAt > 0 {
+			ru.next = retryAt
 		}
-		return apps
+		ru.o.Failures = append(ru.o.Failures, *refused)
+		ru.failedApps = appsOf(wanted)
+		return ru.result()
 	}
-	fail := func(reason, msg string, revs []*picchuv1alpha1.Revision) (Outcome, []string, time.Duration, error) {
-		o.Failures = append(o.Failures, Failure{Reason: reason, Message: msg})
-		return o, appsOf(revs), next, nil
+
+	notes := map[string]bool{}
+	builds := r.builds(ctx, m, t, wanted, notes, now, ru)
+	if notes[esNote(t.key.Name)] {
+		ru.soonest(r.kindRecheck())
 	}
+
+	rctx, cancel := context.WithTimeout(ctx, r.timeout())
+	defer cancel()
+	if r.writeBuilds(rctx, t, r.origin(m), builds, now, ru) {
+		r.collectGone(rctx, m, t, now, ru)
+	}
+	ru.o.Notes = sortedNotes(notes)
+	return ru.result()
+}
+
+// run is what one run of a Mirror has found so far: its outcome, the apps
+// of the builds it could not copy, and when to run again.
+type run struct {
+	o          Outcome
+	failedApps []string
+	next       time.Duration
+}
+
+// failBuild records that rev's build was not copied, for reason.
+func (ru *run) failBuild(rev *picchuv1alpha1.Revision, reason string, err error) {
+	ru.o.Failures = append(ru.o.Failures, Failure{Build: rev.Name, App: rev.Spec.App.Name, Reason: reason, Message: err.Error()})
+	ru.failedApps = append(ru.failedApps, rev.Spec.App.Name)
+}
+
+// soonest brings the next run forward to after d, when that is sooner.
+func (ru *run) soonest(d time.Duration) {
+	ru.next = min(ru.next, d)
+}
+
+// result is what mirror returns once the run is done.
+func (ru *run) result() (Outcome, []string, time.Duration, error) {
+	return ru.o, ru.failedApps, ru.next, nil
+}
+
+// appsOf lists the apps of revs, in their order.
+func appsOf(revs []*picchuv1alpha1.Revision) []string {
+	var apps []string
+	for _, rev := range revs {
+		apps = append(apps, rev.Spec.App.Name)
+	}
+	return apps
+}
+
+// reach returns the client of m's mirror cluster or, when the run may not
+// or cannot write there, the failure that says why and how soon the
+// cluster's circuit breaker lets a request through (0 when not known). Its
+// error is a read of the delivery cluster's cache that failed.
+func (r *Reconciler) reach(ctx context.Context, m *picchuv1alpha1.Mirror, now time.Time) (*target, *Failure, time.Duration, error) {
 	// Refused before the mirror is asked anything: no copy is written,
 	// and none deleted.
 	if msg := r.notAllowed(m); msg != "" {
-		return fail(ReasonSourceNotAllowed, msg, wanted)
+		return nil, &Failure{Reason: ReasonSourceNotAllowed, Message: msg}, 0, nil
 	}
-
 	cl := &picchuv1alpha1.Cluster{}
 	clusterKey := types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}
 	if err := r.Client.Get(ctx, clusterKey, cl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fail(ReasonClusterNotFound, fmt.Sprintf("no Cluster %s in namespace %s", m.Spec.ClusterName, m.Namespace), wanted)
+			return nil, &Failure{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("no Cluster %s in namespace %s", m.Spec.ClusterName, m.Namespace)}, 0, nil
 		}
-		return o, nil, 0, fmt.Errorf("reading cluster %s of mirror %s: %w", clusterKey, mirrorKey, err)
+		return nil, nil, 0, fmt.Errorf("reading cluster %s of mirror %s: %w", clusterKey, r.origin(m), err)
 	}
 	t, reason, msg, retryAt := r.connect(cl, now)
 	if t == nil {
-		if retryAt > 0 {
-			next = retryAt
-		}
-		return fail(reason, msg, wanted)
+		return nil, &Failure{Reason: reason, Message: msg}, retryAt, nil
 	}
+	return t, nil, 0, nil
+}
 
+// builds reads at home what the copies of each wanted build are made of.
+// A build whose copies cannot be read is recorded in ru, and left out.
+func (r *Reconciler) builds(ctx context.Context, m *picchuv1alpha1.Mirror, t *target, wanted []*picchuv1alpha1.Revision, notes map[string]bool, now time.Time, ru *run) []build {
 	var builds []build
-	var failedApps []string
-	notes := map[string]bool{}
 	for _, rev := range wanted {
 		copies, err := r.copiesOf(ctx, m, t, rev, notes, now)
 		var unanswered *discoveryError
 		switch {
 		case errors.As(err, &unanswered):
-			o.Failures = append(o.Failures, Failure{Build: rev.Name, App: rev.Spec.App.Name, Reason: ReasonUnreachable, Message: err.Error()})
-			failedApps = append(failedApps, rev.Spec.App.Name)
-			continue
+			ru.failBuild(rev, ReasonUnreachable, err)
 		case err != nil:
-			o.Failures = append(o.Failures, Failure{Build: rev.Name, App: rev.Spec.App.Name, Reason: ReasonConfigUnreadable, Message: err.Error()})
-			failedApps = append(failedApps, rev.Spec.App.Name)
-			continue
+			ru.failBuild(rev, ReasonConfigUnreadable, err)
+		default:
+			builds = append(builds, build{rev: rev, copies: copies})
 		}
-		builds = append(builds, build{rev: rev, copies: copies})
 	}
-	if notes[esNote(cl.Name)] {
-		next = min(next, r.kindRecheck())
-	}
+	return builds
+}
 
-	rctx, cancel := context.WithTimeout(ctx, r.timeout())
-	defer cancel()
+// writeBuilds writes each build's copies to t, recording in ru what it
+// could not write. It stops at the first write the mirror does not
+// answer, and says whether it went through them all.
+func (r *Reconciler) writeBuilds(ctx context.Context, t *target, mirrorKey Origin, builds []build, now time.Time, ru *run) bool {
 	for i, b := range builds {
-		err := r.write(rctx, t, mirrorKey, b, now)
+		err := r.write(ctx, t, mirrorKey, b, now)
 		if err == nil {
-			o.Copied++
+			ru.o.Copied++
 			continue
 		}
-		var notServed *notServedError
-		if errors.As(err, &notServed) && notServed.gvk == ExternalSecretKind {
-			// Said served, then refused: the next run copies the build
-			// without them.
-			r.kinds.notServed(t.key.String(), notServed.gvk, now)
-			next = min(next, r.kindRecheck())
-		}
-		// A kind not served (Picchu's CRDs not installed there) is refused
-		// until a person installs it.
-		reason := Classify(err)
-		if notServed != nil {
-			reason = ReasonRejected
-		}
+		reason := r.writeFailure(t, err, now, ru)
 		if reason != ReasonUnreachable {
-			o.Failures = append(o.Failures, Failure{Build: b.rev.Name, App: b.rev.Spec.App.Name, Reason: reason, Message: err.Error()})
-			failedApps = append(failedApps, b.rev.Spec.App.Name)
+			ru.failBuild(b.rev, reason, err)
 			continue
 		}
 		// Unreachable: the builds left would wait out the same failure.
-		o.Failures = append(o.Failures, Failure{Reason: ReasonUnreachable, Message: err.Error()})
+		ru.o.Failures = append(ru.o.Failures, Failure{Reason: ReasonUnreachable, Message: err.Error()})
 		for _, left := range builds[i:] {
-			failedApps = append(failedApps, left.rev.Spec.App.Name)
+			ru.failedApps = append(ru.failedApps, left.rev.Spec.App.Name)
 		}
-		o.Notes = sortedNotes(notes)
-		return o, failedApps, next, nil
+		return false
 	}
+	return true
+}
 
-	deleted, err := r.collect(rctx, m, t, now)
-	o.Deleted = deleted
+// writeFailure is the reason of a write to t that failed with err. A
+// mirror that refused an ExternalSecret it said it served is remembered
+// as not serving them, and the run is tried again sooner.
+func (r *Reconciler) writeFailure(t *target, err error, now time.Time, ru *run) string {
+	var notServed *notServedError
+	if errors.As(err, &notServed) && notServed.gvk == ExternalSecretKind {
+		// Said served, then refused: the next run copies the build
+		// without them.
+		r.kinds.notServed(t.key.String(), notServed.gvk, now)
+		ru.soonest(r.kindRecheck())
+	}
+	// A kind not served (Picchu's CRDs not installed there) is refused
+	// until a person installs it.
+	if notServed != nil {
+		return ReasonRejected
+	}
+	return Classify(err)
+}
+
+// collectGone deletes m's copies on t whose source is gone, and records
+// in ru how many it deleted and why it could not delete the others.
+func (r *Reconciler) collectGone(ctx context.Context, m *picchuv1alpha1.Mirror, t *target, now time.Time, ru *run) {
+	deleted, err := r.collect(ctx, m, t, now)
+	ru.o.Deleted = deleted
 	if err != nil {
 		reason := Classify(err)
 		if reason != ReasonRejected {
 			reason = ReasonUnreachable
 		}
-		o.Failures = append(o.Failures, Failure{Reason: reason, Message: err.Error()})
+		ru.o.Failures = append(ru.o.Failures, Failure{Reason: reason, Message: err.Error()})
 	}
-	o.Notes = sortedNotes(notes)
-	return o, failedApps, next, nil
 }
 
 func sortedNotes(notes map[string]bool) []string {

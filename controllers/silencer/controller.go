@@ -296,61 +296,11 @@ func (r *Reconciler) newInput(namespace, app, target string) silence.Input {
 // first once after the start when configured, and again before acting on
 // what the record alone says, and acts.
 func (r *Reconciler) sync(ctx context.Context, rec *record, in silence.Input, configured bool) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	refreshed := false
-	if configured && !rec.synced {
-		if err := r.refresh(ctx, rec, in); err != nil {
-			return ctrl.Result{}, err
-		}
-		refreshed = true
+	plan, err := r.decide(ctx, rec, in, configured)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	in.Existing = rec.silences
-	plan := silence.Decide(in)
-	if !plan.Empty() && !refreshed {
-		if err := r.refresh(ctx, rec, in); err != nil {
-			return ctrl.Result{}, err
-		}
-		in.Existing = rec.silences
-		plan = silence.Decide(in)
-	}
-	var errs []error
-	for _, s := range plan.Expire {
-		err := r.Alertmanager.Expire(ctx, s.ID)
-		if err != nil && !errors.Is(err, alertmanager.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("expiring silence %s of %s: %w", s.ID, s.Key, err))
-			continue
-		}
-		rec.forget(s.ID)
-		count(outcomeExpired)
-		log.Info("expired a release silence", "silence", s.ID, "build", s.Key.Tag, "target", s.Key.Target)
-	}
-	for _, s := range plan.Create {
-		id, err := r.Alertmanager.Post(ctx, toAlertmanager(s))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("creating the silence of %s: %w", s.Key, err))
-			continue
-		}
-		s.ID = id
-		rec.silences = append(rec.silences, s)
-		count(outcomeCreated)
-		log.Info("created a release silence", "silence", id, "build", s.Key.Tag, "target", s.Key.Target,
-			"matchers", matcherStrings(s.Matchers), "endsAt", s.EndsAt.UTC().Format(time.RFC3339))
-	}
-	for _, s := range plan.Extend {
-		old := s.ID
-		id, err := r.Alertmanager.Post(ctx, toAlertmanager(s))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("extending silence %s of %s: %w", old, s.Key, err))
-			continue
-		}
-		rec.forget(old)
-		s.ID = id
-		rec.silences = append(rec.silences, s)
-		count(outcomeExtended)
-		log.Info("extended a release silence", "silence", id, "was", old, "build", s.Key.Tag, "target", s.Key.Target,
-			"endsAt", s.EndsAt.UTC().Format(time.RFC3339))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := r.apply(ctx, rec, plan); err != nil {
 		rec.synced = false // ask Alertmanager what holds before trying again
 		return ctrl.Result{}, err
 	}
@@ -358,6 +308,90 @@ func (r *Reconciler) sync(ctx context.Context, rec *record, in silence.Input, co
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: max(plan.Recheck.Sub(in.Now), time.Second)}, nil
+}
+
+// decide decides the silences of rec's app and target from what rec
+// holds, refreshed from Alertmanager first once after the start when
+// configured, and before a plan that would act on what rec alone says.
+func (r *Reconciler) decide(ctx context.Context, rec *record, in silence.Input, configured bool) (silence.Plan, error) {
+	refreshed := false
+	if configured && !rec.synced {
+		if err := r.refresh(ctx, rec, in); err != nil {
+			return silence.Plan{}, err
+		}
+		refreshed = true
+	}
+	in.Existing = rec.silences
+	plan := silence.Decide(in)
+	if !plan.Empty() && !refreshed {
+		if err := r.refresh(ctx, rec, in); err != nil {
+			return silence.Plan{}, err
+		}
+		in.Existing = rec.silences
+		plan = silence.Decide(in)
+	}
+	return plan, nil
+}
+
+// apply expires, creates, then extends the silences of plan in
+// Alertmanager, each whatever became of the others, and records in rec
+// those it could. Its error joins those of every silence it could not.
+func (r *Reconciler) apply(ctx context.Context, rec *record, plan silence.Plan) error {
+	var errs []error
+	for _, s := range plan.Expire {
+		errs = append(errs, r.expire(ctx, rec, s))
+	}
+	for _, s := range plan.Create {
+		errs = append(errs, r.create(ctx, rec, s))
+	}
+	for _, s := range plan.Extend {
+		errs = append(errs, r.extend(ctx, rec, s))
+	}
+	return errors.Join(errs...)
+}
+
+// expire expires s in Alertmanager, and forgets it in rec. A silence
+// Alertmanager no longer has is as good as expired.
+func (r *Reconciler) expire(ctx context.Context, rec *record, s silence.Silence) error {
+	err := r.Alertmanager.Expire(ctx, s.ID)
+	if err != nil && !errors.Is(err, alertmanager.ErrNotFound) {
+		return fmt.Errorf("expiring silence %s of %s: %w", s.ID, s.Key, err)
+	}
+	rec.forget(s.ID)
+	count(outcomeExpired)
+	ctrl.LoggerFrom(ctx).Info("expired a release silence", "silence", s.ID, "build", s.Key.Tag, "target", s.Key.Target)
+	return nil
+}
+
+// create creates s in Alertmanager, and records it in rec.
+func (r *Reconciler) create(ctx context.Context, rec *record, s silence.Silence) error {
+	id, err := r.Alertmanager.Post(ctx, toAlertmanager(s))
+	if err != nil {
+		return fmt.Errorf("creating the silence of %s: %w", s.Key, err)
+	}
+	s.ID = id
+	rec.silences = append(rec.silences, s)
+	count(outcomeCreated)
+	ctrl.LoggerFrom(ctx).Info("created a release silence", "silence", id, "build", s.Key.Tag, "target", s.Key.Target,
+		"matchers", matcherStrings(s.Matchers), "endsAt", s.EndsAt.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// extend rewrites s in Alertmanager, which may give it a new ID, and
+// records it in rec in place of the silence it was.
+func (r *Reconciler) extend(ctx context.Context, rec *record, s silence.Silence) error {
+	old := s.ID
+	id, err := r.Alertmanager.Post(ctx, toAlertmanager(s))
+	if err != nil {
+		return fmt.Errorf("extending silence %s of %s: %w", old, s.Key, err)
+	}
+	rec.forget(old)
+	s.ID = id
+	rec.silences = append(rec.silences, s)
+	count(outcomeExtended)
+	ctrl.LoggerFrom(ctx).Info("extended a release silence", "silence", id, "was", old, "build", s.Key.Tag, "target", s.Key.Target,
+		"endsAt", s.EndsAt.UTC().Format(time.RFC3339))
+	return nil
 }
 
 // refresh replaces rec's silences with those Alertmanager holds for its

@@ -69,6 +69,25 @@ func (p Plan) Empty() bool { return len(p.Create)+len(p.Extend)+len(p.Expire) ==
 // Only silences in.Instance owns (Owns) are considered: another instance's
 // are never changed or expired.
 func Decide(in Input) Plan {
+	b := boundsOf(in)
+	wanted, order := wantedSilences(in)
+	held, expire := heldSilences(in, wanted)
+	plan := Plan{Expire: expire}
+	for _, k := range order {
+		s, ok := held[k]
+		plan.hold(wanted[k], s, ok, in.Now, b)
+	}
+	return plan
+}
+
+// bounds are how far ahead of a decision silences end.
+type bounds struct {
+	margin, maxLength time.Duration
+}
+
+// boundsOf is in's margin and bound on a silence's length, defaults
+// filled in.
+func boundsOf(in Input) bounds {
 	margin := in.Margin
 	if margin <= 0 {
 		margin = DefaultMargin
@@ -78,18 +97,35 @@ func Decide(in Input) Plan {
 		maxLength = DefaultMaxLength
 	}
 	// A bound under two margins would renew a silence at every decision.
-	maxLength = max(maxLength, 2*margin)
-	ramping := time.Duration(0)
-	for _, b := range in.Builds {
-		if b.State == release.Releasing {
-			ramping = max(ramping, b.Remaining)
-		}
-	}
-	type want struct {
-		Silence
-		remaining time.Duration
-	}
-	wanted := map[Key]want{}
+	return bounds{margin: margin, maxLength: max(maxLength, 2*margin)}
+}
+
+// lead is how long before its end a silence held through a release
+// expected to end in remaining is renewed: a margin after the release is
+// expected to end, or half the bound for a release longer than it.
+func (b bounds) lead(remaining time.Duration) time.Duration {
+	return min(remaining+b.margin, b.maxLength/2)
+}
+
+// length is how long a silence held through a release expected to end in
+// remaining lasts from now on: two margins after it, within the bound.
+func (b bounds) length(remaining time.Duration) time.Duration {
+	return min(remaining+2*b.margin, b.maxLength)
+}
+
+// wantedSilence is a silence a build asks for, and how long its release
+// is expected to go on.
+type wantedSilence struct {
+	Silence
+	remaining time.Duration
+}
+
+// wantedSilences are the silences in's builds being released ask for, by
+// key, and their keys in the order the builds and their releaseSilences
+// come in.
+func wantedSilences(in Input) (map[Key]wantedSilence, []Key) {
+	ramping := releasing(in.Builds)
+	wanted := map[Key]wantedSilence{}
 	var order []Key
 	for _, b := range in.Builds {
 		if !Silenced(b.State, b.Percent) {
@@ -104,13 +140,30 @@ func Decide(in Input) Plan {
 			if _, dup := wanted[k]; dup {
 				continue
 			}
-			wanted[k] = want{Silence: Silence{Key: k, Matchers: Matchers(k, s), Comment: Comment(k, in.Instance, s), Instance: in.Instance}, remaining: remaining}
+			wanted[k] = wantedSilence{Silence: Silence{Key: k, Matchers: Matchers(k, s), Comment: Comment(k, in.Instance, s), Instance: in.Instance}, remaining: remaining}
 			order = append(order, k)
 		}
 	}
+	return wanted, order
+}
 
-	// The live silences of this app and target this instance holds, the
-	// one ending last first for each key.
+// releasing is how long the release of the build releasing the longest
+// is expected to go on; 0 when none is releasing.
+func releasing(builds []Build) time.Duration {
+	ramping := time.Duration(0)
+	for _, b := range builds {
+		if b.State == release.Releasing {
+			ramping = max(ramping, b.Remaining)
+		}
+	}
+	return ramping
+}
+
+// heldSilences splits the live silences of in's app and target that
+// in.Instance holds into those it keeps, the one ending last for each
+// wanted key, and those to expire: the ones no build wants, and the
+// duplicates.
+func heldSilences(in Input, wanted map[Key]wantedSilence) (map[Key]Silence, []Silence) {
 	var live []Silence
 	for _, s := range in.Existing {
 		if !s.Expired && Owns(in.Instance, s.Instance) && s.Key.Namespace == in.Namespace && s.Key.App == in.App && s.Key.Target == in.Target {
@@ -119,46 +172,46 @@ func Decide(in Input) Plan {
 	}
 	slices.SortStableFunc(live, func(a, b Silence) int { return b.EndsAt.Compare(a.EndsAt) })
 	held := map[Key]Silence{}
-	var plan Plan
+	var expire []Silence
 	for _, s := range live {
 		if _, ok := wanted[s.Key]; !ok {
-			plan.Expire = append(plan.Expire, s)
+			expire = append(expire, s)
 			continue
 		}
 		if _, kept := held[s.Key]; kept {
-			plan.Expire = append(plan.Expire, s)
+			expire = append(expire, s)
 			continue
 		}
 		held[s.Key] = s
 	}
+	return held, expire
+}
 
-	limit := in.Now.Add(maxLength)
-	for _, k := range order {
-		w := wanted[k]
-		// A silence is renewed once less than lead is left: a margin after
-		// the release is expected to end, or half the bound for a release
-		// longer than it.
-		lead := min(w.remaining+margin, maxLength/2)
-		until := in.Now.Add(min(w.remaining+2*margin, maxLength))
-		s, ok := held[k]
-		end := s.EndsAt
-		switch {
-		case !ok:
-			w.StartsAt, w.EndsAt = in.Now, until
-			plan.Create = append(plan.Create, w.Silence)
-			end = until
-		case s.EndsAt.Before(in.Now.Add(lead)) || s.EndsAt.After(limit) || !sameMatchers(s.Matchers, w.Matchers) || s.Comment != w.Comment:
-			// Never shortened, but to the bound.
-			w.ID, w.StartsAt, w.EndsAt = s.ID, s.StartsAt, until
-			if s.EndsAt.After(until) && !s.EndsAt.After(limit) {
-				w.EndsAt = s.EndsAt
-			}
-			plan.Extend = append(plan.Extend, w.Silence)
-			end = w.EndsAt
+// hold adds to p what holds w's silence, s when ok, the one held now,
+// until w's release is expected to end: it is created when none is held,
+// and rewritten when it would end too soon or past the bound, or its
+// matchers or comment changed. It brings p.Recheck forward to when the
+// silence will need renewing.
+func (p *Plan) hold(w wantedSilence, s Silence, ok bool, now time.Time, b bounds) {
+	limit := now.Add(b.maxLength)
+	lead := b.lead(w.remaining)
+	until := now.Add(b.length(w.remaining))
+	end := s.EndsAt
+	switch {
+	case !ok:
+		w.StartsAt, w.EndsAt = now, until
+		p.Create = append(p.Create, w.Silence)
+		end = until
+	case s.EndsAt.Before(now.Add(lead)) || s.EndsAt.After(limit) || !sameMatchers(s.Matchers, w.Matchers) || s.Comment != w.Comment:
+		// Never shortened, but to the bound.
+		w.ID, w.StartsAt, w.EndsAt = s.ID, s.StartsAt, until
+		if s.EndsAt.After(until) && !s.EndsAt.After(limit) {
+			w.EndsAt = s.EndsAt
 		}
-		if at := end.Add(-lead); plan.Recheck.IsZero() || at.Before(plan.Recheck) {
-			plan.Recheck = at
-		}
+		p.Extend = append(p.Extend, w.Silence)
+		end = w.EndsAt
 	}
-	return plan
+	if at := end.Add(-lead); p.Recheck.IsZero() || at.Before(p.Recheck) {
+		p.Recheck = at
+	}
 }

@@ -113,22 +113,61 @@ func podAnnotations(b Build) map[string]string {
 	return a
 }
 
+// podSpec is the spec of b's pods: the app's container, then its
+// sidecars, on the build's platforms, matched for spread by selector
+// unless the target names its own.
 func podSpec(b Build, selector map[string]string) corev1.PodSpec {
 	t := b.Spec
-	envFrom := make([]corev1.EnvFromSource, 0, len(b.ConfigMaps)+len(b.Secrets)+len(b.ExternalSecrets))
+	env := envFrom(b)
+	containers := append([]corev1.Container{appContainer(b, env)}, sidecars(t, env)...)
+	serviceAccount := t.ServiceAccountName
+	if serviceAccount == "" {
+		serviceAccount = b.App
+	}
+	ndots := "1"
+	spec := corev1.PodSpec{
+		Containers:         containers,
+		Volumes:            t.Volumes,
+		ServiceAccountName: serviceAccount,
+		Affinity:           platform.WithRequirements(t.Affinity, platform.Requirements(b.Platforms)),
+		Tolerations:        t.Tolerations,
+		PriorityClassName:  t.PriorityClassName,
+		SchedulerName:      t.SchedulerName,
+		DNSConfig:          &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &ndots}}},
+	}
+	if seconds, err := strconv.ParseInt(t.PodAnnotations[annotationGracePeriod], 10, 64); err == nil && seconds >= 0 {
+		spec.TerminationGracePeriodSeconds = &seconds
+	}
+	if tsc := t.TopologySpreadConstraint; tsc != nil {
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{spreadConstraint(tsc, selector)}
+	}
+	return spec
+}
+
+// envFrom is where b's containers read their environment from: its
+// ConfigMaps, then its Secrets, then its ExternalSecrets' Secrets.
+func envFrom(b Build) []corev1.EnvFromSource {
+	out := make([]corev1.EnvFromSource, 0, len(b.ConfigMaps)+len(b.Secrets)+len(b.ExternalSecrets))
 	for _, name := range b.ConfigMaps {
-		envFrom = append(envFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}})
+		out = append(out, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}})
 	}
 	for _, name := range b.Secrets {
-		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}})
+		out = append(out, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}})
 	}
 	for _, name := range b.ExternalSecrets {
 		ref := &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}
 		if b.ExternalSecretsOptional {
 			ref.Optional = ptr.To(true)
 		}
-		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: ref})
+		out = append(out, corev1.EnvFromSource{SecretRef: ref})
 	}
+	return out
+}
+
+// appContainer is the container of b's app. With a status port, the
+// probes the target does not set ask it whether the app is running.
+func appContainer(b Build, envFrom []corev1.EnvFromSource) corev1.Container {
+	t := b.Spec
 	app := corev1.Container{
 		Name:           b.App,
 		Image:          b.Image,
@@ -149,7 +188,12 @@ func podSpec(b Build, selector map[string]string) corev1.PodSpec {
 			app.ReadinessProbe = runningProbe(port.Name, 3)
 		}
 	}
-	containers := []corev1.Container{app}
+	return app
+}
+
+// sidecars are the containers of t's sidecars.
+func sidecars(t *picchuv1alpha1.RevisionTarget, envFrom []corev1.EnvFromSource) []corev1.Container {
+	var containers []corev1.Container
 	for _, sidecar := range t.Sidecars {
 		s := *sidecar.DeepCopy()
 		// Sidecars share the app's config and mounts, and keep their own.
@@ -158,34 +202,19 @@ func podSpec(b Build, selector map[string]string) corev1.PodSpec {
 		s.VolumeMounts = append(s.VolumeMounts, t.VolumeMounts...)
 		containers = append(containers, s)
 	}
-	serviceAccount := t.ServiceAccountName
-	if serviceAccount == "" {
-		serviceAccount = b.App
+	return containers
+}
+
+// spreadConstraint is tsc, made never to leave a pod unscheduled, and
+// matching selector when it matches nothing.
+func spreadConstraint(tsc *corev1.TopologySpreadConstraint, selector map[string]string) corev1.TopologySpreadConstraint {
+	c := *tsc.DeepCopy()
+	// A build must never be unschedulable for want of spread.
+	c.WhenUnsatisfiable = corev1.ScheduleAnyway
+	if c.LabelSelector == nil {
+		c.LabelSelector = &metav1.LabelSelector{MatchLabels: maps.Clone(selector)}
 	}
-	ndots := "1"
-	spec := corev1.PodSpec{
-		Containers:         containers,
-		Volumes:            t.Volumes,
-		ServiceAccountName: serviceAccount,
-		Affinity:           platform.WithRequirements(t.Affinity, platform.Requirements(b.Platforms)),
-		Tolerations:        t.Tolerations,
-		PriorityClassName:  t.PriorityClassName,
-		SchedulerName:      t.SchedulerName,
-		DNSConfig:          &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &ndots}}},
-	}
-	if seconds, err := strconv.ParseInt(t.PodAnnotations[annotationGracePeriod], 10, 64); err == nil && seconds >= 0 {
-		spec.TerminationGracePeriodSeconds = &seconds
-	}
-	if tsc := t.TopologySpreadConstraint; tsc != nil {
-		c := *tsc.DeepCopy()
-		// A build must never be unschedulable for want of spread.
-		c.WhenUnsatisfiable = corev1.ScheduleAnyway
-		if c.LabelSelector == nil {
-			c.LabelSelector = &metav1.LabelSelector{MatchLabels: maps.Clone(selector)}
-		}
-		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c}
-	}
-	return spec
+	return c
 }
 
 func containerPorts(ports []picchuv1alpha1.PortInfo) []corev1.ContainerPort {

@@ -59,61 +59,91 @@ type step struct {
 	what  string
 }
 
+// printStatus prints, for each of a's targets, its release, timeline,
+// verdicts and conditions, then events, oldest first, with ages from now.
 func (r *runner) printStatus(w io.Writer, a *app, events []corev1.Event) error {
 	now := r.Now()
 	for i, target := range a.targets() {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "Target: %s\n", cell(target))
-		rm := a.manager(target)
-		releasing := none
-		if rm != nil && rm.Status.Releasing != nil {
-			rel := rm.Status.Releasing
-			releasing = rel.Tag + " at " + percent(rel.Percent)
-			if rel.Wave != "" {
-				releasing += ", wave " + rel.Wave
-			}
-		}
-		fmt.Fprintf(w, "Releasing: %s\n", cell(releasing))
-		steps := timeline(currentBuilds(a.builds(target)))
-		if len(steps) == 0 {
-			fmt.Fprintln(w, "Timeline: <none>")
-		} else {
-			fmt.Fprintln(w, "Timeline:")
-			t := newTable(w, "  ", "AGE", "BUILD", "STEP")
-			for _, s := range steps {
-				t.add(since(now, s.at), s.tag, s.what)
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-		}
-		if err := printVerdicts(w, currentBuilds(a.builds(target))); err != nil {
-			return err
-		}
-		var conditions []metav1.Condition
-		if rm != nil {
-			for _, c := range rm.Status.Conditions {
-				if c.Type != picchuv1alpha1.ConditionReady || c.Status != metav1.ConditionTrue {
-					conditions = append(conditions, c)
-				}
-			}
-		}
-		if len(conditions) == 0 {
-			fmt.Fprintln(w, "Conditions: <none>")
-			continue
-		}
-		fmt.Fprintln(w, "Conditions:")
-		t := newTable(w, "  ", "TYPE", "STATUS", "REASON", "MESSAGE")
-		for _, c := range conditions {
-			t.add(c.Type, string(c.Status), orNone(c.Reason), orNone(c.Message))
-		}
-		if err := t.flush(); err != nil {
+		if err := printTarget(w, a, target, now); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(w)
+	return printEvents(w, events, now)
+}
+
+// printTarget prints the release of a in target: the build releasing, the
+// timeline and verdicts of its current builds, and the conditions of its
+// ReleaseManager.
+func printTarget(w io.Writer, a *app, target string, now time.Time) error {
+	fmt.Fprintf(w, "Target: %s\n", cell(target))
+	rm := a.manager(target)
+	fmt.Fprintf(w, "Releasing: %s\n", cell(releasing(rm)))
+	if err := printTimeline(w, timeline(currentBuilds(a.builds(target))), now); err != nil {
+		return err
+	}
+	if err := printVerdicts(w, currentBuilds(a.builds(target))); err != nil {
+		return err
+	}
+	return printConditions(w, rm)
+}
+
+// releasing says which build rm releases, at which percent and wave;
+// none when it releases none, or there is no rm.
+func releasing(rm *picchuv1alpha1.ReleaseManager) string {
+	if rm == nil || rm.Status.Releasing == nil {
+		return none
+	}
+	rel := rm.Status.Releasing
+	out := rel.Tag + " at " + percent(rel.Percent)
+	if rel.Wave != "" {
+		out += ", wave " + rel.Wave
+	}
+	return out
+}
+
+// printTimeline prints steps, with their ages from now.
+func printTimeline(w io.Writer, steps []step, now time.Time) error {
+	if len(steps) == 0 {
+		fmt.Fprintln(w, "Timeline: <none>")
+		return nil
+	}
+	fmt.Fprintln(w, "Timeline:")
+	t := newTable(w, "  ", "AGE", "BUILD", "STEP")
+	for _, s := range steps {
+		t.add(since(now, s.at), s.tag, s.what)
+	}
+	return t.flush()
+}
+
+// printConditions prints the conditions of rm other than Ready=True.
+func printConditions(w io.Writer, rm *picchuv1alpha1.ReleaseManager) error {
+	var conditions []metav1.Condition
+	if rm != nil {
+		for _, c := range rm.Status.Conditions {
+			if c.Type != picchuv1alpha1.ConditionReady || c.Status != metav1.ConditionTrue {
+				conditions = append(conditions, c)
+			}
+		}
+	}
+	if len(conditions) == 0 {
+		fmt.Fprintln(w, "Conditions: <none>")
+		return nil
+	}
+	fmt.Fprintln(w, "Conditions:")
+	t := newTable(w, "  ", "TYPE", "STATUS", "REASON", "MESSAGE")
+	for _, c := range conditions {
+		t.add(c.Type, string(c.Status), orNone(c.Reason), orNone(c.Message))
+	}
+	return t.flush()
+}
+
+// printEvents prints events, with how long ago each was last seen and,
+// when repeated, how often over how long.
+func printEvents(w io.Writer, events []corev1.Event, now time.Time) error {
 	if len(events) == 0 {
 		_, err := fmt.Fprintln(w, "Events: <none>")
 		return err
