@@ -8,6 +8,10 @@ CONTROLLER_TOOLS_VERSION ?= v0.22.0
 CONTROLLER_GEN ?= $(CURDIR)/bin/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 IMG ?= ghcr.io/medium/picchu:latest
 GO_TEST_FLAGS ?= -race -timeout 40m
+# Packages tested at once (not the end-to-end tests, which run alone). Most
+# of a package's time is spent waiting on API servers and release steps, not
+# on the CPU: three at a time on 2 cores.
+TEST_PARALLEL ?= 3
 PKGS ?= ./...
 
 .PHONY: all
@@ -66,7 +70,7 @@ alertmanager-binary: ## Provision the Alertmanager the tests run into bin/ (once
 test: verify k8s-binaries prometheus-binary alertmanager-binary ## Run every test, with the race detector, against real API servers, Prometheus and Alertmanager.
 	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
 	pkgs=$$(go list $(PKGS) | grep -v /test/e2e$$ || true); [ -z "$$pkgs" ] || \
-		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$pkgs
+		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -p $(TEST_PARALLEL) $$pkgs
 	@echo "test: the end-to-end tests, alone: beside other packages' API servers, their fleet misses its deadlines on 2 cores"
 	e2e=$$(go list $(PKGS) | grep /test/e2e$$ || true); [ -z "$$e2e" ] || \
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$e2e
