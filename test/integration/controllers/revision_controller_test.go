@@ -17,14 +17,11 @@ import (
 	"github.com/medium/picchu/test/kit"
 )
 
+// revision is build tag of app shop named name, labelled with labels
+// alone, of image shop:tag, in targets.
 func revision(name, tag string, labels map[string]string, targets ...picchuv1alpha1.RevisionTarget) *picchuv1alpha1.Revision {
-	return &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: labels},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App:     picchuv1alpha1.RevisionApp{Name: "shop", Tag: tag, Image: "shop:" + tag},
-			Targets: targets,
-		},
-	}
+	return env.Apps().Revision("shop", tag, kit.Labels(labels), kit.Image("shop:"+tag), kit.Targets(targets...),
+		kit.With(func(rev *picchuv1alpha1.Revision) { rev.Name = name }))
 }
 
 // TestRevisionReconciler_ReleaseManagersLabelsAndStatus applies Revisions of

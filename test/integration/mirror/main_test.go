@@ -313,7 +313,5 @@ func mirrorFailures(t *testing.T, app, mirror string) float64 {
 
 // releaseManager reads the ReleaseManager of app in target production.
 func releaseManager(ctx context.Context, app string) (*picchuv1alpha1.ReleaseManager, error) {
-	rm := &picchuv1alpha1.ReleaseManager{}
-	err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
-	return rm, err
+	return env.Apps().ReleaseManager(ctx, app)
 }

@@ -151,7 +151,5 @@ func restart(t testing.TB, change ...func(*operator.Options)) {
 
 // releaseManager reads the ReleaseManager of app.
 func releaseManager(ctx context.Context, app string) (*picchuv1alpha1.ReleaseManager, error) {
-	rm := &picchuv1alpha1.ReleaseManager{}
-	err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
-	return rm, err
+	return env.Apps().ReleaseManager(ctx, app)
 }
