@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -150,4 +151,38 @@ func (a Apps) WaitState(t testing.TB, timeout time.Duration, app, tag, want stri
 		return nil
 	})
 	return rm, out
+}
+
+// Record takes the ReleaseManager of app in target from the operator (it
+// labels it to be ignored, so that what a test writes there stays) and
+// writes its status as record changes it, retrying on conflicts.
+func (a Apps) Record(ctx context.Context, app, target string, record func(*picchuv1alpha1.ReleaseManagerStatus)) error {
+	key := client.ObjectKey{Namespace: a.Namespace, Name: app + "-" + target}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := a.Client.Get(ctx, key, rm); err != nil {
+			return err
+		}
+		if rm.Labels[picchuv1alpha1.LabelIgnore] == "true" {
+			return nil
+		}
+		if rm.Labels == nil {
+			rm.Labels = map[string]string{}
+		}
+		rm.Labels[picchuv1alpha1.LabelIgnore] = "true"
+		return a.Client.Update(ctx, rm)
+	}); err != nil {
+		return fmt.Errorf("labelling ReleaseManager %s ignored: %w", key, err)
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rm := &picchuv1alpha1.ReleaseManager{}
+		if err := a.Client.Get(ctx, key, rm); err != nil {
+			return err
+		}
+		record(&rm.Status)
+		return a.Client.Status().Update(ctx, rm)
+	}); err != nil {
+		return fmt.Errorf("writing the status of ReleaseManager %s: %w", key, err)
+	}
+	return nil
 }

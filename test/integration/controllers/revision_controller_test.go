@@ -80,27 +80,12 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	// status. The record is written here, with the release manager
 	// controller told to leave this one alone.
 	key := client.ObjectKey{Namespace: env.Namespace, Name: "shop-production"}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
-		rm.Labels[picchuv1alpha1.LabelIgnore] = "true"
-		return c.Update(ctx, rm)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
-		rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
+	if err := env.Apps().Record(ctx, "shop", "production", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+		st.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
 			Tag: "v1", State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "releasing", Target: "released"},
 			CurrentPercent: 40, PeakPercent: 40, ReleaseEligible: true,
 			Scale: picchuv1alpha1.ReleaseManagerRevisionScaleStatus{Current: 3, Desired: 4, Peak: 3},
 		}}
-		return c.Status().Update(ctx, rm)
 	}); err != nil {
 		t.Fatal(err)
 	}
