@@ -19,5 +19,10 @@
 //   - clusters.go: reading several clusters at once, and logging each one's
 //     failures once;
 //   - register.go: a target registered on the delivery cluster as a user
-//     registers one (a Cluster and its Secret).
+//     registers one (a Cluster and its Secret);
+//   - builds.go: the one Revision builder of the tests (Apps.Revision and
+//     its options), reading a ReleaseManager, waiting for a build's state
+//     (Apps.WaitState) and writing a release record (Apps.Record);
+//   - registry.go: the one image registry of the tests, in memory over TLS
+//     (StartRegistry), and images of a platform to push to it.
 package kit

@@ -45,12 +45,8 @@ func TestMain(m *testing.M) {
 				return fmt.Errorf("setting the scaling factor: %w", err)
 			}
 		}
-		op, err := inprocess.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
-		if err != nil {
-			return fmt.Errorf("starting the operator: %w", err)
-		}
-		s.OnStop(op.Stop)
-		return nil
+		_, err := inprocess.Run(s, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
+		return err
 	})
 }
 

@@ -619,7 +619,7 @@ func TestMirror_LeavesAnotherPicchusCopiesAlone(t *testing.T) {
 	}
 	before := theirs.ResourceVersion
 	// A restarted operator lists the mirror for garbage at its first run.
-	restart(t)
+	running.Restart(t)
 	create(t, build{app: "twinhome", tag: "v1", commit: 2}.revision())
 	deployed(t, "twinhome", "v1")
 	onMirror(t, 60*time.Second, &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "twinhome-v1", Namespace: env.Namespace}})

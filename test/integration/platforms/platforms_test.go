@@ -42,9 +42,8 @@ var (
 	flaky *flakyRegistry
 	// registryTransport trusts both registries' certificate.
 	registryTransport http.RoundTripper
-	// op is the operator, started with operatorOptions.
-	op              *inprocess.Operator
-	operatorOptions operator.Options
+	// running is the operator; a test may restart it.
+	running *inprocess.Runner
 )
 
 const (
@@ -99,14 +98,9 @@ func setup(s *harness.Suite) error {
 		return fmt.Errorf("making node %s arm64: %w", arm.Name, err)
 	}
 	armNode = arm.Name
-	operatorOptions = operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second, InspectImagePlatforms: true,
-		ImageTransport: registryTransport}
-	if op, err = inprocess.Start(env, operatorOptions); err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	// The operator running then: a test may restart it.
-	s.OnStop(func() error { return op.Stop() })
-	return nil
+	running, err = inprocess.Run(s, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second, InspectImagePlatforms: true,
+		ImageTransport: registryTransport})
+	return err
 }
 
 // pushImages pushes shop:multi (amd64 and arm64), shop:arm (arm64) and

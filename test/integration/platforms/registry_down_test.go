@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/integration/inprocess"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -104,19 +103,6 @@ func (f *flakyRegistry) close() {
 	f.Close()
 }
 
-// restartOperator stops the operator and starts it again, with an image
-// inspector that has read nothing yet.
-func restartOperator(t *testing.T) {
-	t.Helper()
-	if err := op.Stop(); err != nil {
-		t.Fatalf("stopping the operator: %v", err)
-	}
-	var err error
-	if op, err = inprocess.Start(env, operatorOptions); err != nil {
-		t.Fatalf("starting the operator again: %v", err)
-	}
-}
-
 // steady is build tag of app "steady" from the flaky registry, the n-th
 // commit, ramping 10, 20, 40, 80, 100 % a second apart.
 func steady(tag string, commit int, img string) *picchuv1alpha1.Revision {
@@ -173,7 +159,8 @@ func TestPlatforms_ARegistryDownHoldsOnlyANewBuild(t *testing.T) {
 	steadyState(t, "v1", "retired")
 
 	since := flaky.set(hanging)
-	restartOperator(t)
+	// Restarted, the operator's image inspector has read nothing yet.
+	running.Restart(t)
 	create(t, steady("v3", 3, flaky.Host+"/shop:v3"))
 	platformsCondition(t, "steady", metav1.ConditionFalse, "PlatformsUnknown",
 		"v3: registry "+flaky.Host+": inspecting "+flaky.Host+"/shop:v3")

@@ -359,8 +359,8 @@ func recordedTags(ctx context.Context, app string) ([]string, error) {
 // per target: the older failed builds' Revisions go all the same, and the
 // ReleaseManager forgets them.
 func TestRelease_GarbageCollectionBoundsBuildsThatNeverExpire(t *testing.T) {
-	restart(t, func(o *operator.Options) { o.KeepDone = 2 })
-	defer restart(t)
+	running.Restart(t, func(o *operator.Options) { o.KeepDone = 2 })
+	defer running.Restart(t)
 	const app = "gc-forever"
 	ctx := context.Background()
 	create(t, build{app: app, tag: "v1", commit: 1, delay: time.Second, neverExpires: true})
