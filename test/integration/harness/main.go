@@ -42,6 +42,15 @@ func (s *Suite) ServeReplicaSets() {
 	}
 }
 
+// KeepEnv is the setup of a package whose tests need the Env alone: it
+// keeps the Env in *env.
+func KeepEnv(env **Env) func(*Suite) error {
+	return func(s *Suite) error {
+		*env = s.Env
+		return nil
+	}
+}
+
 // Main runs a package's tests on an Env started with opts, as its TestMain:
 //
 //	func TestMain(m *testing.M) { harness.Main(m, harness.Options{Targets: 2}, setup) }
