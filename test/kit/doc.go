@@ -6,6 +6,7 @@
 //   - paths.go: the repository's root, the Kubernetes binaries built under
 //     bin/ and the third-party CRDs read from their Go modules;
 //   - wait.go and ports.go: the one wait helper and the one free-port helper;
+//   - checks.go: checks for Eventually (a Lease held, a Cluster Ready);
 //   - logs.go: the end of a process's log, to explain a failure;
 //   - prometheus.go: the one way a real Prometheus is configured and started,
 //     as a child of the test (Prometheus) or as the fleet's daemon
