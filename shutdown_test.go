@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -434,12 +433,8 @@ func TestSIGTERM_EndsAShardedReplicaIdleWithoutItsAPIServer(t *testing.T) {
 			t.Fatal(err) // it will not get better
 		}
 		for i := range 2 {
-			lease := &coordinationv1.Lease{}
-			if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: fmt.Sprintf("picchu-shard-%d", i)}, lease); err != nil {
-				return err
-			}
-			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-				return fmt.Errorf("shard %d has no holder", i)
+			if err := kit.LeaseHeld(ctx, env.Delivery.Client, client.ObjectKey{Namespace: env.Namespace, Name: fmt.Sprintf("picchu-shard-%d", i)}); err != nil {
+				return fmt.Errorf("shard %d: %w", i, err)
 			}
 		}
 		return nil
