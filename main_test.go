@@ -16,13 +16,11 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
@@ -113,25 +111,10 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 		t.Fatalf("healthz: %d %v", code, err)
 	}
 	kit.Eventually(t, 30*time.Second, "leader lease is held", func() error {
-		lease := &coordinationv1.Lease{}
-		key := client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}
-		if err := env.Delivery.Client.Get(ctx, key, lease); err != nil {
-			return err
-		}
-		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-			return fmt.Errorf("lease has no holder")
-		}
-		return nil
+		return kit.LeaseHeld(ctx, env.Delivery.Client, client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID})
 	})
 	kit.Eventually(t, 30*time.Second, "the target cluster is Ready", func() error {
-		cl := &picchuv1alpha1.Cluster{}
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[0].Cluster), cl); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(cl.Status.Conditions, picchuv1alpha1.ConditionReady) {
-			return fmt.Errorf("conditions %+v", cl.Status.Conditions)
-		}
-		return nil
+		return kit.ClusterReady(ctx, env.Delivery.Client, client.ObjectKeyFromObject(env.Targets[0].Cluster))
 	})
 	code, body, err := get("http://" + metricsAddr + "/metrics")
 	if err != nil || code != http.StatusOK {

@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -250,24 +249,10 @@ func TestRun_WorksWithTheShippedRBACAlone(t *testing.T) {
 		if err := running(); err != nil {
 			return err
 		}
-		l := &coordinationv1.Lease{}
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}, l); err != nil {
-			return err
-		}
-		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-			return errors.New("no holder")
-		}
-		return nil
+		return kit.LeaseHeld(ctx, env.Delivery.Client, client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID})
 	})
 	kit.Eventually(t, 30*time.Second, "the target cluster is Ready", func() error {
-		cl := &picchuv1alpha1.Cluster{}
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[0].Cluster), cl); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(cl.Status.Conditions, picchuv1alpha1.ConditionReady) {
-			return fmt.Errorf("conditions %+v", cl.Status.Conditions)
-		}
-		return nil
+		return kit.ClusterReady(ctx, env.Delivery.Client, client.ObjectKeyFromObject(env.Targets[0].Cluster))
 	})
 
 	labels := map[string]string{"config": "demo-v1"}

@@ -16,10 +16,8 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -30,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
@@ -399,21 +396,10 @@ func TestSIGTERM_EndsALeaderWhoseAPIServerStopped(t *testing.T) {
 		if err := o.Exited(); err != nil {
 			t.Fatal(err) // it will not get better
 		}
-		lease := &coordinationv1.Lease{}
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}, lease); err != nil {
+		if err := kit.LeaseHeld(ctx, env.Delivery.Client, client.ObjectKey{Namespace: env.Namespace, Name: leaderElectionID}); err != nil {
 			return err
 		}
-		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-			return errors.New("the leader lease has no holder")
-		}
-		cl := &picchuv1alpha1.Cluster{}
-		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(env.Targets[0].Cluster), cl); err != nil {
-			return err
-		}
-		if !meta.IsStatusConditionTrue(cl.Status.Conditions, picchuv1alpha1.ConditionReady) {
-			return fmt.Errorf("cluster conditions %+v", cl.Status.Conditions)
-		}
-		return nil
+		return kit.ClusterReady(ctx, env.Delivery.Client, client.ObjectKeyFromObject(env.Targets[0].Cluster))
 	})
 	o.waitLogged(t, 0, "Starting workers", controllers, 60*time.Second)
 
@@ -447,12 +433,8 @@ func TestSIGTERM_EndsAShardedReplicaIdleWithoutItsAPIServer(t *testing.T) {
 			t.Fatal(err) // it will not get better
 		}
 		for i := range 2 {
-			lease := &coordinationv1.Lease{}
-			if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: fmt.Sprintf("picchu-shard-%d", i)}, lease); err != nil {
-				return err
-			}
-			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-				return fmt.Errorf("shard %d has no holder", i)
+			if err := kit.LeaseHeld(ctx, env.Delivery.Client, client.ObjectKey{Namespace: env.Namespace, Name: fmt.Sprintf("picchu-shard-%d", i)}); err != nil {
+				return fmt.Errorf("shard %d: %w", i, err)
 			}
 		}
 		return nil

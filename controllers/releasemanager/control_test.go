@@ -61,6 +61,15 @@ func (c *controlled) add(tag string, state release.State, percent int32) *incarn
 	return inc
 }
 
+// addCanary adds build tag in state, at 0 %, which canaries at 10 % for
+// ttl seconds, judged by an SLO.
+func (c *controlled) addCanary(tag string, state release.State, ttl int64) *incarnation {
+	inc := c.add(tag, state, 0)
+	inc.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: ttl}
+	inc.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	return inc
+}
+
 // ask sets a control annotation of a build's Revision, as alice ("" removes it).
 func (c *controlled) ask(tag, key, value string) {
 	rev := c.builds[tag].revision
@@ -145,9 +154,7 @@ func TestControl_PauseHoldsAndResumeGoesOn(t *testing.T) {
 func TestControl_PauseStopsTheCanarysTimer(t *testing.T) {
 	c := newControlled(t)
 	c.add("v1", release.Released, 100)
-	v2 := c.add("v2", release.Deployed, 0)
-	v2.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 60}
-	v2.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	c.addCanary("v2", release.Deployed, 60)
 	c.expect(0, "v2 canarying 10, v1 released 90")
 	c.expect(30*time.Second, "v2 canarying 10, v1 released 90")
 	c.ask("v2", picchuv1alpha1.AnnotationPause, "now")
@@ -164,9 +171,7 @@ func TestControl_PauseStopsTheCanarysTimer(t *testing.T) {
 func TestControl_Promote(t *testing.T) {
 	c := newControlled(t)
 	c.add("v1", release.Released, 100)
-	v2 := c.add("v2", release.Deployed, 0)
-	v2.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 600}
-	v2.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	v2 := c.addCanary("v2", release.Deployed, 600)
 	c.expect(0, "v2 canarying 10, v1 released 90")
 	req := picchuv1alpha1.PromoteRequest(false, c.s.now)
 	c.ask("v2", picchuv1alpha1.AnnotationPromote, req)

@@ -52,9 +52,7 @@ func TestFreeze_HoldsTheRampAndTheCanaryUntilItCloses(t *testing.T) {
 	if cond == nil || !strings.Contains(cond.Message, "east: upgrade until "+until.UTC().Format(time.RFC3339)) {
 		t.Errorf("Frozen condition %+v, want east's window named", cond)
 	}
-	v3 := c.add("v3", release.Deployed, 0)
-	v3.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 60}
-	v3.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	v3 := c.addCanary("v3", release.Deployed, 60)
 	if got := c.runFrozen(0); got != "v3 deployed 0, v2 releasing 25, v1 released 75" {
 		t.Fatalf("a canary started in a freeze: %s", got)
 	}

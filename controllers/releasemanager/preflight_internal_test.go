@@ -88,9 +88,7 @@ func (c *controlled) preflightCondition() *metav1.Condition {
 func TestPreflight_NoRoomHoldsTheCanaryUntilANodeIsAdded(t *testing.T) {
 	c := newControlled(t)
 	c.add("v1", release.Released, 100)
-	v2 := c.add("v2", release.Deployed, 0)
-	v2.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 60}
-	v2.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	v2 := c.addCanary("v2", release.Deployed, 60)
 	c.fullEast()
 
 	if got := c.runChecked(0); got != "v2 deployed 0, v1 released 100" {
@@ -232,9 +230,7 @@ func TestPreflight_ARollbackNeverWaits(t *testing.T) {
 func TestPreflight_AnUnreachableClusterHoldsTheCanary(t *testing.T) {
 	c := newControlled(t)
 	c.add("v1", release.Released, 100)
-	v2 := c.add("v2", release.Tested, 0)
-	v2.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 60}
-	v2.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
+	c.addCanary("v2", release.Tested, 60)
 	west := c.s.fleet[1]
 	west.plans, west.problem = nil, "circuit breaker open; last error: connection refused"
 	if got := c.runChecked(0); got != "v2 tested 0, v1 released 100" {

@@ -40,22 +40,7 @@ import (
 var env *harness.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	env, err = harness.Start(context.Background(), harness.Options{Targets: 1})
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping clusters:", err)
-		}
-	}()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-		return 1
-	}
-	return m.Run()
+	harness.Main(m, harness.Options{Targets: 1}, harness.KeepEnv(&env))
 }
 
 // registration is a Cluster named name pointing at server, and its Secret

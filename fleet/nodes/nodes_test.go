@@ -3,7 +3,6 @@ package nodes_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -27,18 +26,7 @@ import (
 var env *harness.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = harness.Start(context.Background(), harness.Options{Targets: 1})
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping clusters:", err)
-	}
-	os.Exit(code)
+	harness.Main(m, harness.Options{Targets: 1}, harness.KeepEnv(&env))
 }
 
 func createNode(t *testing.T, c client.Client, name, arch string, ready corev1.ConditionStatus) {

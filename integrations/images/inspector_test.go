@@ -19,26 +19,17 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/medium/picchu/decide/platform"
+	"github.com/medium/picchu/test/kit"
 )
 
+// image is a random image of os, arch and variant.
 func image(t *testing.T, os, arch, variant string) v1.Image {
 	t.Helper()
-	img, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture, cfg.Variant = os, arch, variant
-	img, err = mutate.ConfigFile(img, cfg)
+	img, err := kit.PlatformImage(os, arch, variant)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,19 +30,7 @@ import (
 var env *harness.Env
 
 func TestMain(m *testing.M) {
-	ctx := context.Background()
-	var err error
-	env, err = harness.Start(ctx, harness.Options{Targets: 2})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping clusters:", err)
-	}
-	os.Exit(code)
+	harness.Main(m, harness.Options{Targets: 2}, harness.KeepEnv(&env))
 }
 
 // writes counts the requests that change something, per HTTP method.

@@ -2,8 +2,6 @@ package manifests_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"reflect"
 	"testing"
 
@@ -23,18 +21,7 @@ import (
 var env *harness.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = harness.Start(context.Background(), harness.Options{Targets: 1})
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping clusters:", err)
-	}
-	os.Exit(code)
+	harness.Main(m, harness.Options{Targets: 1}, harness.KeepEnv(&env))
 }
 
 func target() *picchuv1alpha1.RevisionTarget {

@@ -2,14 +2,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,12 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,59 +34,25 @@ import (
 func armRegistry(t *testing.T, app string) (image, secret, caFile string) {
 	t.Helper()
 	ctx := context.Background()
-	const user, password = "picchu", "s3cret"
 	// What the registry serves, the operator's reads included, in the test's log.
-	reg := registry.New(registry.Logger(log.New(testLog{t}, "registry: ", 0)))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	reg, err := kit.StartRegistry(kit.RegistryOptions{User: "picchu", Password: "s3cret", Logger: log.New(testLog{t}, "registry: ", 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	host := l.Addr().String()
+	t.Cleanup(reg.Close)
 	caFile = filepath.Join(t.TempDir(), "registry.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+	if err := os.WriteFile(caFile, reg.CertificatePEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-
-	img, err := random.Image(64, 1)
-	if err != nil {
+	if image, err = reg.Push(app+":v1", "linux", "arm64"); err != nil {
 		t.Fatal(err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "arm64"
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		t.Fatal(err)
-	}
-	image = host + "/" + app + ":v1"
-	ref, err := name.ParseReference(image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: user, Password: password}), remote.WithTransport(srv.Client().Transport)); err != nil {
-		t.Fatalf("pushing %s: %v", image, err)
 	}
 
 	secret = app + "-registry"
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: lab.Namespace},
 		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, host, auth)},
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: reg.DockerConfigJSON()},
 	}
 	if err := lab.Delivery.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@
 //   - paths.go: the repository's root, the Kubernetes binaries built under
 //     bin/ and the third-party CRDs read from their Go modules;
 //   - wait.go and ports.go: the one wait helper and the one free-port helper;
+//   - checks.go: checks for Eventually (a Lease held, a Cluster Ready);
 //   - logs.go: the end of a process's log, to explain a failure;
 //   - prometheus.go: the one way a real Prometheus is configured and started,
 //     as a child of the test (Prometheus) or as the fleet's daemon
@@ -19,5 +20,10 @@
 //   - clusters.go: reading several clusters at once, and logging each one's
 //     failures once;
 //   - register.go: a target registered on the delivery cluster as a user
-//     registers one (a Cluster and its Secret).
+//     registers one (a Cluster and its Secret);
+//   - builds.go: the one Revision builder of the tests (Apps.Revision and
+//     its options), reading a ReleaseManager, waiting for a build's state
+//     (Apps.WaitState) and writing a release record (Apps.Record);
+//   - registry.go: the one image registry of the tests, in memory over TLS
+//     (StartRegistry), and images of a platform to push to it.
 package kit

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/test/kit"
 )
 
 // newNamespace creates a namespace of the test's own, named after it.
@@ -179,6 +180,8 @@ func createDemo(t *testing.T, ns string) {
 	event(t, ns, "Revision", "other-v1", corev1.EventTypeNormal, "Released", "not an event of demo", 2*time.Minute, 1)
 }
 
+// revision is build tag of app in ns, with targets production and staging
+// in fleets of their names, ramping geometrically every 10 minutes.
 func revision(ns, app, tag string) *picchuv1alpha1.Revision {
 	target := func(name string) picchuv1alpha1.RevisionTarget {
 		return picchuv1alpha1.RevisionTarget{
@@ -192,16 +195,7 @@ func revision(ns, app, tag string) *picchuv1alpha1.Revision {
 			},
 		}
 	}
-	return &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: app + "-" + tag, Namespace: ns,
-			Labels: map[string]string{picchuv1alpha1.LabelApp: app},
-		},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App:     picchuv1alpha1.RevisionApp{Name: app, Tag: tag, Image: "registry.example/" + app + ":" + tag},
-			Targets: []picchuv1alpha1.RevisionTarget{target("production"), target("staging")},
-		},
-	}
+	return kit.Apps{Namespace: ns}.Revision(app, tag, kit.Targets(target("production"), target("staging")))
 }
 
 func manager(ns, app, target string) *picchuv1alpha1.ReleaseManager {

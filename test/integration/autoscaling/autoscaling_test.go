@@ -16,9 +16,7 @@ import (
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,12 +45,8 @@ func TestMain(m *testing.M) {
 				return fmt.Errorf("setting the scaling factor: %w", err)
 			}
 		}
-		op, err := inprocess.Start(env, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
-		if err != nil {
-			return fmt.Errorf("starting the operator: %w", err)
-		}
-		s.OnStop(op.Stop)
-		return nil
+		_, err := inprocess.Run(s, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second})
+		return err
 	})
 }
 
@@ -60,48 +54,14 @@ func TestMain(m *testing.M) {
 // over the fleet, ramping geometrically every second.
 func revision(app, tag string, commit int) *picchuv1alpha1.Revision {
 	forty, cpu := int32(40), int32(70)
-	return &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: app + "-" + tag, Namespace: env.Namespace,
-			Labels: map[string]string{picchuv1alpha1.LabelApp: app},
-			Annotations: map[string]string{picchuv1alpha1.AnnotationGitCommitterTimestamp: time.Date(2026, 11, 2, 9, commit, 0, 0, time.UTC).
-				Format(time.RFC3339)},
-		},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App: picchuv1alpha1.RevisionApp{Name: app, Tag: tag, Image: "registry.example/" + app + ":" + tag},
-			Targets: []picchuv1alpha1.RevisionTarget{{
-				Name: "production", Fleet: env.Fleet,
-				Ports: []picchuv1alpha1.PortInfo{{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP,
-					Mode: picchuv1alpha1.PortModePublic, Hosts: []string{app + ".example.com"}}},
-				Scale: picchuv1alpha1.ScaleInfo{Min: &forty, Max: 80, TargetCPUUtilizationPercentage: &cpu},
-				Release: picchuv1alpha1.ReleaseInfo{
-					Eligible: true, Max: 100, TTL: 86400, Schedule: picchuv1alpha1.ScheduleAlways,
-					ScalingStrategy:  picchuv1alpha1.ScalingStrategyGeometric,
-					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: time.Second}},
-				},
-			}},
-		},
-	}
+	return env.Apps().Revision(app, tag, kit.Commit(commit), kit.Geometric(10, 2, time.Second),
+		kit.Scale(picchuv1alpha1.ScaleInfo{Min: &forty, Max: 80, TargetCPUUtilizationPercentage: &cpu}))
 }
 
 // state waits until app's build tag is in state.
 func state(t *testing.T, timeout time.Duration, app, tag, want string) {
 	t.Helper()
-	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
-			return err
-		}
-		for _, st := range rm.Status.Revisions {
-			if st.Tag == tag {
-				if st.State.Current != want {
-					return fmt.Errorf("%s at %d%%", st.State.Current, st.CurrentPercent)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no status yet")
-	})
+	env.Apps().WaitState(t, timeout, app, tag, want)
 }
 
 // sample is what one cluster shows at one moment: the release weights and

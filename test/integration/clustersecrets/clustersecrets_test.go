@@ -474,7 +474,7 @@ func TestClusterSecrets_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testi
 	// Registered before the ClusterSecrets, so run after it is removed.
 	t.Cleanup(func() {
 		if restarted {
-			restart(t)
+			running.Restart(t)
 		}
 	})
 	spec := specOf("elsewhere", ns)
@@ -498,12 +498,12 @@ func TestClusterSecrets_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testi
 	}
 
 	restarted = true
-	restart(t, func(o *operator.Options) { o.CrossNamespaceSources = []string{elsewhere} })
+	running.Restart(t, func(o *operator.Options) { o.CrossNamespaceSources = []string{elsewhere} })
 	landed(t, enabled(), "elsewhere", ns, db)
 	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced,
 		"1 Secret copied to target-0, target-1")
 
-	restart(t)
+	running.Restart(t)
 	restarted = false
 	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonSourceNotAllowed, refused...)
 	// The copies made while it was allowed stay, until it is deleted.

@@ -56,12 +56,18 @@ func setup(s *harness.Suite) error {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
 	}
+	// The operator reads the Secrets of env's namespace and elsewhere.
 	var err error
-	if current, err = startOperator(); err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	s.OnStop(func() error { return current.Stop() })
-	return nil
+	running, err = inprocess.Run(s, operator.Options{
+		Namespaces: []string{elsewhere},
+		// Short, so that a cluster taken away is seen back soon.
+		ClusterHealthPeriod: 2 * time.Second,
+		ClusterTimeout:      5 * time.Second,
+		// Long, so that only events can explain a prompt copy.
+		SyncPeriod:    10 * time.Minute,
+		WrapTransport: targetWrites.wrap,
+	})
+	return err
 }
 
 // Namespaces of the delivery cluster besides env's: the operator reads
@@ -71,40 +77,8 @@ const (
 	unwatched = "secrets-unwatched"
 )
 
-// current is the running operator.
-var current *inprocess.Operator
-
-// startOperator starts the operator, reading the Secrets of env's
-// namespace and elsewhere, with the options changed by change.
-func startOperator(change ...func(*operator.Options)) (*inprocess.Operator, error) {
-	opts := operator.Options{
-		Namespaces: []string{elsewhere},
-		// Short, so that a cluster taken away is seen back soon.
-		ClusterHealthPeriod: 2 * time.Second,
-		ClusterTimeout:      5 * time.Second,
-		// Long, so that only events can explain a prompt copy.
-		SyncPeriod:    10 * time.Minute,
-		WrapTransport: targetWrites.wrap,
-	}
-	for _, c := range change {
-		c(&opts)
-	}
-	return inprocess.Start(env, opts)
-}
-
-// restart stops the running operator and starts a new one, with the
-// options changed by change.
-func restart(t testing.TB, change ...func(*operator.Options)) {
-	t.Helper()
-	if err := current.Stop(); err != nil {
-		t.Fatalf("stopping the operator: %v", err)
-	}
-	op, err := startOperator(change...)
-	if err != nil {
-		t.Fatalf("starting the operator again: %v", err)
-	}
-	current = op
-}
+// running is the operator; a test may restart it with other options.
+var running *inprocess.Runner
 
 // writes counts the requests that write Secrets or namespaces to target
 // clusters, made by the operator's clients.

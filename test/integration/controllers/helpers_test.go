@@ -150,44 +150,31 @@ func reconcilesWith(t *testing.T, controller, result string) float64 {
 
 // appRevision is a realistic Revision of app in the harness fleet.
 func appRevision(app, tag string, fleet string) *picchuv1alpha1.Revision {
-	def := int32(2)
-	return &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: app + "-" + tag, Namespace: env.Namespace,
-			Labels: map[string]string{picchuv1alpha1.LabelApp: app},
-		},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App:              picchuv1alpha1.RevisionApp{Name: app, Tag: tag, Image: "registry.example/" + app + ":" + tag},
-			TagRoutingHeader: "MEDIUM-TAG",
-			Targets: []picchuv1alpha1.RevisionTarget{{
-				Name: "production", Fleet: fleet,
-				Ports: []picchuv1alpha1.PortInfo{
-					{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModePublic, Hosts: []string{app + ".example.com"}},
-					{Name: "status", Port: 4444, ContainerPort: 4444, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModeLocal},
+	apps := env.Apps()
+	apps.Fleet = fleet
+	return apps.Revision(app, tag,
+		// Short steps, so a release ramps within a test's patience.
+		kit.Geometric(10, 2, 300*time.Millisecond),
+		kit.With(func(rev *picchuv1alpha1.Revision) { rev.Spec.TagRoutingHeader = "MEDIUM-TAG" }),
+		kit.Target(func(t *picchuv1alpha1.RevisionTarget) {
+			t.Ports = []picchuv1alpha1.PortInfo{
+				{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModePublic, Hosts: []string{app + ".example.com"}},
+				{Name: "status", Port: 4444, ContainerPort: 4444, Protocol: corev1.ProtocolTCP, Mode: picchuv1alpha1.PortModeLocal},
+			}
+			t.ConfigSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"config": app + "-" + tag}}
+			t.Istio = &picchuv1alpha1.IstioConfig{Sidecar: &picchuv1alpha1.SidecarConfig{EgressHosts: []string{"istio-system/*"}}}
+			t.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{
+				Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
+				ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
+					TagKey:     "destination_version",
+					TotalQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q})`, app),
+					ErrorQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q,response_code=~"5.."})`, app),
 				},
-				Scale:          picchuv1alpha1.ScaleInfo{Min: &def, Default: def, Max: 4},
-				ConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"config": app + "-" + tag}},
-				Release: picchuv1alpha1.ReleaseInfo{
-					Eligible: true, Max: 100, TTL: 86400, Schedule: picchuv1alpha1.ScheduleAlways,
-					// Short steps, so a release ramps within a test's patience.
-					ScalingStrategy:  picchuv1alpha1.ScalingStrategyGeometric,
-					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: 300 * time.Millisecond}},
-				},
-				Istio: &picchuv1alpha1.IstioConfig{Sidecar: &picchuv1alpha1.SidecarConfig{EgressHosts: []string{"istio-system/*"}}},
-				ServiceLevelObjectives: []picchuv1alpha1.ServiceLevelObjective{{
-					Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
-					ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
-						TagKey:     "destination_version",
-						TotalQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q})`, app),
-						ErrorQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{destination_app=%q,response_code=~"5.."})`, app),
-					},
-				}},
-				ServiceMonitors: []picchuv1alpha1.ServiceMonitor{
-					serviceMonitor(app, "status"), serviceMonitor(app, "http"),
-				},
-			}},
-		},
-	}
+			}}
+			t.ServiceMonitors = []picchuv1alpha1.ServiceMonitor{
+				serviceMonitor(app, "status"), serviceMonitor(app, "http"),
+			}
+		}))
 }
 
 // serviceMonitor scrapes the app's port.
@@ -302,21 +289,7 @@ func churnStatus(t *testing.T, target *harness.Target, app, tag string, i int) {
 // buildState waits until the release manager of app records tag in state.
 func buildState(t *testing.T, timeout time.Duration, app, tag, state string) *picchuv1alpha1.ReleaseManager {
 	t.Helper()
-	rm := &picchuv1alpha1.ReleaseManager{}
-	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, state), func() error {
-		if err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm); err != nil {
-			return err
-		}
-		for _, r := range rm.Status.Revisions {
-			if r.Tag == tag {
-				if r.State.Current != state {
-					return fmt.Errorf("state %s", r.State.Current)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no status for %s: %+v", tag, rm.Status.Revisions)
-	})
+	rm, _ := env.Apps().WaitState(t, timeout, app, tag, state)
 	return rm
 }
 

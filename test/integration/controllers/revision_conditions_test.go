@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -71,38 +70,20 @@ func recordRelease(t *testing.T, app, target, tag, state string, percent int32) 
 	kit.Eventually(t, 20*time.Second, "release manager "+key.Name, func() error {
 		return c.Get(ctx, key, &picchuv1alpha1.ReleaseManager{})
 	})
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
-		if rm.Labels[picchuv1alpha1.LabelIgnore] == "true" {
-			return nil
-		}
-		rm.Labels[picchuv1alpha1.LabelIgnore] = "true"
-		return c.Update(ctx, rm)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
+	if err := env.Apps().Record(ctx, app, target, func(st *picchuv1alpha1.ReleaseManagerStatus) {
 		entry := picchuv1alpha1.ReleaseManagerRevisionStatus{
 			Tag: tag, State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: state, Target: state},
 			CurrentPercent: percent, PeakPercent: percent, ReleaseEligible: true,
 		}
 		found := false
-		for i := range rm.Status.Revisions {
-			if rm.Status.Revisions[i].Tag == tag {
-				rm.Status.Revisions[i], found = entry, true
+		for i := range st.Revisions {
+			if st.Revisions[i].Tag == tag {
+				st.Revisions[i], found = entry, true
 			}
 		}
 		if !found {
-			rm.Status.Revisions = append(rm.Status.Revisions, entry)
+			st.Revisions = append(st.Revisions, entry)
 		}
-		return c.Status().Update(ctx, rm)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,11 @@ import (
 	"github.com/medium/picchu/test/kit"
 )
 
+// revision is build tag of app shop named name, labelled with labels
+// alone, of image shop:tag, in targets.
 func revision(name, tag string, labels map[string]string, targets ...picchuv1alpha1.RevisionTarget) *picchuv1alpha1.Revision {
-	return &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: env.Namespace, Labels: labels},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App:     picchuv1alpha1.RevisionApp{Name: "shop", Tag: tag, Image: "shop:" + tag},
-			Targets: targets,
-		},
-	}
+	return env.Apps().Revision("shop", tag, kit.Labels(labels), kit.Image("shop:"+tag), kit.Targets(targets...),
+		kit.With(func(rev *picchuv1alpha1.Revision) { rev.Name = name }))
 }
 
 // TestRevisionReconciler_ReleaseManagersLabelsAndStatus applies Revisions of
@@ -83,27 +80,12 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	// status. The record is written here, with the release manager
 	// controller told to leave this one alone.
 	key := client.ObjectKey{Namespace: env.Namespace, Name: "shop-production"}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
-		rm.Labels[picchuv1alpha1.LabelIgnore] = "true"
-		return c.Update(ctx, rm)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
-		rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
+	if err := env.Apps().Record(ctx, "shop", "production", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+		st.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
 			Tag: "v1", State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "releasing", Target: "released"},
 			CurrentPercent: 40, PeakPercent: 40, ReleaseEligible: true,
 			Scale: picchuv1alpha1.ReleaseManagerRevisionScaleStatus{Current: 3, Desired: 4, Peak: 3},
 		}}
-		return c.Status().Update(ctx, rm)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -106,29 +106,11 @@ func TestRevisionReconciler_FailsARevisionThatTimedOut(t *testing.T) {
 	})
 	// The release manager controller is told to leave this one alone, so
 	// that the status written here stays.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
-		if rm.Labels == nil {
-			rm.Labels = map[string]string{}
-		}
-		rm.Labels[picchuv1alpha1.LabelIgnore] = "true"
-		return c.Update(ctx, rm)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rm := &picchuv1alpha1.ReleaseManager{}
-		if err := c.Get(ctx, key, rm); err != nil {
-			return err
-		}
-		rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
+	if err := env.Apps().Record(ctx, "gc-timeout", "production", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+		st.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
 			Tag:   "v1",
 			State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "timingout", Target: "timingout"},
 		}}
-		return c.Status().Update(ctx, rm)
 	}); err != nil {
 		t.Fatal(err)
 	}

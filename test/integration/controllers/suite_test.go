@@ -59,7 +59,7 @@ func setup(s *harness.Suite) error {
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering release metrics: %w", err)
 	}
-	op, err := inprocess.Start(env, operator.Options{
+	running, err := inprocess.Run(s, operator.Options{
 		// Short, so that the tests see an unreachable cluster come back soon.
 		ClusterHealthPeriod: 2 * time.Second,
 		OnReplicaSet: func(rm types.NamespacedName) {
@@ -76,10 +76,9 @@ func setup(s *harness.Suite) error {
 		RemovalGrace:           removalGrace,
 	})
 	if err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
+		return err
 	}
-	s.OnStop(op.Stop)
-	registry = op.Registry
+	registry = running.Operator().Registry
 	return nil
 }
 

@@ -10,6 +10,8 @@
 // (ReplicaSets, HorizontalPodAutoscalers, garbage collection), kube-scheduler
 // and kwok with fake nodes, so that ReplicaSets get Running and Ready pods.
 //
-// Main is the TestMain of a package whose tests share one Env. What both
+// Main is the TestMain of a package whose tests share one Env; its setup
+// may have the targets' ReplicaSets reported available
+// (Suite.ServeReplicaSets) and run the operator (inprocess.Run). What both
 // tiers of tests share (Prometheus, traffic, rules, waits) is in test/kit.
 package harness

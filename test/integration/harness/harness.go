@@ -100,6 +100,12 @@ type Env struct {
 	tmpDir    string
 }
 
+// Apps are the test's apps of the Env: Revisions in its namespace for its
+// fleet, read with the delivery cluster's client.
+func (e *Env) Apps() kit.Apps {
+	return kit.Apps{Client: e.Delivery.Client, Namespace: e.Namespace, Fleet: e.Fleet}
+}
+
 // Start starts the delivery cluster and the targets concurrently and
 // registers the targets. Call Stop when done, also after an error.
 func Start(ctx context.Context, opts Options) (*Env, error) {

@@ -29,6 +29,28 @@ func (s *Suite) OnStop(stop func() error) {
 	s.stops = append(s.stops, stop)
 }
 
+// ServeReplicaSets reports the ReplicaSets of every target available, as a
+// ReplicaSet controller would, until the tests end (see
+// Server.ServeReplicaSets). A failure is written to stderr.
+func (s *Suite) ServeReplicaSets() {
+	for _, target := range s.Env.Targets {
+		go func() {
+			if err := target.ServeReplicaSets(s.Ctx); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: serving ReplicaSets: %v\n", target.Name, err)
+			}
+		}()
+	}
+}
+
+// KeepEnv is the setup of a package whose tests need the Env alone: it
+// keeps the Env in *env.
+func KeepEnv(env **Env) func(*Suite) error {
+	return func(s *Suite) error {
+		*env = s.Env
+		return nil
+	}
+}
+
 // Main runs a package's tests on an Env started with opts, as its TestMain:
 //
 //	func TestMain(m *testing.M) { harness.Main(m, harness.Options{Targets: 2}, setup) }

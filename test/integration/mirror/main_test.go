@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -55,7 +54,8 @@ var (
 	secondClient client.Client
 	// requests counts the operator's requests to the mirror.
 	requests = &requestLog{}
-	current  *inprocess.Operator
+	// running is the operator; a test may restart it with other options.
+	running *inprocess.Runner
 )
 
 func TestMain(m *testing.M) {
@@ -65,12 +65,7 @@ func TestMain(m *testing.M) {
 func setup(s *harness.Suite) error {
 	ctx := s.Ctx
 	env = s.Env
-	target := env.Targets[0]
-	go func() {
-		if err := target.ServeReplicaSets(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: serving ReplicaSets: %v\n", target.Name, err)
-		}
-	}()
+	s.ServeReplicaSets()
 	// Before the operator starts: it asks once whether the delivery
 	// cluster serves ExternalSecrets.
 	if _, err := envtest.InstallCRDs(env.Delivery.Config, envtest.CRDInstallOptions{
@@ -96,54 +91,24 @@ func setup(s *harness.Suite) error {
 	if err := env.Delivery.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", elsewhere, err)
 	}
-	if current, err = startOperator(); err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	s.OnStop(func() error { return stopOperator(current) })
-	return nil
+	// The operator reads env's namespace and elsewhere; stopped, it drops
+	// its clients of the mirrors too.
+	running, err = inprocess.Run(s, operator.Options{
+		Namespaces: []string{elsewhere},
+		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
+		WrapTransport: requests.wrap,
+	}, inprocess.AfterStop(func(op *inprocess.Operator) {
+		for _, name := range []string{mirrorCluster, downCluster} {
+			op.Registry.Remove(types.NamespacedName{Namespace: env.Namespace, Name: name})
+		}
+	}))
+	return err
 }
 
 // elsewhere is a namespace the operator reads besides env's, whose
 // ConfigMaps and Secrets a Mirror of env's namespace may copy only when
 // the operator allows it.
 const elsewhere = "mirror-elsewhere"
-
-// startOperator starts the operator against the delivery cluster, reading
-// env's namespace and elsewhere, with the options changed by change.
-func startOperator(change ...func(*operator.Options)) (*inprocess.Operator, error) {
-	opts := operator.Options{
-		Namespaces: []string{elsewhere},
-		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
-		WrapTransport: requests.wrap,
-	}
-	for _, c := range change {
-		c(&opts)
-	}
-	return inprocess.Start(env, opts)
-}
-
-// stopOperator stops op and drops its clients of the mirrors too.
-func stopOperator(op *inprocess.Operator) error {
-	err := op.Stop()
-	for _, name := range []string{mirrorCluster, downCluster} {
-		op.Registry.Remove(types.NamespacedName{Namespace: env.Namespace, Name: name})
-	}
-	return err
-}
-
-// restart stops the running operator and starts a new one, with the
-// options changed by change.
-func restart(t testing.TB, change ...func(*operator.Options)) {
-	t.Helper()
-	if err := stopOperator(current); err != nil {
-		t.Fatalf("stopping the operator: %v", err)
-	}
-	op, err := startOperator(change...)
-	if err != nil {
-		t.Fatalf("starting the operator again: %v", err)
-	}
-	current = op
-}
 
 // startSecond starts the mirror's delivery API server with Picchu's CRDs.
 func startSecond(ctx context.Context) error {
@@ -313,7 +278,5 @@ func mirrorFailures(t *testing.T, app, mirror string) float64 {
 
 // releaseManager reads the ReleaseManager of app in target production.
 func releaseManager(ctx context.Context, app string) (*picchuv1alpha1.ReleaseManager, error) {
-	rm := &picchuv1alpha1.ReleaseManager{}
-	err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
-	return rm, err
+	return env.Apps().ReleaseManager(ctx, app)
 }

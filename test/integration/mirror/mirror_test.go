@@ -56,38 +56,26 @@ func (b build) revision() *picchuv1alpha1.Revision {
 		delay = time.Second
 	}
 	one := int32(1)
-	rev := &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: b.app + "-" + b.tag, Namespace: env.Namespace,
-			Labels: map[string]string{
-				picchuv1alpha1.LabelApp: b.app,
-				// Bookkeeping of a target this build does not have: kept
-				// at home, left out of the copy.
-				picchuv1alpha1.LabelTargetDeletablePrefix + "staging": "true",
-				"team": "platform",
-			},
-			Annotations: map[string]string{
+	rev := env.Apps().Revision(b.app, b.tag,
+		kit.Labels(map[string]string{
+			picchuv1alpha1.LabelApp: b.app,
+			// Bookkeeping of a target this build does not have: kept
+			// at home, left out of the copy.
+			picchuv1alpha1.LabelTargetDeletablePrefix + "staging": "true",
+			"team": "platform",
+		}),
+		kit.With(func(rev *picchuv1alpha1.Revision) {
+			rev.Annotations = map[string]string{
 				picchuv1alpha1.AnnotationGitCommitterTimestamp: time.Date(2026, 11, 2, 9, b.commit, 0, 0, time.UTC).Format(time.RFC3339),
 				picchuv1alpha1.AnnotationControlBy:             "alice",
-			},
-		},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App:              picchuv1alpha1.RevisionApp{Name: b.app, Tag: b.tag, Image: "registry.example/" + b.app + ":" + b.tag},
-			DisableMirroring: b.disableMirroring,
-			Targets: []picchuv1alpha1.RevisionTarget{{
-				Name: "production", Fleet: env.Fleet,
-				Ports: []picchuv1alpha1.PortInfo{{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP,
-					Mode: picchuv1alpha1.PortModePublic, Hosts: []string{b.app + ".example.com"}}},
-				Scale: picchuv1alpha1.ScaleInfo{Min: &one, Default: 1, Max: 2},
-				Release: picchuv1alpha1.ReleaseInfo{
-					Eligible: true, Max: 100, TTL: 86400, Schedule: picchuv1alpha1.ScheduleAlways,
-					ScalingStrategy:  picchuv1alpha1.ScalingStrategyGeometric,
-					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: delay}},
-				},
-				ExternalTest: picchuv1alpha1.ExternalTest{Enabled: b.externalTest},
-			}},
-		},
-	}
+			}
+			rev.Spec.DisableMirroring = b.disableMirroring
+		}),
+		kit.Scale(picchuv1alpha1.ScaleInfo{Min: &one, Default: 1, Max: 2}),
+		kit.Geometric(10, 2, delay),
+		kit.Target(func(t *picchuv1alpha1.RevisionTarget) {
+			t.ExternalTest = picchuv1alpha1.ExternalTest{Enabled: b.externalTest}
+		}))
 	if b.config != "" {
 		rev.Spec.Targets[0].ConfigSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"config": b.config}}
 	}
@@ -131,24 +119,8 @@ func ensureDRMirror(t *testing.T) {
 // state waits until app's build tag is in state at home.
 func state(t testing.TB, timeout time.Duration, app, tag, want string) picchuv1alpha1.ReleaseManagerRevisionStatus {
 	t.Helper()
-	var out picchuv1alpha1.ReleaseManagerRevisionStatus
-	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
-		rm, err := releaseManager(context.Background(), app)
-		if err != nil {
-			return err
-		}
-		for _, st := range rm.Status.Revisions {
-			if st.Tag == tag {
-				if st.State.Current != want {
-					return fmt.Errorf("%s at %d%%", st.State.Current, st.CurrentPercent)
-				}
-				out = st
-				return nil
-			}
-		}
-		return fmt.Errorf("%s not recorded", tag)
-	})
-	return out
+	_, st := env.Apps().WaitState(t, timeout, app, tag, want)
+	return st
 }
 
 // deployed waits until app's build tag counts replicas at home.
@@ -647,7 +619,7 @@ func TestMirror_LeavesAnotherPicchusCopiesAlone(t *testing.T) {
 	}
 	before := theirs.ResourceVersion
 	// A restarted operator lists the mirror for garbage at its first run.
-	restart(t)
+	running.Restart(t)
 	create(t, build{app: "twinhome", tag: "v1", commit: 2}.revision())
 	deployed(t, "twinhome", "v1")
 	onMirror(t, 60*time.Second, &picchuv1alpha1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "twinhome-v1", Namespace: env.Namespace}})

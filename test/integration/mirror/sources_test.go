@@ -34,7 +34,7 @@ func TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
 	restarted := false
 	t.Cleanup(func() {
 		if restarted {
-			restart(t)
+			running.Restart(t)
 		}
 		m := &picchuv1alpha1.Mirror{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: drMirror}}
 		if err := kit.Update(ctx, env.Delivery.Client, m, func(m *picchuv1alpha1.Mirror) {
@@ -70,7 +70,7 @@ func TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
 	absentFromMirror(t, copiedExtra)
 
 	restarted = true
-	restart(t, func(o *operator.Options) { o.CrossNamespaceSources = []string{elsewhere} })
+	running.Restart(t, func(o *operator.Options) { o.CrossNamespaceSources = []string{elsewhere} })
 	onMirror(t, 60*time.Second, copied)
 	onMirror(t, 10*time.Second, copiedExtra)
 	if string(copiedExtra.Data["KEY"]) != "from elsewhere" {
@@ -78,7 +78,7 @@ func TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
 	}
 	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, mirror.ReasonMirrored)
 
-	restart(t)
+	running.Restart(t)
 	restarted = false
 	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, mirror.ReasonSourceNotAllowed, refused...)
 	if sent := quietRun(t); len(sent) > 0 {

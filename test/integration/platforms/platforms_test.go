@@ -10,24 +10,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,9 +42,8 @@ var (
 	flaky *flakyRegistry
 	// registryTransport trusts both registries' certificate.
 	registryTransport http.RoundTripper
-	// op is the operator, started with operatorOptions.
-	op              *inprocess.Operator
-	operatorOptions operator.Options
+	// running is the operator; a test may restart it.
+	running *inprocess.Runner
 )
 
 const (
@@ -68,35 +58,30 @@ func TestMain(m *testing.M) {
 func setup(s *harness.Suite) error {
 	ctx := s.Ctx
 	env = s.Env
-	reg := registry.New()
-	// Over TLS: the operator sends credentials over nothing else.
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != registryUser || p != registryPassword {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	s.OnStop(func() error { srv.Close(); return nil })
-	host = strings.TrimPrefix(srv.URL, "https://")
-	flaky = startFlakyRegistry()
+	reg, err := kit.StartRegistry(kit.RegistryOptions{User: registryUser, Password: registryPassword})
+	if err != nil {
+		return fmt.Errorf("starting the registry: %w", err)
+	}
+	s.OnStop(func() error { reg.Close(); return nil })
+	host = reg.Host
+	if flaky, err = startFlakyRegistry(); err != nil {
+		return fmt.Errorf("starting the flaky registry: %w", err)
+	}
 	s.OnStop(func() error { flaky.close(); return nil })
 	roots := x509.NewCertPool()
-	roots.AddCert(srv.Certificate())
-	roots.AddCert(flaky.srv.Certificate())
+	roots.AddCert(reg.Certificate())
+	roots.AddCert(flaky.Certificate())
 	registryTransport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
-	if err := pushImages(); err != nil {
+	if err := pushImages(reg); err != nil {
 		return err
 	}
-	if err := flaky.push(); err != nil {
+	if _, err := flaky.PushIndex("shop:multi", v1.Platform{OS: "linux", Architecture: "amd64"}, v1.Platform{OS: "linux", Architecture: "arm64"}); err != nil {
 		return err
 	}
-	auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))
 	if err := env.Delivery.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: pullSecret, Namespace: env.Namespace},
 		Type:       corev1.SecretTypeDockerConfigJson,
-		Data:       map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, host, auth)},
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: reg.DockerConfigJSON()},
 	}); err != nil {
 		return fmt.Errorf("creating the pull secret: %w", err)
 	}
@@ -113,89 +98,36 @@ func setup(s *harness.Suite) error {
 		return fmt.Errorf("making node %s arm64: %w", arm.Name, err)
 	}
 	armNode = arm.Name
-	operatorOptions = operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second, InspectImagePlatforms: true,
-		ImageTransport: registryTransport}
-	var err error
-	if op, err = inprocess.Start(env, operatorOptions); err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	// The operator running then: a test may restart it.
-	s.OnStop(func() error { return op.Stop() })
-	return nil
-}
-
-func image(os, arch string) (v1.Image, error) {
-	img, err := random.Image(64, 1)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = os, arch
-	return mutate.ConfigFile(img, cfg)
+	running, err = inprocess.Run(s, operator.Options{SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second, InspectImagePlatforms: true,
+		ImageTransport: registryTransport})
+	return err
 }
 
 // pushImages pushes shop:multi (amd64 and arm64), shop:arm (arm64) and
 // shop:s390x.
-func pushImages() error {
-	auth := remote.WithAuth(&authn.Basic{Username: registryUser, Password: registryPassword})
-	tr := remote.WithTransport(registryTransport)
-	var adds []mutate.IndexAddendum
-	for _, arch := range []string{"amd64", "arm64"} {
-		img, err := image("linux", arch)
-		if err != nil {
-			return err
-		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	ref, err := name.ParseReference(host + "/shop:multi")
-	if err != nil {
+func pushImages(reg *kit.Registry) error {
+	if _, err := reg.PushIndex("shop:multi", v1.Platform{OS: "linux", Architecture: "amd64"}, v1.Platform{OS: "linux", Architecture: "arm64"}); err != nil {
 		return err
 	}
-	if err := remote.WriteIndex(ref, mutate.AppendManifests(empty.Index, adds...), auth, tr); err != nil {
-		return fmt.Errorf("pushing %s: %w", ref, err)
-	}
 	for _, arch := range []string{"arm64", "s390x"} {
-		img, err := image("linux", arch)
-		if err != nil {
-			return err
-		}
 		tag := map[string]string{"arm64": "arm", "s390x": "s390x"}[arch]
-		ref, err := name.ParseReference(host + "/shop:" + tag)
-		if err != nil {
+		if _, err := reg.Push("shop:"+tag, "linux", arch); err != nil {
 			return err
-		}
-		if err := remote.Write(ref, img, auth, tr); err != nil {
-			return fmt.Errorf("pushing %s: %w", ref, err)
 		}
 	}
 	return nil
 }
 
 // revision is build tag of app with image, two fixed replicas, released
-// at once.
-func revision(app, tag, img string) *picchuv1alpha1.Revision {
+// at once, changed by opts.
+func revision(app, tag, img string, opts ...kit.RevisionOption) *picchuv1alpha1.Revision {
 	two := int32(2)
-	return &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: app + "-" + tag, Namespace: env.Namespace,
-			Labels: map[string]string{picchuv1alpha1.LabelApp: app},
-		},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App: picchuv1alpha1.RevisionApp{Name: app, Tag: tag, Image: img,
-				ImagePullSecrets: []corev1.LocalObjectReference{{Name: pullSecret}}},
-			Targets: []picchuv1alpha1.RevisionTarget{{
-				Name: "production", Fleet: env.Fleet,
-				Ports: []picchuv1alpha1.PortInfo{{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP,
-					Mode: picchuv1alpha1.PortModePublic, Hosts: []string{app + ".example.com"}}},
-				Scale:   picchuv1alpha1.ScaleInfo{Default: two, Min: &two, Max: 2},
-				Release: picchuv1alpha1.ReleaseInfo{Eligible: true, Max: 100, TTL: 86400, Schedule: picchuv1alpha1.ScheduleAlways},
-			}},
-		},
-	}
+	return env.Apps().Revision(app, tag, append([]kit.RevisionOption{
+		kit.Image(img), kit.Scale(picchuv1alpha1.ScaleInfo{Default: two, Min: &two, Max: 2}),
+		kit.With(func(rev *picchuv1alpha1.Revision) {
+			rev.Spec.App.ImagePullSecrets = []corev1.LocalObjectReference{{Name: pullSecret}}
+		}),
+	}, opts...)...)
 }
 
 func create(t *testing.T, rev *picchuv1alpha1.Revision) {
@@ -206,18 +138,12 @@ func create(t *testing.T, rev *picchuv1alpha1.Revision) {
 }
 
 func releaseManager(app string) (*picchuv1alpha1.ReleaseManager, error) {
-	rm := &picchuv1alpha1.ReleaseManager{}
-	err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
-	return rm, err
+	return env.Apps().ReleaseManager(context.Background(), app)
 }
 
 func buildState(rm *picchuv1alpha1.ReleaseManager, tag string) string {
-	for _, st := range rm.Status.Revisions {
-		if st.Tag == tag {
-			return st.State.Current
-		}
-	}
-	return ""
+	st, _ := kit.BuildStatus(rm, tag)
+	return st.State.Current
 }
 
 // platformsCondition waits for the app's ImagePlatforms condition to have
@@ -261,16 +187,7 @@ func podNodes(ctx context.Context, target *harness.Target, app, tag string) ([]s
 func TestPlatforms_MultiArchImageRunsEverywhere(t *testing.T) {
 	ctx := context.Background()
 	create(t, revision("multi", "v1", host+"/shop:multi"))
-	kit.Eventually(t, 90*time.Second, "multi v1 released", func() error {
-		rm, err := releaseManager("multi")
-		if err != nil {
-			return err
-		}
-		if s := buildState(rm, "v1"); s != "released" {
-			return fmt.Errorf("v1 %q", s)
-		}
-		return nil
-	})
+	env.Apps().WaitState(t, 90*time.Second, "multi", "v1", "released")
 	platformsCondition(t, "multi", metav1.ConditionTrue, "Runnable")
 	for _, target := range env.Targets {
 		rs := &appsv1.ReplicaSet{}

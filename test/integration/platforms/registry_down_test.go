@@ -4,25 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/test/integration/inprocess"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -41,8 +33,7 @@ const (
 // flakyRegistry is an anonymous in-memory registry over TLS that answers
 // as its mode says, and records the path of every request it gets.
 type flakyRegistry struct {
-	srv  *httptest.Server
-	host string
+	*kit.Registry
 	stop chan struct{}
 
 	mu    sync.Mutex
@@ -50,61 +41,45 @@ type flakyRegistry struct {
 	paths []string
 }
 
-func startFlakyRegistry() *flakyRegistry {
+func startFlakyRegistry() (*flakyRegistry, error) {
 	f := &flakyRegistry{stop: make(chan struct{})}
-	reg := registry.New()
-	f.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.paths = append(f.paths, r.URL.Path)
-		mode := f.mode
-		f.mu.Unlock()
-		switch mode {
-		case serving:
-			reg.ServeHTTP(w, r)
-		case failing:
-			w.WriteHeader(http.StatusInternalServerError)
-			chunk := []byte(strings.Repeat("internal error ", 4096))
-			for {
-				if _, err := w.Write(chunk); err != nil {
-					return
+	var err error
+	f.Registry, err = kit.StartRegistry(kit.RegistryOptions{Wrap: func(reg http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f.mu.Lock()
+			f.paths = append(f.paths, r.URL.Path)
+			mode := f.mode
+			f.mu.Unlock()
+			switch mode {
+			case serving:
+				reg.ServeHTTP(w, r)
+			case failing:
+				w.WriteHeader(http.StatusInternalServerError)
+				chunk := []byte(strings.Repeat("internal error ", 4096))
+				for {
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+					select {
+					case <-r.Context().Done():
+						return
+					case <-f.stop:
+						return
+					default:
+					}
 				}
+			case hanging:
 				select {
 				case <-r.Context().Done():
-					return
 				case <-f.stop:
-					return
-				default:
 				}
 			}
-		case hanging:
-			select {
-			case <-r.Context().Done():
-			case <-f.stop:
-			}
-		}
-	}))
-	f.host = strings.TrimPrefix(f.srv.URL, "https://")
-	return f
-}
-
-// push pushes shop:multi (linux/amd64 and linux/arm64).
-func (f *flakyRegistry) push() error {
-	var adds []mutate.IndexAddendum
-	for _, arch := range []string{"amd64", "arm64"} {
-		img, err := image("linux", arch)
-		if err != nil {
-			return err
-		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	ref, err := name.ParseReference(f.host + "/shop:multi")
+		})
+	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := remote.WriteIndex(ref, mutate.AppendManifests(empty.Index, adds...), remote.WithTransport(registryTransport)); err != nil {
-		return fmt.Errorf("pushing %s: %w", ref, err)
-	}
-	return nil
+	return f, nil
 }
 
 // set makes the registry answer as mode says from now on, and returns how
@@ -125,45 +100,19 @@ func (f *flakyRegistry) asked(n int) []string {
 
 func (f *flakyRegistry) close() {
 	close(f.stop)
-	f.srv.Close()
-}
-
-// restartOperator stops the operator and starts it again, with an image
-// inspector that has read nothing yet.
-func restartOperator(t *testing.T) {
-	t.Helper()
-	if err := op.Stop(); err != nil {
-		t.Fatalf("stopping the operator: %v", err)
-	}
-	var err error
-	if op, err = inprocess.Start(env, operatorOptions); err != nil {
-		t.Fatalf("starting the operator again: %v", err)
-	}
+	f.Close()
 }
 
 // steady is build tag of app "steady" from the flaky registry, the n-th
 // commit, ramping 10, 20, 40, 80, 100 % a second apart.
 func steady(tag string, commit int, img string) *picchuv1alpha1.Revision {
-	rev := revision("steady", tag, img)
-	rev.Annotations = map[string]string{picchuv1alpha1.AnnotationGitCommitterTimestamp: time.Date(2026, 11, 2, 9, commit, 0, 0, time.UTC).Format(time.RFC3339)}
-	rev.Spec.Targets[0].Release.ScalingStrategy = picchuv1alpha1.ScalingStrategyGeometric
-	rev.Spec.Targets[0].Release.GeometricScaling = picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: time.Second}}
-	return rev
+	return revision("steady", tag, img, kit.Commit(commit), kit.Geometric(10, 2, time.Second))
 }
 
 // steadyState waits until steady's build tag is in state.
 func steadyState(t *testing.T, tag, want string) {
 	t.Helper()
-	kit.Eventually(t, 90*time.Second, "steady "+tag+" "+want, func() error {
-		rm, err := releaseManager("steady")
-		if err != nil {
-			return err
-		}
-		if s := buildState(rm, tag); s != want {
-			return fmt.Errorf("%q", s)
-		}
-		return nil
-	})
+	env.Apps().WaitState(t, 90*time.Second, "steady", tag, want)
 }
 
 // steadyReplicas waits until steady's build tag has n replicas on every
@@ -202,18 +151,19 @@ func steadyReplicas(t *testing.T, tag string, n int32) {
 // their image, and keeps its platform affinity.
 func TestPlatforms_ARegistryDownHoldsOnlyANewBuild(t *testing.T) {
 	ctx := context.Background()
-	create(t, steady("v1", 1, flaky.host+"/shop:multi"))
+	create(t, steady("v1", 1, flaky.Host+"/shop:multi"))
 	steadyState(t, "v1", "released")
-	v2 := steady("v2", 2, flaky.host+"/shop:multi")
+	v2 := steady("v2", 2, flaky.Host+"/shop:multi")
 	create(t, v2)
 	steadyState(t, "v2", "released")
 	steadyState(t, "v1", "retired")
 
 	since := flaky.set(hanging)
-	restartOperator(t)
-	create(t, steady("v3", 3, flaky.host+"/shop:v3"))
+	// Restarted, the operator's image inspector has read nothing yet.
+	running.Restart(t)
+	create(t, steady("v3", 3, flaky.Host+"/shop:v3"))
 	platformsCondition(t, "steady", metav1.ConditionFalse, "PlatformsUnknown",
-		"v3: registry "+flaky.host+": inspecting "+flaky.host+"/shop:v3")
+		"v3: registry "+flaky.Host+": inspecting "+flaky.Host+"/shop:v3")
 
 	// v2 fails: v1, the last good build, comes back, whatever the registry.
 	if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v2), v2); err != nil {
@@ -243,7 +193,7 @@ func TestPlatforms_ARegistryDownHoldsOnlyANewBuild(t *testing.T) {
 
 	// v3 still holds, on the registry's 500 now, its error cut short.
 	platformsCondition(t, "steady", metav1.ConditionFalse, "PlatformsUnknown",
-		"v3: registry "+flaky.host+": inspecting "+flaky.host+"/shop:v3", "response too large")
+		"v3: registry "+flaky.Host+": inspecting "+flaky.Host+"/shop:v3", "response too large")
 	rm, err := releaseManager("steady")
 	if err != nil {
 		t.Fatal(err)

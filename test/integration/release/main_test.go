@@ -10,7 +10,6 @@ package release_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,13 +53,7 @@ func TestMain(m *testing.M) {
 func setup(s *harness.Suite) error {
 	ctx := s.Ctx
 	env = s.Env
-	for _, target := range env.Targets {
-		go func() {
-			if err := target.ServeReplicaSets(ctx); err != nil {
-				fmt.Fprintf(os.Stderr, "%s: serving ReplicaSets: %v\n", target.Name, err)
-			}
-		}()
-	}
+	s.ServeReplicaSets()
 	var err error
 	if traffic, err = kit.StartTraffic(); err != nil {
 		return fmt.Errorf("serving traffic metrics: %w", err)
@@ -99,10 +92,14 @@ func setup(s *harness.Suite) error {
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering release metrics: %w", err)
 	}
-	if current, err = startOperator(); err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
+	// Its safety resync is 10 minutes, so only events and its own
+	// deadlines can move a release along.
+	if running, err = inprocess.Run(s, operator.Options{
+		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
+		Prometheus: alerts, Datadog: monitors, PrometheusQueryTTL: alertCheckInterval,
+	}); err != nil {
+		return err
 	}
-	s.OnStop(func() error { return current.Stop() })
 	// Checked after the tests, before the fake stops.
 	s.OnStop(func() error {
 		if problems := dd.problems(); len(problems) > 0 {
@@ -118,40 +115,10 @@ func setup(s *harness.Suite) error {
 // alert does not come.
 var ruleSyncLog atomic.Value
 
-// current is the running operator.
-var current *inprocess.Operator
-
-// startOperator starts the operator against the delivery cluster. Its
-// safety resync is 10 minutes, so only events and its own deadlines can
-// move a release along.
-func startOperator(change ...func(*operator.Options)) (*inprocess.Operator, error) {
-	opts := operator.Options{
-		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
-		Prometheus: alerts, Datadog: monitors, PrometheusQueryTTL: alertCheckInterval,
-	}
-	for _, c := range change {
-		c(&opts)
-	}
-	return inprocess.Start(env, opts)
-}
-
-// restart stops the running operator and starts a new one, with the
-// options changed by change.
-func restart(t testing.TB, change ...func(*operator.Options)) {
-	t.Helper()
-	if err := current.Stop(); err != nil {
-		t.Fatalf("stopping the operator: %v", err)
-	}
-	op, err := startOperator(change...)
-	if err != nil {
-		t.Fatalf("starting the operator again: %v", err)
-	}
-	current = op
-}
+// running is the operator; a test may restart it with other options.
+var running *inprocess.Runner
 
 // releaseManager reads the ReleaseManager of app.
 func releaseManager(ctx context.Context, app string) (*picchuv1alpha1.ReleaseManager, error) {
-	rm := &picchuv1alpha1.ReleaseManager{}
-	err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
-	return rm, err
+	return env.Apps().ReleaseManager(ctx, app)
 }

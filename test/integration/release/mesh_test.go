@@ -57,7 +57,7 @@ func TestMesh_AmbientWaypointAndDevRoutes(t *testing.T) {
 	ctx := context.Background()
 	const app = "meshy"
 	dev, plain := env.Targets[0], env.Targets[1]
-	restart(t, func(o *operator.Options) {
+	running.Restart(t, func(o *operator.Options) {
 		o.DevRoutesServiceHost, o.DevRoutesServicePort = "dev-router.dev.svc.cluster.local", 8080
 	})
 	setDevRoutes := func(on bool) {
@@ -72,7 +72,7 @@ func TestMesh_AmbientWaypointAndDevRoutes(t *testing.T) {
 		}
 	}
 	setDevRoutes(true)
-	t.Cleanup(func() { setDevRoutes(false); restart(t) })
+	t.Cleanup(func() { setDevRoutes(false); running.Restart(t) })
 
 	v1 := build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond}.revision()
 	three := int32(3)

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -49,45 +47,26 @@ type build struct {
 // "always", and an availability SLO on Istio's request counters whose
 // canary check fails a build erring 1 point more than the app for 1 s.
 func (b build) revision() *picchuv1alpha1.Revision {
-	replicas := int32(2)
 	ttl := b.ttl
 	if ttl == 0 && !b.neverExpires {
 		ttl = 86400
 	}
-	rev := &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: b.app + "-" + b.tag, Namespace: env.Namespace,
-			Labels: map[string]string{picchuv1alpha1.LabelApp: b.app},
-			Annotations: map[string]string{picchuv1alpha1.AnnotationGitCommitterTimestamp: time.Date(2026, 11, 2, 9, b.commit, 0, 0, time.UTC).
-				Format(time.RFC3339)},
-		},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App: picchuv1alpha1.RevisionApp{Name: b.app, Tag: b.tag, Image: "registry.example/" + b.app + ":" + b.tag},
-			Targets: []picchuv1alpha1.RevisionTarget{{
-				Name: "production", Fleet: env.Fleet,
-				Ports: []picchuv1alpha1.PortInfo{{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP,
-					Mode: picchuv1alpha1.PortModePublic, Hosts: []string{b.app + ".example.com"}}},
-				Scale: picchuv1alpha1.ScaleInfo{Min: &replicas, Default: replicas, Max: 4},
-				Release: picchuv1alpha1.ReleaseInfo{
-					Eligible: !b.notEligible, Max: 100, TTL: ttl, Schedule: picchuv1alpha1.ScheduleAlways,
-					ScalingStrategy:  picchuv1alpha1.ScalingStrategyGeometric,
-					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 10, Factor: 2, Delay: &metav1.Duration{Duration: b.delay}},
+	rev := env.Apps().Revision(b.app, b.tag, kit.Commit(b.commit), kit.Geometric(10, 2, b.delay),
+		kit.Target(func(t *picchuv1alpha1.RevisionTarget) {
+			t.Release.Eligible, t.Release.TTL = !b.notEligible, ttl
+			t.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{
+				Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
+				Description: "requests to " + b.app + " succeed",
+				ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
+					// Istio's request counters, which traffic serves;
+					// the tag is Istio's destination_version.
+					TagKey:     "destination_version",
+					TotalQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{reporter="destination",destination_app=%q})`, b.app),
+					ErrorQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{reporter="destination",destination_app=%q,response_code=~"5.."})`, b.app),
+					Canary:     picchuv1alpha1.SLICanaryConfig{Enabled: true, AllowancePercentString: "1", FailAfter: "1s"},
 				},
-				ServiceLevelObjectives: []picchuv1alpha1.ServiceLevelObjective{{
-					Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
-					Description: "requests to " + b.app + " succeed",
-					ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
-						// Istio's request counters, which traffic serves;
-						// the tag is Istio's destination_version.
-						TagKey:     "destination_version",
-						TotalQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{reporter="destination",destination_app=%q})`, b.app),
-						ErrorQuery: fmt.Sprintf(`sum by (destination_version) (istio_requests_total{reporter="destination",destination_app=%q,response_code=~"5.."})`, b.app),
-						Canary:     picchuv1alpha1.SLICanaryConfig{Enabled: true, AllowancePercentString: "1", FailAfter: "1s"},
-					},
-				}},
-			}},
-		},
-	}
+			}}
+		}))
 	if b.clustered {
 		sli := &rev.Spec.Targets[0].ServiceLevelObjectives[0].ServiceLevelIndicator
 		byCluster := func(selector string) string {
@@ -124,24 +103,8 @@ func create(t testing.TB, b build) *picchuv1alpha1.Revision {
 // state waits until app's build tag is in state, and returns its status.
 func state(t testing.TB, timeout time.Duration, app, tag, want string) picchuv1alpha1.ReleaseManagerRevisionStatus {
 	t.Helper()
-	var out picchuv1alpha1.ReleaseManagerRevisionStatus
-	kit.Eventually(t, timeout, fmt.Sprintf("%s %s %s", app, tag, want), func() error {
-		rm, err := releaseManager(context.Background(), app)
-		if err != nil {
-			return err
-		}
-		for _, st := range rm.Status.Revisions {
-			if st.Tag == tag {
-				if st.State.Current != want {
-					return fmt.Errorf("%s at %d%%", st.State.Current, st.CurrentPercent)
-				}
-				out = st
-				return nil
-			}
-		}
-		return fmt.Errorf("no status yet")
-	})
-	return out
+	_, st := env.Apps().WaitState(t, timeout, app, tag, want)
+	return st
 }
 
 // percentAtLeast waits until app's build tag takes at least p percent.
@@ -396,8 +359,8 @@ func recordedTags(ctx context.Context, app string) ([]string, error) {
 // per target: the older failed builds' Revisions go all the same, and the
 // ReleaseManager forgets them.
 func TestRelease_GarbageCollectionBoundsBuildsThatNeverExpire(t *testing.T) {
-	restart(t, func(o *operator.Options) { o.KeepDone = 2 })
-	defer restart(t)
+	running.Restart(t, func(o *operator.Options) { o.KeepDone = 2 })
+	defer running.Restart(t)
 	const app = "gc-forever"
 	ctx := context.Background()
 	create(t, build{app: app, tag: "v1", commit: 1, delay: time.Second, neverExpires: true})

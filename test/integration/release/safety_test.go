@@ -36,8 +36,8 @@ func TestSafety_ReplacedRevisionNeverDeletesTheApp(t *testing.T) {
 		namespaces[target.Name] = ns.UID
 	}
 
-	restart(t, func(o *operator.Options) { o.WithoutRevisionController = true })
-	defer restart(t)
+	running.Restart(t, func(o *operator.Options) { o.WithoutRevisionController = true })
+	defer running.Restart(t)
 	v2 := build{app: app, tag: "v2", commit: 2, delay: 200 * time.Millisecond}.revision()
 	delete(v2.Labels, picchuv1alpha1.LabelApp)
 	if err := env.Delivery.Client.Create(ctx, v2); err != nil {

@@ -40,8 +40,8 @@ func TestSilences_HeldWhileReleasingExpiredWhenTheReleaseEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	const maxSilence = 2 * silence.DefaultMargin
-	t.Cleanup(func() { restart(t) })
-	restart(t, func(o *operator.Options) {
+	t.Cleanup(func() { running.Restart(t) })
+	running.Restart(t, func(o *operator.Options) {
 		o.AlertmanagerAddress, o.InstanceID, o.MaxSilence = am.URL(), "east", maxSilence
 	})
 	createdBefore, expiredBefore := silenceCount(t, "created"), silenceCount(t, "expired")

@@ -33,12 +33,12 @@ func TestSlack_EachReleaseToldInItsThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		restart(t)
+		running.Restart(t)
 		if err := env.Delivery.Client.Delete(ctx, secret); err != nil {
 			t.Error(err)
 		}
 	})
-	restart(t, func(o *operator.Options) {
+	running.Restart(t, func(o *operator.Options) {
 		o.SlackTokenSecret, o.SlackChannel, o.SlackAPIURL = env.Namespace+"/slack", "#releases", fake.URL()
 	})
 

@@ -39,10 +39,7 @@ import (
 var env *harness.Env
 
 func TestMain(m *testing.M) {
-	harness.Main(m, harness.Options{}, func(s *harness.Suite) error {
-		env = s.Env
-		return nil
-	})
+	harness.Main(m, harness.Options{}, harness.KeepEnv(&env))
 }
 
 const (

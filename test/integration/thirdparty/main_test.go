@@ -76,22 +76,12 @@ func setup(s *harness.Suite) error {
 	}); err != nil {
 		return fmt.Errorf("disabling event-driven builds on %s: %w", cl.Name, err)
 	}
-	for _, target := range env.Targets {
-		go func() {
-			if err := target.ServeReplicaSets(ctx); err != nil {
-				fmt.Fprintf(os.Stderr, "%s: serving ReplicaSets: %v\n", target.Name, err)
-			}
-		}()
-	}
+	s.ServeReplicaSets()
 	// A slow safety resync: what a test sees sooner came from a watch.
-	op, err := inprocess.Start(env, operator.Options{
+	_, err = inprocess.Run(s, operator.Options{
 		SyncPeriod: time.Minute, ClusterTimeout: 5 * time.Second, ClusterPrometheusAddress: clusterPrometheus,
 	})
-	if err != nil {
-		return fmt.Errorf("starting the operator: %w", err)
-	}
-	s.OnStop(op.Stop)
-	return nil
+	return err
 }
 
 // moduleCRDs are the paths of crdModules' files, downloaded with the Go

@@ -39,28 +39,11 @@ var (
 // revision is build tag of app in target production, released at once
 // (geometric steps every second), changed by with.
 func revision(app, tag string, with func(*picchuv1alpha1.Revision, *picchuv1alpha1.RevisionTarget)) *picchuv1alpha1.Revision {
-	rev := &picchuv1alpha1.Revision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: app + "-" + tag, Namespace: env.Namespace,
-			Labels: map[string]string{picchuv1alpha1.LabelApp: app},
-		},
-		Spec: picchuv1alpha1.RevisionSpec{
-			App: picchuv1alpha1.RevisionApp{Name: app, Tag: tag, Image: "registry.example/" + app + ":" + tag},
-			Targets: []picchuv1alpha1.RevisionTarget{{
-				Name: "production", Fleet: env.Fleet,
-				Ports: []picchuv1alpha1.PortInfo{{Name: "http", Port: 80, ContainerPort: 8080, Protocol: corev1.ProtocolTCP,
-					Mode: picchuv1alpha1.PortModePrivate, Hosts: []string{app + ".example.com"}}},
-				Scale: picchuv1alpha1.ScaleInfo{Min: int32p(2), Max: 6},
-				Release: picchuv1alpha1.ReleaseInfo{
-					Eligible: true, Max: 100, TTL: 86400, Schedule: picchuv1alpha1.ScheduleAlways,
-					ScalingStrategy:  picchuv1alpha1.ScalingStrategyGeometric,
-					GeometricScaling: picchuv1alpha1.GeometricScaling{Start: 25, Factor: 2, Delay: &metav1.Duration{Duration: time.Second}},
-				},
-			}},
-		},
-	}
-	with(rev, &rev.Spec.Targets[0])
-	return rev
+	return env.Apps().Revision(app, tag,
+		kit.Target(func(t *picchuv1alpha1.RevisionTarget) { t.Ports[0].Mode = picchuv1alpha1.PortModePrivate }),
+		kit.Scale(picchuv1alpha1.ScaleInfo{Min: int32p(2), Max: 6}),
+		kit.Geometric(25, 2, time.Second),
+		kit.With(func(rev *picchuv1alpha1.Revision) { with(rev, &rev.Spec.Targets[0]) }))
 }
 
 // create creates obj on the delivery cluster.
@@ -86,29 +69,13 @@ func update(t *testing.T, rev *picchuv1alpha1.Revision, change func(*picchuv1alp
 
 // releaseManager reads app's ReleaseManager.
 func releaseManager(app string) (*picchuv1alpha1.ReleaseManager, error) {
-	rm := &picchuv1alpha1.ReleaseManager{}
-	err := env.Delivery.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}, rm)
-	return rm, err
+	return env.Apps().ReleaseManager(context.Background(), app)
 }
 
 // released waits until app's build tag is released.
 func released(t *testing.T, app, tag string) {
 	t.Helper()
-	kit.Eventually(t, releaseTimeout, app+" "+tag+" released", func() error {
-		rm, err := releaseManager(app)
-		if err != nil {
-			return err
-		}
-		for _, st := range rm.Status.Revisions {
-			if st.Tag == tag {
-				if st.State.Current != "released" {
-					return fmt.Errorf("%s at %d%%; conditions %+v", st.State.Current, st.CurrentPercent, rm.Status.Conditions)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no status yet")
-	})
+	env.Apps().WaitState(t, releaseTimeout, app, tag, "released")
 }
 
 // get reads name in app's namespace on target into obj.
