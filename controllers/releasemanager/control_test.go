@@ -87,7 +87,7 @@ func (c *controlled) run(d time.Duration) string {
 		c.t.Fatal(err)
 	}
 	s.decide(release.DefaultTimeouts, cal)
-	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, time.Minute, 20*time.Second)
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), time.Minute, 20*time.Second)
 	var got []string
 	for _, st := range out.status.Revisions {
 		c.builds[st.Tag].status = st

@@ -444,8 +444,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.judge(ctx, snap)
 	r.checkPreflight(ctx, snap)
 	snap.decide(r.Timeouts, r.Calendar)
-	results := r.act(ctx, snap)
-	res, err := r.record(ctx, snap, results)
+	acted := r.act(ctx, snap.fleet, plans(snap))
+	res, err := r.record(ctx, snap, settle(snap, acted))
 	if err != nil {
 		return res, err
 	}

@@ -44,11 +44,8 @@ type snapshot struct {
 	// services are the operator's settings the fleet's objects refer to.
 	services Services
 	// externalSecretsServed says the delivery cluster serves ExternalSecrets
-	// (asked once, when the controller is set up), and
-	// externalSecretsMissing are the clusters where a build had some to
-	// copy this run and the cluster does not serve them.
-	externalSecretsServed  bool
-	externalSecretsMissing clusterSet
+	// (asked once, when the controller is set up).
+	externalSecretsServed bool
 	// alertProblems are the alert checks of this run that could not be made.
 	alertProblems []string
 	// noEvidence says which canaries no request reached (checkEvidence).

@@ -73,7 +73,7 @@ func (w *waveRelease) run(d time.Duration) string {
 		inc.decision = decision{}
 	}
 	s.decide(release.DefaultTimeouts, nil)
-	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, time.Minute, 20*time.Second)
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), time.Minute, 20*time.Second)
 	var got []string
 	for _, st := range out.status.Revisions {
 		inc := w.builds[st.Tag]
