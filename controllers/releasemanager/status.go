@@ -160,6 +160,21 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 	rm.Status.ObservedGeneration = rm.Generation
 	out.held.tag, out.held.why = heldBy(s, c)
 	c.notOwned = clusters.notOwned
+	due = earliest(due, s.reportConditions(rm, c, settled.externalSecretsMissing))
+	// State changes first, then warnings, each in the order of the builds.
+	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
+		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))
+	})
+	out.status = rm.Status
+	out.next = nextRun(s.now, changed || moved, len(c.unavailable) > 0, c.judging,
+		earliest(due, s.removal.Due), syncPeriod, alertCheck)
+	return out
+}
+
+// reportConditions sets the ReleaseManager's conditions, and returns when
+// the builds they hold go on, at the earliest (zero when none are held).
+func (s *snapshot) reportConditions(rm *picchuv1alpha1.ReleaseManager, c conditionInputs, externalSecretsMissing []string) time.Time {
+	var due time.Time
 	setConditions(rm, c)
 	setAlertsCondition(rm, c.judging, s.alertProblems)
 	setEvidenceCondition(rm, s.noEvidence)
@@ -178,15 +193,8 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 			due = earliest(due, fc.freeze.Until)
 		}
 	}
-	setExternalSecretsCondition(rm, s.copiesExternalSecrets(), settled.externalSecretsMissing)
-	// State changes first, then warnings, each in the order of the builds.
-	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
-		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))
-	})
-	out.status = rm.Status
-	out.next = nextRun(s.now, changed || moved, len(c.unavailable) > 0, c.judging,
-		earliest(due, s.removal.Due), syncPeriod, alertCheck)
-	return out
+	setExternalSecretsCondition(rm, s.copiesExternalSecrets(), externalSecretsMissing)
+	return due
 }
 
 // eventOrder puts normal events before warnings.
