@@ -22,8 +22,8 @@ func (r *Reconciler) act(ctx context.Context, fleet []*fleetCluster, plans []*pl
 	byName := map[string]*plan.Cluster{}
 	var usable []*applier.Cluster
 	for i, fc := range fleet {
-		if plans[i].Skip == "" && fc.plans != nil {
-			usable = append(usable, fc.plans)
+		if plans[i].Skip == "" && fc.conn != nil {
+			usable = append(usable, fc.conn)
 			byName[fc.obj.Name] = plans[i]
 		}
 	}

@@ -40,9 +40,10 @@ import (
 // Reconciler releases one app in one target to every cluster
 // of the target's fleet. Each run takes a snapshot (the app's Revisions, the
 // fleet's Clusters and what their caches show), decides each build's next
-// state and traffic with the pure functions of package release, applies the
-// plans to every cluster at once, and records the outcome in the
-// ReleaseManager's status.
+// state and traffic with the pure functions of package release, plans each
+// cluster (a plan.Cluster, purely), carries the plans out on every cluster
+// at once, settles each build's step on what the clusters took, and records
+// the outcome in the ReleaseManager's status.
 type Reconciler struct {
 	Client client.Client
 	// superseded are the versions this process's writes replaced, which a
@@ -147,7 +148,7 @@ type Reconciler struct {
 // what was applied, for as long as the registry keeps the same client.
 type clusterHandle struct {
 	remote cluster.Cluster
-	plans  *applier.Cluster
+	conn   *applier.Cluster
 }
 
 // setDefaults fills the settings left at their zero value with their
@@ -575,10 +576,10 @@ func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 	}
 	var usable []*applier.Cluster
 	for _, fc := range fleet {
-		if fc.plans == nil {
+		if fc.conn == nil {
 			return ctrl.Result{}, fmt.Errorf("removing app %s from cluster %s: %s", rm.Spec.App, fc.obj.Name, fc.problem)
 		}
-		usable = append(usable, fc.plans)
+		usable = append(usable, fc.conn)
 	}
 	ns := appNamespace(rm)
 	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
@@ -621,14 +622,14 @@ func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cl
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if h, ok := r.clusters[key]; ok && h.remote == remoteCluster {
-		return h.plans
+		return h.conn
 	}
 	h := &clusterHandle{
 		remote: remoteCluster,
-		plans:  applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan")),
+		conn:   applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan")),
 	}
 	r.clusters[key] = h
-	return h.plans
+	return h.conn
 }
 
 // forgetCluster drops the handle of the cluster key.

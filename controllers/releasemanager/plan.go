@@ -28,7 +28,7 @@ func plans(s *snapshot) []*plan.Cluster {
 	for _, fc := range s.fleet {
 		p := &plan.Cluster{Name: fc.obj.Name}
 		out = append(out, p)
-		if fc.plans == nil {
+		if fc.conn == nil {
 			p.Skip = fc.problem
 			continue
 		}

@@ -50,7 +50,7 @@ func newPlanScene() *planScene {
 	s := &snapshot{rm: rm, now: now, services: Services{ClusterPrometheus: "http://prometheus.monitoring:9090"}}
 	for _, name := range []string{"east", "west"} {
 		cl := &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"region": name}}}
-		s.fleet = append(s.fleet, &fleetCluster{obj: cl, live: true, factor: 1, plans: &applier.Cluster{}})
+		s.fleet = append(s.fleet, &fleetCluster{obj: cl, live: true, factor: 1, conn: &applier.Cluster{}})
 		s.observation = append(s.observation, release.ClusterObservation{Name: name, Live: true, Observed: true, Tags: map[string]release.Replicas{}})
 	}
 	return &planScene{s: s, now: now}
@@ -159,7 +159,7 @@ var planScenarios = map[string]func(p *planScene){
 		p.add("v1", release.Released, 75)
 		p.add("v2", release.Releasing, 25)
 		west := p.s.fleet[1]
-		west.plans, west.problem = nil, "not ready: Unreachable: dial tcp: i/o timeout"
+		west.conn, west.problem = nil, "not ready: Unreachable: dial tcp: i/o timeout"
 		p.s.observation[1].Observed, p.s.observation[1].Tags = false, nil
 	},
 }

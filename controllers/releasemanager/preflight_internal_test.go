@@ -236,7 +236,7 @@ func TestPreflight_AnUnreachableClusterHoldsTheCanary(t *testing.T) {
 	v2.target.Canary = picchuv1alpha1.Canary{Percent: 10, TTL: 60}
 	v2.target.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{Name: "availability"}}
 	west := c.s.fleet[1]
-	west.plans, west.problem = nil, "circuit breaker open; last error: connection refused"
+	west.conn, west.problem = nil, "circuit breaker open; last error: connection refused"
 	if got := c.runChecked(0); got != "v2 tested 0, v1 released 100" {
 		t.Fatalf("%s", got)
 	}

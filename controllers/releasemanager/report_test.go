@@ -40,7 +40,7 @@ func reportSnapshot(incs ...*incarnation) *snapshot {
 	s := &snapshot{rm: rm, now: reportNow, incarnations: incs}
 	for _, name := range []string{"east", "west"} {
 		s.fleet = append(s.fleet, &fleetCluster{
-			obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, plans: &applier.Cluster{},
+			obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, conn: &applier.Cluster{},
 		})
 		s.observation = append(s.observation, release.ClusterObservation{Name: name, Live: true, Observed: true})
 	}
@@ -185,7 +185,7 @@ func TestReport(t *testing.T) {
 			name: "a cluster that is down, with nothing changing, is retried within clusterRetry",
 			snap: func() *snapshot {
 				s := reportSnapshot(build("v1", release.Released, 100, release.Step{State: release.Released, Action: release.Sync}, 100))
-				s.fleet[1].plans, s.fleet[1].problem = nil, "unreachable"
+				s.fleet[1].conn, s.fleet[1].problem = nil, "unreachable"
 				return s
 			},
 			want: want{

@@ -129,7 +129,7 @@ func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 	}
 	for _, fc := range s.fleet {
 		cs := picchuv1alpha1.ReleaseManagerClusterStatus{Name: fc.obj.Name, Live: fc.live, Synced: true}
-		if fc.plans == nil {
+		if fc.conn == nil {
 			cs.Synced, cs.Message = false, fc.problem
 		} else if msg, ok := failed[fc.obj.Name]; ok {
 			cs.Synced, cs.Message = false, msg

@@ -109,8 +109,9 @@ type fleetCluster struct {
 	wave int
 	// freeze is what the cluster's freeze windows say now.
 	freeze schedule.Freeze
-	// plans is nil when the cluster cannot be used; problem says why.
-	plans   *applier.Cluster
+	// conn reads and writes the cluster; nil when it cannot be used,
+	// and problem says why.
+	conn    *applier.Cluster
 	problem string
 	// nodes are the platforms of its ready nodes, when nodesKnown;
 	// nodesErr says why they could not be read.
@@ -352,7 +353,7 @@ func (r *Reconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManage
 				fc.problem = fmt.Sprintf("circuit breaker %s; last error: %s", h.State, h.LastError)
 				break
 			}
-			fc.plans = r.handle(cl, remoteCluster)
+			fc.conn = r.handle(cl, remoteCluster)
 		}
 		out = append(out, fc)
 	}
@@ -368,8 +369,8 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 	for i, fc := range fleet {
 		obs[i] = release.ClusterObservation{Name: fc.obj.Name, Live: fc.live}
 		index[fc.obj.Name] = i
-		if fc.plans != nil {
-			usable = append(usable, fc.plans)
+		if fc.conn != nil {
+			usable = append(usable, fc.conn)
 		}
 	}
 	var mu sync.Mutex
@@ -405,7 +406,7 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 		if res.Err != nil {
 			fc := fleet[index[res.Cluster]]
 			fc.problem = res.Err.Error()
-			fc.plans = nil
+			fc.conn = nil
 		}
 	}
 	return obs
