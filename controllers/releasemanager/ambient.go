@@ -1,14 +1,13 @@
 package releasemanager
 
 import (
-	"context"
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/plan/applier"
+	"github.com/medium/picchu/plan"
 	"github.com/medium/picchu/plan/manifests"
 )
 
@@ -25,38 +24,29 @@ func (s *snapshot) meshMode() manifests.MeshMode {
 	return manifests.ModeOf(builds)
 }
 
-// syncWaypoint applies the namespace's waypoint (its Gateway, options,
+// waypointSteps apply the namespace's waypoint (its Gateway, options,
 // disruption budget and autoscaler, sized by the newest build's target)
-// while the mode needs one, and deletes them otherwise. A cluster that does
+// while the mode needs one, and delete them otherwise. A cluster that does
 // not serve the Gateway API gets none, and an app that needs one there
 // fails to sync with an error saying so.
-func syncWaypoint(ctx context.Context, c *applier.Cluster, app, target string, newest *picchuv1alpha1.RevisionTarget, mode manifests.MeshMode) error {
+func waypointSteps(app, target string, newest *picchuv1alpha1.RevisionTarget, mode manifests.MeshMode) []plan.Step {
 	gateway := manifests.WaypointGateway(app, target)
 	options, err := manifests.WaypointOptions(app, target, newest.WaypointResources)
 	if err != nil {
-		return err
+		return []plan.Step{{Op: plan.Fail, Err: err}}
 	}
 	objs := []client.Object{
 		options, gateway,
 		manifests.WaypointDisruptionBudget(app, target, newest.WaypointHPA),
 		manifests.WaypointAutoscaler(app, target, newest.WaypointHPA),
 	}
-	if !manifests.WantsWaypoint(mode) {
-		for _, obj := range objs {
-			if err := c.Delete(ctx, obj); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, obj := range objs {
-		if err := c.Apply(ctx, obj); err != nil {
-			if isNoKind(err) {
-				return fmt.Errorf("the namespace's mode is %s and needs a waypoint, but the cluster does not serve %s: %w",
-					mode, obj.GetObjectKind().GroupVersionKind().Kind, err)
-			}
-			return err
+	steps := make([]plan.Step, len(objs))
+	for i, obj := range objs {
+		steps[i] = plan.Step{Op: plan.Remove, Object: obj}
+		if manifests.WantsWaypoint(mode) {
+			steps[i] = plan.Step{Op: plan.Apply, Object: obj,
+				NeedsKind: fmt.Sprintf("the namespace's mode is %s and needs a waypoint", mode)}
 		}
 	}
-	return nil
+	return steps
 }

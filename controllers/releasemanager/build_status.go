@@ -29,26 +29,10 @@ type buildOutcome struct {
 	controls []controlAction
 }
 
-// buildReport settles a build's step (release.Settle) given where it was
-// applied, and makes its status entry and events.
-func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildOutcome {
-	rejected, applied := s.buildSynced(inc, clusters.buildsFailed)
-	state, _ := release.Settle(inc.step, release.Applied{
-		FleetLive: clusters.syncedLive(),
-		Live:      clusters.syncedLive() && applied.live,
-		All:       clusters.syncedAll && applied.all,
-		SomeLive:  clusters.someLive(),
-		Rollback:  s.rollback,
-	}, inc.weight, inc.status.CurrentPercent)
-	// Each wave's weight counts once every live cluster of the wave has
-	// it (or some has it, in a rollback); the build's is the highest.
-	recorded := s.wavePercents(inc)
-	settled := make([]int32, len(recorded))
-	for w, wo := range clusters.waves {
-		_, settled[w] = release.Settle(inc.step, release.Applied{FleetLive: wo.syncedLive, SomeLive: wo.someLive, Rollback: s.rollback},
-			inc.weightIn(w), recorded[w])
-	}
-	weight := release.Highest(settled)
+// buildReport makes a build's status entry and events from the step it
+// settled on (settleBuild).
+func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters clusterOutcome) buildOutcome {
+	state, rejected := b.state, b.rejected
 	out := buildOutcome{state: state, changed: string(state) != inc.status.State.Current}
 	note := func(kind, reason, format string, args ...any) {
 		out.events = append(out.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
@@ -58,8 +42,8 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
 		return out
 	}
-	st := incarnationStatus(inc, state, weight, s.now, s.observation)
-	s.recordWaves(&st, inc, recorded, settled)
+	st := incarnationStatus(inc, state, b.weight, s.now, s.observation)
+	s.recordWaves(&st, inc, b.recorded, b.settled)
 	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), s.now, state.IsRoutable())
 	clusterVerdicts(st.Clusters, inc)
 	if inc.verdict != release.Unjudged {
@@ -226,37 +210,6 @@ func union(a, b []string) []string {
 	out := append(slices.Clone(a), b...)
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// synced says whether a build's objects were applied on the live clusters
-// and on all of them.
-type synced struct{ live, all bool }
-
-// buildSynced says whether inc's own objects were applied, given the
-// clusters where some builds failed, and why a live cluster rejected them
-// as invalid, if one did. A failing build's invalid objects do not keep it
-// from failed: the cluster will never take them, and its traffic is gone.
-func (s *snapshot) buildSynced(inc *incarnation, buildsFailed map[string]map[string]error) (rejected string, out synced) {
-	out = synced{live: true, all: true}
-	for _, fc := range s.fleet {
-		err := buildsFailed[fc.obj.Name][inc.tag]
-		if err == nil {
-			continue
-		}
-		invalid := apierrors.IsInvalid(err)
-		if invalid && fc.live && rejected == "" {
-			rejected = fc.obj.Name + ": " + apiMessage(err)
-		}
-		if invalid && inc.step.Then == release.Failed {
-			continue
-		}
-		out.all = false
-		out.live = out.live && !fc.live
-	}
-	if rejected == "" {
-		rejected = s.runsNowhere(inc)
-	}
-	return rejected, out
 }
 
 // apiMessage is the API server's message of err, or err's text.

@@ -198,20 +198,26 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 		inc.revision.Annotations[picchuv1alpha1.AnnotationFailedAt] == "":
 		acted("abort", "Aborted", "aborted (%s)", inc.revision.Annotations[picchuv1alpha1.AnnotationFailedReason])
 	case failedBefore && to == release.Deploying:
-		st.Retries = append(st.Retries, picchuv1alpha1.ReleaseManagerRetryStatus{
-			Time: now, State: string(from), PeakPercent: inc.status.PeakPercent,
-			TriggeredAlerts: inc.status.TriggeredAlerts, Rejected: inc.status.Rejected,
-		})
-		if n := len(st.Retries); n > maxRetries {
-			st.Retries = st.Retries[n-maxRetries:]
-		}
-		st.TriggeredAlerts, st.TriggeredWhere, st.Rejected, st.CanaryStartTimestamp, st.PeakPercent = nil, "", "", nil, 0
-		for i := range st.Clusters {
-			st.Clusters[i].TriggeredAlerts, st.Clusters[i].Verdict = nil, ""
-		}
+		recordRetry(inc, st, from, now)
 		acted("retry", "Retried", "retried after it %s", from)
 	}
 	return out
+}
+
+// recordRetry records that a failed build deploys again: where it failed
+// joins its retries (the last maxRetries kept), and its judgment starts over.
+func recordRetry(inc *incarnation, st *picchuv1alpha1.ReleaseManagerRevisionStatus, from release.State, now picchuv1alpha1.Timestamp) {
+	st.Retries = append(st.Retries, picchuv1alpha1.ReleaseManagerRetryStatus{
+		Time: now, State: string(from), PeakPercent: inc.status.PeakPercent,
+		TriggeredAlerts: inc.status.TriggeredAlerts, Rejected: inc.status.Rejected,
+	})
+	if n := len(st.Retries); n > maxRetries {
+		st.Retries = st.Retries[n-maxRetries:]
+	}
+	st.TriggeredAlerts, st.TriggeredWhere, st.Rejected, st.CanaryStartTimestamp, st.PeakPercent = nil, "", "", nil, 0
+	for i := range st.Clusters {
+		st.Clusters[i].TriggeredAlerts, st.Clusters[i].Verdict = nil, ""
+	}
 }
 
 // maxRetries is how many retries a build's status keeps.

@@ -31,7 +31,7 @@ func newControlled(t *testing.T) *controlled {
 	rm := &picchuv1alpha1.ReleaseManager{Spec: picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production"}}
 	c := &controlled{t: t, s: &snapshot{rm: rm, now: now}, builds: map[string]*incarnation{}}
 	for _, name := range []string{"east", "west"} {
-		c.s.fleet = append(c.s.fleet, &fleetCluster{obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, plans: &applier.Cluster{}})
+		c.s.fleet = append(c.s.fleet, &fleetCluster{obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, conn: &applier.Cluster{}})
 		c.s.observation = append(c.s.observation, release.ClusterObservation{Name: name, Live: true, Observed: true, Tags: map[string]release.Replicas{}})
 	}
 	return c
@@ -96,7 +96,7 @@ func (c *controlled) run(d time.Duration) string {
 		c.t.Fatal(err)
 	}
 	s.decide(release.DefaultTimeouts, cal)
-	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, time.Minute, 20*time.Second)
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), time.Minute, 20*time.Second)
 	var got []string
 	for _, st := range out.status.Revisions {
 		c.builds[st.Tag].status = st

@@ -40,9 +40,10 @@ import (
 // Reconciler releases one app in one target to every cluster
 // of the target's fleet. Each run takes a snapshot (the app's Revisions, the
 // fleet's Clusters and what their caches show), decides each build's next
-// state and traffic with the pure functions of package release, applies the
-// plans to every cluster at once, and records the outcome in the
-// ReleaseManager's status.
+// state and traffic with the pure functions of package release, plans each
+// cluster (a plan.Cluster, purely), carries the plans out on every cluster
+// at once, settles each build's step on what the clusters took, and records
+// the outcome in the ReleaseManager's status.
 type Reconciler struct {
 	Client client.Client
 	// superseded are the versions this process's writes replaced, which a
@@ -147,12 +148,12 @@ type Reconciler struct {
 // what was applied, for as long as the registry keeps the same client.
 type clusterHandle struct {
 	remote cluster.Cluster
-	plans  *applier.Cluster
+	conn   *applier.Cluster
 }
 
-// SetupWithManager watches ReleaseManagers, the Revisions, Clusters and
-// config of their apps, and remote ReplicaSets.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// setDefaults fills the settings left at their zero value with their
+// defaults.
+func (r *Reconciler) setDefaults() error {
 	if r.SyncPeriod <= 0 {
 		r.SyncPeriod = DefaultSyncPeriod
 	}
@@ -178,6 +179,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.KeepDone <= 0 {
 		r.KeepDone = release.DefaultKeepDone
+	}
+	return nil
+}
+
+// SetupWithManager watches ReleaseManagers, the Revisions, Clusters and
+// config of their apps, and remote ReplicaSets.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.setDefaults(); err != nil {
+		return err
 	}
 	r.clusters = map[types.NamespacedName]*clusterHandle{}
 	// A cluster's handle, with its memory of what was applied, goes with
@@ -410,60 +420,84 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to release manager %s: %w", req.NamespacedName, err)
 		}
 	}
+	return r.release(ctx, rm)
+}
 
+// release runs one release step for the app of rm: it observes (snapshot),
+// judges the builds and checks them before flight, decides, plans every
+// cluster, acts on the fleet, settles what the clusters took, and records
+// the outcome, then collects the app's garbage.
+func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(rm)
 	snap, err := r.snapshot(ctx, rm)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !snap.hasRevisions() {
-		// No Revision of the app targets this target. The cache may lag
-		// behind a Revision just created, so the API server confirms.
-		if left, err := r.revisionsLeft(ctx, rm); err != nil || left {
-			// The Revision's watch event comes once the cache has it.
-			return ctrl.Result{RequeueAfter: time.Second}, err
+		if res, done, err := r.orphaned(ctx, snap); done {
+			return res, err
 		}
-		snap.orphanedSince = orphanedSince(rm, snap.now)
-		snap.removal = release.RemoveOrphan(snap.orphanedSince, snap.now, r.RemovalGrace, snap.hasTraffic())
-		if snap.removal.Remove {
-			// The finalizer removes its namespace, and everything in it,
-			// from the fleet.
-			if err := r.Client.Delete(ctx, rm); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("deleting release manager %s with no revisions left: %w", req.NamespacedName, err)
-			}
-			r.lastRun.Delete(req.NamespacedName)
-			r.stuck.forget(req.NamespacedName.String())
-			releasemetrics.Forget(rm.Spec.App, rm.Spec.Target)
-			return ctrl.Result{}, nil
-		}
-		// Otherwise its builds leave as builds without a Revision do, and
-		// the one serving keeps its traffic: the status says so.
 	}
-	if prev, ok := r.lastRun.Swap(req.NamespacedName, snap.now); ok {
+	if prev, ok := r.lastRun.Swap(key, snap.now); ok {
 		releasemetrics.ObserveReconcileInterval(rm.Spec.App, rm.Spec.Target, snap.now.Sub(prev.(time.Time)))
 	}
 	r.judge(ctx, snap)
 	r.checkPreflight(ctx, snap)
 	snap.decide(r.Timeouts, r.Calendar)
-	results := r.act(ctx, snap)
-	res, err := r.record(ctx, snap, results)
+	acted := r.act(ctx, snap.fleet, plans(snap))
+	res, err := r.record(ctx, snap, settle(snap, acted))
 	if err != nil {
 		return res, err
 	}
-	if err := r.collectGarbage(ctx, snap); err != nil {
-		// An error would replace the run's due time (its next step, a
-		// deadline) with the controller's backoff, which grows to minutes
-		// while the error lasts: the release must not wait on garbage.
-		// The collection is tried again at the next run, which comes at
-		// the latest after gcRetry.
-		ctrl.LoggerFrom(ctx).Error(err, "collecting garbage; the release goes on")
-		if r.Recorder != nil {
-			r.Recorder.Eventf(rm, nil, corev1.EventTypeWarning, "GarbageCollectionFailed", "CollectGarbage", "%v", err)
-		}
-		if res.RequeueAfter <= 0 || res.RequeueAfter > gcRetry {
-			res.RequeueAfter = gcRetry
-		}
+	return r.collectGarbageOf(ctx, snap, res), nil
+}
+
+// orphaned handles an app no Revision targets in the target any longer,
+// and says whether the run is done: while the API server still has one (the
+// cache may lag behind a Revision just created), or once the app is
+// removed. Otherwise its builds leave as builds without a Revision do, and
+// the one serving keeps its traffic: the status says so.
+func (r *Reconciler) orphaned(ctx context.Context, snap *snapshot) (ctrl.Result, bool, error) {
+	rm := snap.rm
+	key := client.ObjectKeyFromObject(rm)
+	if left, err := r.revisionsLeft(ctx, rm); err != nil || left {
+		// The Revision's watch event comes once the cache has it.
+		return ctrl.Result{RequeueAfter: time.Second}, true, err
 	}
-	return res, nil
+	snap.orphanedSince = orphanedSince(rm, snap.now)
+	snap.removal = release.RemoveOrphan(snap.orphanedSince, snap.now, r.RemovalGrace, snap.hasTraffic())
+	if !snap.removal.Remove {
+		return ctrl.Result{}, false, nil
+	}
+	// The finalizer removes its namespace, and everything in it, from the
+	// fleet.
+	if err := r.Client.Delete(ctx, rm); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, true, fmt.Errorf("deleting release manager %s with no revisions left: %w", key, err)
+	}
+	r.lastRun.Delete(key)
+	r.stuck.forget(key.String())
+	releasemetrics.Forget(rm.Spec.App, rm.Spec.Target)
+	return ctrl.Result{}, true, nil
+}
+
+// collectGarbageOf collects the app's garbage after a run whose result is
+// res. An error would replace the run's due time (its next step, a
+// deadline) with the controller's backoff, which grows to minutes while
+// the error lasts: the release must not wait on garbage. The collection is
+// tried again at the next run, which comes at the latest after gcRetry.
+func (r *Reconciler) collectGarbageOf(ctx context.Context, snap *snapshot, res ctrl.Result) ctrl.Result {
+	err := r.collectGarbage(ctx, snap)
+	if err == nil {
+		return res
+	}
+	ctrl.LoggerFrom(ctx).Error(err, "collecting garbage; the release goes on")
+	if r.Recorder != nil {
+		r.Recorder.Eventf(snap.rm, nil, corev1.EventTypeWarning, "GarbageCollectionFailed", "CollectGarbage", "%v", err)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > gcRetry {
+		res.RequeueAfter = gcRetry
+	}
+	return res
 }
 
 // gcRetry is the longest a failed garbage collection waits to be tried again.
@@ -542,10 +576,10 @@ func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 	}
 	var usable []*applier.Cluster
 	for _, fc := range fleet {
-		if fc.plans == nil {
+		if fc.conn == nil {
 			return ctrl.Result{}, fmt.Errorf("removing app %s from cluster %s: %s", rm.Spec.App, fc.obj.Name, fc.problem)
 		}
-		usable = append(usable, fc.plans)
+		usable = append(usable, fc.conn)
 	}
 	ns := appNamespace(rm)
 	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
@@ -588,14 +622,14 @@ func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cl
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if h, ok := r.clusters[key]; ok && h.remote == remoteCluster {
-		return h.plans
+		return h.conn
 	}
 	h := &clusterHandle{
 		remote: remoteCluster,
-		plans:  applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan")),
+		conn:   applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan")),
 	}
 	r.clusters[key] = h
-	return h.plans
+	return h.conn
 }
 
 // forgetCluster drops the handle of the cluster key.

@@ -81,22 +81,9 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			continue
 		}
 		builds[i].Canary, builds[i].Max = inc.target.Canary.Percent, inc.target.Release.Max
-		capacity := s.capacity(inc)
-		ramps[i] = make([]release.RampStep, n)
-		for w := range n {
-			if w == inc.wave.Wave && !inc.wave.Baking.IsZero() {
-				// Released in the wave before: it waits out that wave's bake.
-				ramps[i][w] = release.RampStep{Next: percents[w], Due: inc.wave.Baking, Waiting: "bake"}
-			} else {
-				ramps[i][w] = release.Ramp(release.RampInput{
-					Now: s.now, Release: inc.target.Release, Percent: percents[w], Changed: stampOf(inc.status.LastUpdated),
-					Hold: (s.holdsWave(w) && !s.rollback) || inc.verdict.Holds(), Capacity: capacity,
-					Paused: inc.control.paused, Skip: inc.promotePending(), Full: inc.rampsFull(),
-					Frozen:    s.frozenWave(w).Open && !s.rollback,
-					Preflight: percents[w] <= 0 && s.preflightHolds(inc, w) && !s.rollback,
-				})
-			}
-			builds[i].Nexts[w] = ramps[i][w].Next
+		ramps[i] = s.ramps(inc, percents)
+		for w, ramp := range ramps[i] {
+			builds[i].Nexts[w] = ramp.Next
 		}
 	}
 	alloc := release.AllocateWaves(builds, n)
@@ -117,16 +104,42 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 		s.recommission()
 	}
 	for _, inc := range s.incarnations {
-		if inc.target == nil {
+		if inc.target != nil {
+			inc.scale = s.scale(inc)
+		}
+	}
+}
+
+// ramps are a build's ramp steps in each wave: it waits out the bake of
+// the wave before in the wave it was just released to.
+func (s *snapshot) ramps(inc *incarnation, percents []int32) []release.RampStep {
+	capacity := s.capacity(inc)
+	out := make([]release.RampStep, s.waveCount())
+	for w := range out {
+		if w == inc.wave.Wave && !inc.wave.Baking.IsZero() {
+			// Released in the wave before: it waits out that wave's bake.
+			out[w] = release.RampStep{Next: percents[w], Due: inc.wave.Baking, Waiting: "bake"}
 			continue
 		}
-		inc.scale = release.Scale(release.ScaleInput{
-			Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
-			Percent: inc.weight, Others: s.others(inc), Factors: s.liveFactorsOf(inc),
-			Desired: s.observationOf(inc).Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && inc.step.State != release.Failing,
-			Full: inc.rampsFull(),
+		out[w] = release.Ramp(release.RampInput{
+			Now: s.now, Release: inc.target.Release, Percent: percents[w], Changed: stampOf(inc.status.LastUpdated),
+			Hold: (s.holdsWave(w) && !s.rollback) || inc.verdict.Holds(), Capacity: capacity,
+			Paused: inc.control.paused, Skip: inc.promotePending(), Full: inc.rampsFull(),
+			Frozen:    s.frozenWave(w).Open && !s.rollback,
+			Preflight: percents[w] <= 0 && s.preflightHolds(inc, w) && !s.rollback,
 		})
 	}
+	return out
+}
+
+// scale is how a build is sized this run, after its step and traffic.
+func (s *snapshot) scale(inc *incarnation) release.ScalePlan {
+	return release.Scale(release.ScaleInput{
+		Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
+		Percent: inc.weight, Others: s.others(inc), Factors: s.liveFactorsOf(inc),
+		Desired: s.observationOf(inc).Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && inc.step.State != release.Failing,
+		Full: inc.rampsFull(),
+	})
 }
 
 // others are the builds other than inc that take traffic, with the pods

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
 )
 
@@ -67,36 +66,6 @@ func externalSecretTargets(srcs []unstructured.Unstructured) []string {
 		}
 	}
 	return out
-}
-
-// syncExternalSecrets applies the build's ExternalSecret copies, prunes
-// the copies its configSelector no longer selects, and returns the Secrets
-// they make and whether the cluster serves ExternalSecrets. A cluster that
-// does not is recorded in s.externalSecretsMissing when the build has
-// some, and gets none: the build's other objects still sync there, its
-// pods referring to those Secrets as optional. The kind is not asked for
-// on behalf of builds without a configSelector, nor when the delivery
-// cluster does not serve it: a build can have no copies then.
-func (s *snapshot) syncExternalSecrets(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, inc *incarnation) ([]string, bool, error) {
-	if !s.externalSecretsServed || inc.target.ConfigSelector == nil {
-		return nil, true, nil
-	}
-	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	targets := externalSecretTargets(inc.externalSecrets)
-	_, err := syncCopies(ctx, c, ns, selector, manifests.ExternalSecretKind, inc.externalSecrets,
-		func(es *unstructured.Unstructured) client.Object {
-			return manifests.ExternalSecretCopy(app, target, inc.tag, es)
-		})
-	switch {
-	case err != nil && isNoKind(err):
-		if len(targets) > 0 {
-			s.externalSecretsMissing.add(c.Name())
-		}
-		return targets, false, nil
-	case err != nil:
-		return nil, false, fmt.Errorf("external secrets: %w", err)
-	}
-	return targets, true, nil
 }
 
 // clusterSet is a set of cluster names that the clusters' applies, which

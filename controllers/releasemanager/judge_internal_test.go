@@ -144,7 +144,7 @@ func decideFleet(failed bool) (*snapshot, *incarnation, *incarnation) {
 		fc := &fleetCluster{obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1}
 		obs := release.ClusterObservation{Name: name, Live: true}
 		if name != "north" {
-			fc.plans = &applier.Cluster{}
+			fc.conn = &applier.Cluster{}
 			obs.Observed, obs.Tags = true, map[string]release.Replicas{"v1": {Desired: 1, Available: 1}, "v2": {Desired: 1, Available: 1}}
 		} else {
 			fc.problem = "not ready: Unreachable"

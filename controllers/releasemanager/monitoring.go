@@ -1,21 +1,17 @@
 package releasemanager
 
 import (
-	"context"
 	"fmt"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	slothv1 "github.com/slok/sloth/pkg/kubernetes/api/sloth/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/plan/applier"
+	"github.com/medium/picchu/plan"
 	"github.com/medium/picchu/plan/manifests"
 )
 
@@ -75,25 +71,22 @@ func (s *snapshot) monitoringObjects(newest *incarnation) (out monitoringObjects
 	return out
 }
 
-// syncMonitoring applies the monitoring objects to a cluster and deletes
+// monitoringSteps apply the monitoring objects to a cluster and delete
 // every monitoring object Picchu wrote there for the app that is no longer
-// wanted.
-func (s *snapshot) syncMonitoring(ctx context.Context, c *applier.Cluster, objs *monitoringObjects) error {
+// wanted. The Sloth service levels' namespace is created when a cluster
+// does not have it.
+func (s *snapshot) monitoringSteps(objs monitoringObjects) []plan.Step {
 	if objs.err != nil {
-		return objs.err
+		return []plan.Step{{Op: plan.Fail, Err: objs.err}}
 	}
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	ns := picchuv1alpha1.AppNamespace(app, target)
-	want := map[string]bool{}
+	var steps, canaries []plan.Step
 	for _, sm := range objs.monitors {
-		if err := c.Apply(ctx, sm); err != nil {
-			return err
-		}
-		want[sm.Name] = true
+		steps = append(steps, plan.Step{Op: plan.Apply, Object: sm})
 	}
-	if err := prune(ctx, c, ns, manifests.MonitoringSelector(app, target, ""), serviceMonitorKind, want); err != nil {
-		return err
-	}
+	steps = append(steps, plan.Step{Op: plan.Prune, Namespace: ns, Selector: manifests.MonitoringSelector(app, target, ""),
+		Kinds: []schema.GroupVersionKind{serviceMonitorKind}, Keep: namesOf(steps)})
 	for _, obj := range []struct {
 		want client.Object
 		name string
@@ -101,43 +94,23 @@ func (s *snapshot) syncMonitoring(ctx context.Context, c *applier.Cluster, objs 
 		{nilIfNil(objs.sloRules), manifests.SLORuleName(app)},
 		{nilIfNil(objs.alertRules), manifests.AlertRuleName(app)},
 	} {
-		if err := applyOrDelete(ctx, c, obj.want, &monitoringv1.PrometheusRule{
+		steps = append(steps, applyOrDelete(obj.want, &monitoringv1.PrometheusRule{
 			ObjectMeta: metav1.ObjectMeta{Name: obj.name, Namespace: ns, Labels: manifests.MonitoringSelector(app, target, "")},
-		}); err != nil {
-			return err
-		}
+		}))
 	}
 	if s.serviceLevels != "" {
-		if err := applyServiceLevels(ctx, c, objs.serviceLevels, serviceLevelsOf(app, target, s.serviceLevels)); err != nil {
-			return err
+		if objs.serviceLevels == nil {
+			steps = append(steps, plan.Step{Op: plan.Remove, Object: serviceLevelsOf(app, target, s.serviceLevels)})
+		} else {
+			steps = append(steps, plan.Step{Op: plan.ApplyCreating, Object: objs.serviceLevels, Namespace: s.serviceLevels})
 		}
 	}
-	canaries := map[string]bool{}
 	for _, rule := range objs.canaries {
-		if err := c.Apply(ctx, rule); err != nil {
-			return err
-		}
-		canaries[rule.Name] = true
+		canaries = append(canaries, plan.Step{Op: plan.Apply, Object: rule})
 	}
-	return prune(ctx, c, ns, manifests.MonitoringSelector(app, target, manifests.RuleTypeCanary), prometheusRuleKind, canaries)
-}
-
-// applyServiceLevels applies psl, creating its namespace first when the
-// cluster does not have it, or deletes gone when psl is nil. The namespace
-// is shared by every app and carries none of Picchu's labels: it is created
-// when missing, and never applied over nor deleted.
-func applyServiceLevels(ctx context.Context, c *applier.Cluster, psl *slothv1.PrometheusServiceLevel, gone client.Object) error {
-	if psl == nil {
-		return c.Delete(ctx, gone)
-	}
-	err := c.Apply(ctx, psl)
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: psl.Namespace}}); err != nil {
-		return fmt.Errorf("creating the service levels namespace: %w", err)
-	}
-	return c.Apply(ctx, psl)
+	return append(append(steps, canaries...), plan.Step{Op: plan.Prune, Namespace: ns,
+		Selector: manifests.MonitoringSelector(app, target, manifests.RuleTypeCanary),
+		Kinds:    []schema.GroupVersionKind{prometheusRuleKind}, Keep: namesOf(canaries)})
 }
 
 // serviceLevelsOf names the app's Sloth service levels in namespace.
@@ -145,34 +118,4 @@ func serviceLevelsOf(app, target, namespace string) *slothv1.PrometheusServiceLe
 	return &slothv1.PrometheusServiceLevel{ObjectMeta: metav1.ObjectMeta{
 		Name: manifests.ServiceLevelName(app, target), Namespace: namespace, Labels: manifests.MonitoringSelector(app, target, ""),
 	}}
-}
-
-// applyOrDelete applies want, or deletes gone when want is nil.
-func applyOrDelete(ctx context.Context, c *applier.Cluster, want, gone client.Object) error {
-	if want != nil {
-		return c.Apply(ctx, want)
-	}
-	return c.Delete(ctx, gone)
-}
-
-// prune deletes the objects of kind in ns that carry the selector's labels
-// and whose names want does not hold. A kind the cluster does not serve has
-// nothing to prune.
-func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, want map[string]bool) error {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
-	if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
-		if isNoKind(err) {
-			return nil
-		}
-		return fmt.Errorf("listing %s in %s: %w", kind.Kind, ns, err)
-	}
-	for i := range list.Items {
-		if !want[list.Items[i].GetName()] {
-			if err := c.Delete(ctx, &list.Items[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

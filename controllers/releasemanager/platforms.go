@@ -154,8 +154,8 @@ func (r *Reconciler) readEachCluster(ctx context.Context, fleet []*fleetCluster,
 	byName := map[string]*fleetCluster{}
 	var usable []*applier.Cluster
 	for _, fc := range fleet {
-		if fc.plans != nil {
-			usable = append(usable, fc.plans)
+		if fc.conn != nil {
+			usable = append(usable, fc.conn)
 			byName[fc.obj.Name] = fc
 		}
 	}

@@ -103,7 +103,7 @@ func (s *snapshot) judgePreflight(checked []*fleetCluster) {
 // preflightFailure is the first check of the cluster that fails for inc,
 // or nil: reachable, then alerts, then capacity.
 func (fc *fleetCluster) preflightFailure(inc *incarnation, rm *picchuv1alpha1.ReleaseManager) *preflight.Failure {
-	if fc.plans == nil {
+	if fc.conn == nil {
 		return preflight.Unreachable(fc.problem)
 	}
 	if fc.alerts != nil {
@@ -147,7 +147,7 @@ func scheduled(pods []corev1.Pod, app, target, tag string) int32 {
 func (r *Reconciler) checkClusterAlerts(ctx context.Context, fleet []*fleetCluster) {
 	for _, fc := range fleet {
 		queries := preflight.Queries(fc.obj.Spec.Preflight)
-		if len(queries) == 0 || fc.plans == nil {
+		if len(queries) == 0 || fc.conn == nil {
 			continue
 		}
 		answers := make([]preflight.Answer, len(queries))

@@ -232,7 +232,7 @@ func TestPreflight_AnUnreachableClusterHoldsTheCanary(t *testing.T) {
 	c.add("v1", release.Released, 100)
 	c.addCanary("v2", release.Tested, 60)
 	west := c.s.fleet[1]
-	west.plans, west.problem = nil, "circuit breaker open; last error: connection refused"
+	west.conn, west.problem = nil, "circuit breaker open; last error: connection refused"
 	if got := c.runChecked(0); got != "v2 tested 0, v1 released 100" {
 		t.Fatalf("%s", got)
 	}

@@ -19,6 +19,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/plan"
 	"github.com/medium/picchu/plan/applier"
 )
 
@@ -39,7 +40,7 @@ func reportSnapshot(incs ...*incarnation) *snapshot {
 	s := &snapshot{rm: rm, now: reportNow, incarnations: incs}
 	for _, name := range []string{"east", "west"} {
 		s.fleet = append(s.fleet, &fleetCluster{
-			obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, plans: &applier.Cluster{},
+			obj: &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}, live: true, factor: 1, conn: &applier.Cluster{},
 		})
 		s.observation = append(s.observation, release.ClusterObservation{Name: name, Live: true, Observed: true})
 	}
@@ -184,7 +185,7 @@ func TestReport(t *testing.T) {
 			name: "a cluster that is down, with nothing changing, is retried within clusterRetry",
 			snap: func() *snapshot {
 				s := reportSnapshot(build("v1", release.Released, 100, release.Step{State: release.Released, Action: release.Sync}, 100))
-				s.fleet[1].plans, s.fleet[1].problem = nil, "unreachable"
+				s.fleet[1].conn, s.fleet[1].problem = nil, "unreachable"
 				return s
 			},
 			want: want{
@@ -200,7 +201,7 @@ func TestReport(t *testing.T) {
 					build("v2", release.Failing, 0, release.Step{State: release.Failing, Action: release.Sync, Then: release.Failed}, 0),
 					build("v1", release.Released, 100, release.Step{State: release.Released, Action: release.Sync}, 100))
 			},
-			results: applier.Results{{Cluster: "east", Err: &applyErrors{builds: map[string]error{"v3": invalid("v3"), "v2": invalid("v2")}}}, {Cluster: "west"}},
+			results: applier.Results{{Cluster: "east", Err: &plan.Errors{Builds: map[string]error{"v3": invalid("v3"), "v2": invalid("v2")}}}, {Cluster: "west"}},
 			want: want{
 				states:  map[string]string{"v3": "deploying", "v2": "failed", "v1": "released"},
 				weights: map[string]int32{"v3": 0, "v2": 0, "v1": 100},
@@ -290,7 +291,7 @@ func TestReport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.snap()
 			before := s.rm.Status.DeepCopy()
-			out := report(s, tc.results, reportSyncPeriod, reportAlertCheck)
+			out := report(s, settle(s, acted{results: tc.results}), reportSyncPeriod, reportAlertCheck)
 			if !sameStatus(before, &s.rm.Status) {
 				t.Errorf("report changed the snapshot's status")
 			}
@@ -347,7 +348,7 @@ func TestReport_RecordsEachClustersWeight(t *testing.T) {
 	v1 := build("v1", release.Released, 60, release.Step{State: release.Released, Action: release.Sync}, 100)
 	s := reportSnapshot(v2, v1)
 	s.rollback = true
-	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west", Err: errors.New("connection refused")}}, reportSyncPeriod, reportAlertCheck)
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west", Err: errors.New("connection refused")}}}), reportSyncPeriod, reportAlertCheck)
 	got := map[string]string{}
 	for _, st := range out.status.Revisions {
 		for _, c := range st.Clusters {
@@ -521,14 +522,14 @@ func TestReport_SaysWhichCanaryNoRequestReached(t *testing.T) {
 	s := reportSnapshot(build("v2", release.Canarying, 10, release.Step{State: release.Canarying, Action: release.Sync}, 10),
 		build("v1", release.Released, 90, release.Step{State: release.Released, Action: release.Sync}, 90))
 	s.noEvidence = []string{"v2: no request counted for its tag in shop:availability:total"}
-	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, reportSyncPeriod, reportAlertCheck)
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), reportSyncPeriod, reportAlertCheck)
 	c := meta.FindStatusCondition(out.status.Conditions, picchuv1alpha1.ConditionCanaryEvidence)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonNoTraffic || !strings.Contains(c.Message, "v2: no request counted") {
 		t.Errorf("CanaryEvidence %+v, want False (%s) naming v2", c, ReasonNoTraffic)
 	}
 	s.rm.Status = out.status
 	s.noEvidence = nil
-	out = report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, reportSyncPeriod, reportAlertCheck)
+	out = report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), reportSyncPeriod, reportAlertCheck)
 	if c := meta.FindStatusCondition(out.status.Conditions, picchuv1alpha1.ConditionCanaryEvidence); c != nil {
 		t.Errorf("CanaryEvidence %+v once requests were counted, want none", c)
 	}

@@ -3,6 +3,7 @@ package releasemanager
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,11 +45,8 @@ type snapshot struct {
 	// services are the operator's settings the fleet's objects refer to.
 	services Services
 	// externalSecretsServed says the delivery cluster serves ExternalSecrets
-	// (asked once, when the controller is set up), and
-	// externalSecretsMissing are the clusters where a build had some to
-	// copy this run and the cluster does not serve them.
-	externalSecretsServed  bool
-	externalSecretsMissing clusterSet
+	// (asked once, when the controller is set up).
+	externalSecretsServed bool
 	// alertProblems are the alert checks of this run that could not be made.
 	alertProblems []string
 	// noEvidence says which canaries no request reached (checkEvidence).
@@ -111,8 +109,9 @@ type fleetCluster struct {
 	wave int
 	// freeze is what the cluster's freeze windows say now.
 	freeze schedule.Freeze
-	// plans is nil when the cluster cannot be used; problem says why.
-	plans   *applier.Cluster
+	// conn reads and writes the cluster; nil when it cannot be used,
+	// and problem says why.
+	conn    *applier.Cluster
 	problem string
 	// nodes are the platforms of its ready nodes, when nodesKnown;
 	// nodesErr says why they could not be read.
@@ -131,9 +130,39 @@ type fleetCluster struct {
 	capacityErr error
 }
 
+// snapshot observes what one release step is decided from: the app's
+// builds in the target, the fleet and what the clusters' caches show, the
+// images' platforms and nodes when inspected, and the app's faults.
 func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
 	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace, services: r.Services,
 		externalSecretsServed: r.externalSecrets != nil}
+	var err error
+	if s.incarnations, err = r.incarnations(ctx, rm); err != nil {
+		return nil, err
+	}
+	if s.fleet, err = r.fleet(ctx, rm); err != nil {
+		return nil, err
+	}
+	for _, fc := range s.fleet {
+		fc.freeze = schedule.Frozen(fc.obj.Spec.Freezes, s.now)
+	}
+	s.assignWaves()
+	s.observation = r.observe(ctx, rm, s.fleet)
+	if r.Images != nil {
+		s.inspecting = true
+		r.inspectImages(ctx, s)
+		r.readNodes(ctx, s)
+	}
+	if s.faults, err = r.faults(ctx, rm); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// incarnations are the app's builds in the target, newest first: those of
+// its Revisions that target it, with their config, and those its status
+// records.
+func (r *Reconciler) incarnations(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) ([]*incarnation, error) {
 	revs := &picchuv1alpha1.RevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		return nil, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
@@ -163,44 +192,32 @@ func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 		}
 		inc.status = *st.DeepCopy()
 	}
-	for _, inc := range byTag {
-		s.incarnations = append(s.incarnations, inc)
-	}
-	slices.SortFunc(s.incarnations, func(a, b *incarnation) int {
+	out := slices.Collect(maps.Values(byTag))
+	slices.SortFunc(out, func(a, b *incarnation) int {
 		if c := b.order.Compare(a.order); c != 0 {
 			return c
 		}
 		return strings.Compare(b.tag, a.tag)
 	})
+	return out, nil
+}
 
-	fleet, err := r.fleet(ctx, rm)
-	if err != nil {
-		return nil, err
-	}
-	s.fleet = fleet
-	for _, fc := range fleet {
-		fc.freeze = schedule.Frozen(fc.obj.Spec.Freezes, s.now)
-	}
-	s.assignWaves()
-	s.observation = r.observe(ctx, rm, fleet)
-	if r.Images != nil {
-		s.inspecting = true
-		r.inspectImages(ctx, s)
-		r.readNodes(ctx, s)
-	}
-
+// faults are the HTTP faults the app's FaultInjectors of the target (or of
+// every target) inject, in the order of their names.
+func (r *Reconciler) faults(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) ([]picchuv1alpha1.HTTPPortFault, error) {
 	faults := &picchuv1alpha1.FaultInjectorList{}
 	if err := r.Client.List(ctx, faults, client.InNamespace(rm.Namespace),
 		client.MatchingLabels{picchuv1alpha1.LabelApp: rm.Spec.App}); err != nil {
 		return nil, fmt.Errorf("listing fault injectors of app %s: %w", rm.Spec.App, err)
 	}
 	slices.SortFunc(faults.Items, func(a, b picchuv1alpha1.FaultInjector) int { return strings.Compare(a.Name, b.Name) })
+	var out []picchuv1alpha1.HTTPPortFault
 	for _, fi := range faults.Items {
 		if t := fi.Labels[picchuv1alpha1.LabelTarget]; t == "" || t == rm.Spec.Target {
-			s.faults = append(s.faults, fi.Spec.HTTPPortFaults...)
+			out = append(out, fi.Spec.HTTPPortFaults...)
 		}
 	}
-	return s, nil
+	return out, nil
 }
 
 // hasTraffic says whether any build of the app has traffic in the target.
@@ -336,7 +353,7 @@ func (r *Reconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManage
 				fc.problem = fmt.Sprintf("circuit breaker %s; last error: %s", h.State, h.LastError)
 				break
 			}
-			fc.plans = r.handle(cl, remoteCluster)
+			fc.conn = r.handle(cl, remoteCluster)
 		}
 		out = append(out, fc)
 	}
@@ -352,8 +369,8 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 	for i, fc := range fleet {
 		obs[i] = release.ClusterObservation{Name: fc.obj.Name, Live: fc.live}
 		index[fc.obj.Name] = i
-		if fc.plans != nil {
-			usable = append(usable, fc.plans)
+		if fc.conn != nil {
+			usable = append(usable, fc.conn)
 		}
 	}
 	var mu sync.Mutex
@@ -389,7 +406,7 @@ func (r *Reconciler) observe(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 		if res.Err != nil {
 			fc := fleet[index[res.Cluster]]
 			fc.problem = res.Err.Error()
-			fc.plans = nil
+			fc.conn = nil
 		}
 	}
 	return obs

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -18,7 +17,6 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/releasemetrics"
 )
 
@@ -35,9 +33,9 @@ const clusterRetry = 10 * time.Second
 // the metrics and says when to run again. A cluster's failure is in the
 // status and the conditions, not an error: an error's backoff would throw
 // away the due time and let step deadlines and alert checks slip by minutes.
-func (r *Reconciler) record(ctx context.Context, s *snapshot, results applier.Results) (ctrl.Result, error) {
+func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.Result, error) {
 	rm := s.rm
-	rep := report(s, results, r.SyncPeriod, r.AlertCheckInterval)
+	rep := report(s, st, r.SyncPeriod, r.AlertCheckInterval)
 	before := rm.Status.DeepCopy()
 	rm.Status = rep.status
 	for i := range rep.transitions {
@@ -114,14 +112,14 @@ type transition struct {
 // statusEvent is an event to emit on the ReleaseManager.
 type statusEvent struct{ kind, reason, note string }
 
-// report computes, purely from the snapshot after its decisions and the
-// results of acting on every cluster, the ReleaseManager's new status, its
+// report computes, purely from the snapshot after its decisions and what
+// the clusters took of them (settle), the ReleaseManager's new status, its
 // events and when to run again: the next step or deadline due, sooner while
 // builds are judged (alertCheck) or a cluster was not synced, at the latest
 // after syncPeriod, and at once after a state or weight changed.
-func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Duration) outcome {
+func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) outcome {
 	rm := s.rm.DeepCopy()
-	clusters := s.clusterOutcome(results)
+	clusters := settled.clusters
 	rm.Status.Clusters = clusters.statuses
 	var out outcome
 	var c conditionInputs
@@ -132,7 +130,7 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 		if inc.step.Drop {
 			continue
 		}
-		b := s.buildReport(inc, clusters)
+		b := s.buildReport(inc, settled.builds[inc.tag], clusters)
 		out.events = append(out.events, b.events...)
 		out.controls = append(out.controls, b.controls...)
 		changed = changed || b.changed || inc.recommissioned
@@ -162,6 +160,21 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 	rm.Status.ObservedGeneration = rm.Generation
 	out.held.tag, out.held.why = heldBy(s, c)
 	c.notOwned = clusters.notOwned
+	due = earliest(due, s.reportConditions(rm, c, settled.externalSecretsMissing))
+	// State changes first, then warnings, each in the order of the builds.
+	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
+		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))
+	})
+	out.status = rm.Status
+	out.next = nextRun(s.now, changed || moved, len(c.unavailable) > 0, c.judging,
+		earliest(due, s.removal.Due), syncPeriod, alertCheck)
+	return out
+}
+
+// reportConditions sets the ReleaseManager's conditions, and returns when
+// the builds they hold go on, at the earliest (zero when none are held).
+func (s *snapshot) reportConditions(rm *picchuv1alpha1.ReleaseManager, c conditionInputs, externalSecretsMissing []string) time.Time {
+	var due time.Time
 	setConditions(rm, c)
 	setAlertsCondition(rm, c.judging, s.alertProblems)
 	setEvidenceCondition(rm, s.noEvidence)
@@ -180,15 +193,8 @@ func report(s *snapshot, results applier.Results, syncPeriod, alertCheck time.Du
 			due = earliest(due, fc.freeze.Until)
 		}
 	}
-	setExternalSecretsCondition(rm, s.copiesExternalSecrets(), s.externalSecretsMissing.sorted())
-	// State changes first, then warnings, each in the order of the builds.
-	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
-		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))
-	})
-	out.status = rm.Status
-	out.next = nextRun(s.now, changed || moved, len(c.unavailable) > 0, c.judging,
-		earliest(due, s.removal.Due), syncPeriod, alertCheck)
-	return out
+	setExternalSecretsCondition(rm, s.copiesExternalSecrets(), externalSecretsMissing)
+	return due
 }
 
 // eventOrder puts normal events before warnings.
@@ -227,84 +233,6 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// clusterOutcome is what the results say of the fleet's clusters.
-type clusterOutcome struct {
-	statuses    []picchuv1alpha1.ReleaseManagerClusterStatus
-	unavailable []string
-	// syncedAll says every cluster took the run's changes to the app;
-	// buildsFailed holds the errors of the clusters where only some builds
-	// failed, by cluster and tag: the app's routing and the other builds
-	// are synced there.
-	syncedAll    bool
-	buildsFailed map[string]map[string]error
-	// routed are the clusters that took the run's routing.
-	routed map[string]bool
-	// notOwned name the objects that exist on clusters and are not
-	// Picchu's, with their cluster.
-	notOwned []string
-	// waves say, of each wave's clusters, whether every live one took the
-	// run's changes to the app, and whether some live one took its routing.
-	waves []waveOutcome
-}
-
-// waveOutcome is what the results say of one wave's clusters.
-type waveOutcome struct{ syncedLive, someLive bool }
-
-// syncedLive says every live cluster of the fleet took the run's changes
-// to the app (false when no cluster is live).
-func (o clusterOutcome) syncedLive() bool {
-	return !slices.ContainsFunc(o.waves, func(w waveOutcome) bool { return !w.syncedLive })
-}
-
-// someLive says a live cluster of the fleet took the run's routing.
-func (o clusterOutcome) someLive() bool {
-	return slices.ContainsFunc(o.waves, func(w waveOutcome) bool { return w.someLive })
-}
-
-// clusterOutcome classifies the results of a run once, per cluster.
-func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
-	failed := map[string]string{}
-	out := clusterOutcome{syncedAll: true, buildsFailed: map[string]map[string]error{}, routed: map[string]bool{},
-		waves: make([]waveOutcome, s.waveCount())}
-	noneLive := s.observation.LiveClusters() == 0
-	for w := range out.waves {
-		out.waves[w].syncedLive = !noneLive
-	}
-	for _, res := range results {
-		if res.Err != nil {
-			failed[res.Cluster] = res.Err.Error()
-			if no := (*applier.NotOwnedError)(nil); errors.As(res.Err, &no) {
-				out.notOwned = append(out.notOwned, fmt.Sprintf("on cluster %s, %v", res.Cluster, no))
-			}
-			if builds, only := buildErrors(res.Err); only {
-				out.buildsFailed[res.Cluster] = builds
-			}
-		}
-	}
-	for _, fc := range s.fleet {
-		cs := picchuv1alpha1.ReleaseManagerClusterStatus{Name: fc.obj.Name, Live: fc.live, Synced: true}
-		if fc.plans == nil {
-			cs.Synced, cs.Message = false, fc.problem
-		} else if msg, ok := failed[fc.obj.Name]; ok {
-			cs.Synced, cs.Message = false, msg
-		}
-		wave := &out.waves[fc.wave]
-		if cs.Synced || out.buildsFailed[fc.obj.Name] != nil {
-			out.routed[fc.obj.Name] = true
-			wave.someLive = wave.someLive || fc.live
-		}
-		if !cs.Synced {
-			out.unavailable = append(out.unavailable, fc.obj.Name)
-			if out.buildsFailed[fc.obj.Name] == nil {
-				out.syncedAll = false
-				wave.syncedLive = wave.syncedLive && !fc.live
-			}
-		}
-		out.statuses = append(out.statuses, cs)
-	}
-	return out
 }
 
 // sameStatus says two statuses would be written the same. It compares what

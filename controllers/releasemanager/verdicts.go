@@ -177,7 +177,7 @@ func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarn
 		switch src := ns.src.(type) {
 		case ClusterTrafficSource:
 			if metrics := sloMetrics(s.rm.Spec.App, inc.target); len(metrics) > 0 {
-				unreached, err = s.unreachedIn(ctx, src, inc, g, metrics)
+				unreached, err = unreachedIn(ctx, src, inc, g, metrics)
 			}
 		case TrafficSource:
 			if metrics := sloMetrics(s.rm.Spec.App, inc.target); len(metrics) > 0 {
@@ -207,7 +207,7 @@ func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarn
 // build in some live cluster of the gate's wave, each with those clusters
 // ("shop:availability:total on west"), and marks them "no evidence" in
 // inc.clusterVerdicts.
-func (s *snapshot) unreachedIn(ctx context.Context, src ClusterTrafficSource, inc *incarnation, g gate, metrics []string) ([]string, error) {
+func unreachedIn(ctx context.Context, src ClusterTrafficSource, inc *incarnation, g gate, metrics []string) ([]string, error) {
 	reached, err := src.ReachedIn(ctx, inc.tag, metrics)
 	if err != nil {
 		return nil, err
@@ -286,7 +286,7 @@ func (r *Reconciler) compareBaselines(ctx context.Context, s *snapshot, inc *inc
 		if !slo.Enabled || b == nil {
 			continue
 		}
-		in, err := s.baselineInput(ctx, src, slo.Name, inc.tag, baseline.tag, g, window)
+		in, err := baselineInput(ctx, src, s.rm.Spec.App, slo.Name, inc.tag, baseline.tag, g, window)
 		if err != nil {
 			inc.verdict = release.Unobserved
 			s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: comparing %s with %s: %v", inc.tag, slo.Name, baseline.tag, err))
@@ -297,34 +297,41 @@ func (r *Reconciler) compareBaselines(ctx context.Context, s *snapshot, inc *inc
 		text := res.Describe(compare.Names{Canary: inc.tag, Baseline: baseline.tag, SLO: slo.Name, Wave: g.wave})
 		switch res.Outcome {
 		case compare.Fail:
-			inc.verdict = release.Firing
-			inc.firing = union(inc.firing, []string{slo.Name + BaselineAlertSuffix})
-			inc.comparison = text
-			alert := slo.Name + BaselineAlertSuffix
-			for _, o := range res.Outliers {
-				if name, ok := s.clusterOf()[o.Cluster]; ok {
-					inc.firedIn(name, alert, fmt.Sprintf("outlier: %.1f %% errors (%.0f of %.0f) against %.1f %% in the other clusters",
-						100*o.Canary.Ratio(), o.Canary.Errors, o.Canary.Requests, 100*o.Others.Ratio()))
-				}
-			}
-			if len(res.Outliers) == 0 {
-				// Worse pooled, and no cluster worse than the others: it
-				// failed in every cluster compared (a wave of one cluster
-				// is that cluster's failure), so each is named.
-				for _, c := range res.Clusters {
-					if name, ok := s.clusterOf()[c]; ok {
-						cc, bc := in.Canary[c], in.Baseline[c]
-						inc.firedIn(name, alert, fmt.Sprintf("worse than %s: %.1f %% errors (%.0f of %.0f) against %.1f %% (%.0f of %.0f)",
-							baseline.tag, 100*cc.Ratio(), cc.Errors, cc.Requests, 100*bc.Ratio(), bc.Errors, bc.Requests))
-					}
-				}
-			}
+			s.failAgainstBaseline(inc, baseline.tag, slo.Name+BaselineAlertSuffix, in, res, text)
 			return
 		case compare.TooFew:
 			inc.verdict = release.NoEvidence
 			inc.comparison = text
 			s.noEvidence = append(s.noEvidence, fmt.Sprintf("%s: %s", inc.tag, text))
 			return
+		}
+	}
+}
+
+// failAgainstBaseline fails a build a baseline comparison found worse
+// (its alert and figures recorded), on its outlier clusters, or on every
+// cluster compared when none is an outlier.
+func (s *snapshot) failAgainstBaseline(inc *incarnation, baseline, alert string, in compare.Input, res compare.Result, text string) {
+	inc.verdict = release.Firing
+	inc.firing = union(inc.firing, []string{alert})
+	inc.comparison = text
+	for _, o := range res.Outliers {
+		if name, ok := s.clusterOf()[o.Cluster]; ok {
+			inc.firedIn(name, alert, fmt.Sprintf("outlier: %.1f %% errors (%.0f of %.0f) against %.1f %% in the other clusters",
+				100*o.Canary.Ratio(), o.Canary.Errors, o.Canary.Requests, 100*o.Others.Ratio()))
+		}
+	}
+	if len(res.Outliers) > 0 {
+		return
+	}
+	// Worse pooled, and no cluster worse than the others: it failed in
+	// every cluster compared (a wave of one cluster is that cluster's
+	// failure), so each is named.
+	for _, c := range res.Clusters {
+		if name, ok := s.clusterOf()[c]; ok {
+			cc, bc := in.Canary[c], in.Baseline[c]
+			inc.firedIn(name, alert, fmt.Sprintf("worse than %s: %.1f %% errors (%.0f of %.0f) against %.1f %% (%.0f of %.0f)",
+				baseline, 100*cc.Ratio(), cc.Errors, cc.Requests, 100*bc.Ratio(), bc.Errors, bc.Requests))
 		}
 	}
 }
@@ -353,11 +360,10 @@ func (s *snapshot) baselineOf(inc *incarnation, g gate) *incarnation {
 	return nil
 }
 
-// baselineInput counts, for the SLO, the canary's and the baseline's
+// baselineInput counts, for the app's SLO, the canary's and the baseline's
 // requests and errors over window in the gate's clusters, by the value of
 // their cluster label (series without it count as one cluster, "").
-func (s *snapshot) baselineInput(ctx context.Context, src ClusterTrafficSource, slo, canary, baseline string, g gate, window time.Duration) (compare.Input, error) {
-	app := s.rm.Spec.App
+func baselineInput(ctx context.Context, src ClusterTrafficSource, app, slo, canary, baseline string, g gate, window time.Duration) (compare.Input, error) {
 	total, err := src.Counts(ctx, manifests.SLOMetric(app, slo, "total"), []string{canary, baseline}, window)
 	if err != nil {
 		return compare.Input{}, err

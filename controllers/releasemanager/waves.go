@@ -135,7 +135,7 @@ func (s *snapshot) nextWave(inc *incarnation, percents []int32) release.WaveStep
 // no live cluster can: no build steps up there.
 func (s *snapshot) holdsWave(w int) bool {
 	for _, fc := range s.fleet {
-		if fc.wave == w && fc.live && fc.plans == nil {
+		if fc.wave == w && fc.live && fc.conn == nil {
 			return true
 		}
 	}

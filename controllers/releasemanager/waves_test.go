@@ -31,7 +31,7 @@ func newWaveRelease(t *testing.T) *waveRelease {
 	w.add("v2", release.Releasing, 0)
 	for _, name := range []string{"east", "west"} {
 		cl := &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"region": name}}}
-		s.fleet = append(s.fleet, &fleetCluster{obj: cl, live: true, factor: 1, plans: &applier.Cluster{}})
+		s.fleet = append(s.fleet, &fleetCluster{obj: cl, live: true, factor: 1, conn: &applier.Cluster{}})
 		s.observation = append(s.observation, release.ClusterObservation{Name: name, Live: true, Observed: true,
 			Tags: map[string]release.Replicas{"v1": {Desired: 10, Available: 10}, "v2": {Desired: 10, Available: 10}, "v3": {Desired: 10, Available: 10}}})
 	}
@@ -73,7 +73,7 @@ func (w *waveRelease) run(d time.Duration) string {
 		inc.decision = decision{}
 	}
 	s.decide(release.DefaultTimeouts, nil)
-	out := report(s, applier.Results{{Cluster: "east"}, {Cluster: "west"}}, time.Minute, 20*time.Second)
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), time.Minute, 20*time.Second)
 	var got []string
 	for _, st := range out.status.Revisions {
 		inc := w.builds[st.Tag]
