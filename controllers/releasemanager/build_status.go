@@ -53,7 +53,7 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 	note := func(kind, reason, format string, args ...any) {
 		out.events = append(out.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
 	}
-	if state == release.Deleted && inc.revision == nil {
+	if state.IsDeleted() && inc.revision == nil {
 		out.changed = true
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
 		return out
@@ -71,10 +71,10 @@ func (s *snapshot) buildReport(inc *incarnation, clusters clusterOutcome) buildO
 	st.Rejected = rejected
 	if out.changed {
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, displayState(inc.status.State.Current), state)
-		switch state {
-		case release.Failing:
+		switch {
+		case state.IsRollingBack():
 			note(corev1.EventTypeWarning, "RollingBack", "%s failed; its traffic goes back to the previous release on every cluster", inc.tag)
-		case release.Failed:
+		case state.IsRolledBack():
 			note(corev1.EventTypeWarning, "RolledBack", "%s failed and was rolled back", inc.tag)
 		}
 	}
@@ -128,12 +128,12 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 	if string(state) != st.State.Current {
 		st.State.Current = string(state)
 		st.State.LastUpdated = &now
-		switch state {
-		case release.Deploying:
+		switch {
+		case state.IsRollingOut():
 			st.DeployingStartTimestamp = &now
-		case release.PendingRelease:
+		case state.IsPendingRelease():
 			st.PendingReleaseStartTimestamp = &now
-		case release.Releasing:
+		case state.IsRamping():
 			st.ReleaseStartTimestamp = &now
 		}
 	}
@@ -142,7 +142,7 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 		st.CurrentPercent = weight
 		st.LastUpdated = &now
 	}
-	if state == release.Canarying && st.CurrentPercent > 0 && st.CanaryStartTimestamp == nil {
+	if state.RunsCanary() && st.CurrentPercent > 0 && st.CanaryStartTimestamp == nil {
 		st.CanaryStartTimestamp = &now
 	}
 	st.ReleaseEligible = inc.eligible
@@ -247,7 +247,7 @@ func (s *snapshot) buildSynced(inc *incarnation, buildsFailed map[string]map[str
 		if invalid && fc.live && rejected == "" {
 			rejected = fc.obj.Name + ": " + apiMessage(err)
 		}
-		if invalid && inc.step.Then == release.Failed {
+		if invalid && inc.step.Then.IsRolledBack() {
 			continue
 		}
 		out.all = false

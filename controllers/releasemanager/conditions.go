@@ -42,7 +42,7 @@ func (c *conditionInputs) add(inc *incarnation, state release.State, weight int3
 	switch {
 	case inc.step.Unknown:
 		c.unknown = append(c.unknown, fmt.Sprintf("%s is in %q", inc.tag, state))
-	case state == release.TimingOut:
+	case state.IsTimedOut():
 		c.timedOut = append(c.timedOut, inc.tag)
 	case state.IsInProgress():
 		msg := fmt.Sprintf("%s %s", inc.tag, state)

@@ -65,16 +65,16 @@ var knownStates = func() map[release.State]bool {
 // TTL. Every other state the engine handles is on the way somewhere.
 func targetProgress(state release.State, eligible bool) progress {
 	switch {
-	case state == release.Released || state == release.Retired:
+	case state.IsReleased() || state.IsRetired():
 		return settled
-	case state == release.Deployed || state == release.Tested:
+	case state.WaitsForTTL():
 		if eligible {
 			return moving
 		}
 		return settled
-	case state == release.Failing || state == release.Failed:
+	case state.IsFailed():
 		return failing
-	case state == release.TimingOut:
+	case state.IsTimedOut():
 		return timedOut
 	case state == "" || knownStates[state]:
 		return moving
@@ -91,7 +91,7 @@ func describeTarget(name string, ts *picchuv1alpha1.RevisionTargetStatus) string
 	}
 	out := name + ": " + ts.State
 	state := release.State(ts.State)
-	if state == release.Releasing || (ts.Release.CurrentPercent > 0 && state != release.Released) {
+	if state.IsRamping() || (ts.Release.CurrentPercent > 0 && !state.IsReleased()) {
 		out += fmt.Sprintf(" %d%%", ts.Release.CurrentPercent)
 	}
 	if ts.Paused {
@@ -140,7 +140,7 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 		if ts != nil {
 			state = release.State(ts.State)
 		}
-		allReleased = allReleased && state == release.Released
+		allReleased = allReleased && state.IsReleased()
 		if ts != nil && ts.Held != nil {
 			heldIn = append(heldIn, t.Name+": "+ts.Held.Message)
 			if heldReason == "" {

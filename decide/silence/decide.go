@@ -3,8 +3,6 @@ package silence
 import (
 	"slices"
 	"time"
-
-	"github.com/medium/picchu/decide/release"
 )
 
 // Input is what the silences of an app in a target are decided from.
@@ -81,7 +79,7 @@ func Decide(in Input) Plan {
 	maxLength = max(maxLength, 2*margin)
 	ramping := time.Duration(0)
 	for _, b := range in.Builds {
-		if b.State == release.Releasing {
+		if b.State.IsRamping() {
 			ramping = max(ramping, b.Remaining)
 		}
 	}
@@ -96,7 +94,7 @@ func Decide(in Input) Plan {
 			continue
 		}
 		remaining := max(b.Remaining, 0)
-		if b.State == release.Retiring {
+		if b.State.IsRetiring() {
 			remaining = ramping
 		}
 		for i, s := range b.Silences {
