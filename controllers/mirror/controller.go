@@ -238,14 +238,14 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 	// Refused before the mirror is asked anything: no copy is written,
 	// and none deleted.
 	if msg := r.notAllowed(m); msg != "" {
-		return fail(ReasonSourceNotAllowed, msg, wanted)
+		return fail(picchuv1alpha1.ReasonSourceNotAllowed, msg, wanted)
 	}
 
 	cl := &picchuv1alpha1.Cluster{}
 	clusterKey := types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}
 	if err := r.Client.Get(ctx, clusterKey, cl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fail(ReasonClusterNotFound, fmt.Sprintf("no Cluster %s in namespace %s", m.Spec.ClusterName, m.Namespace), wanted)
+			return fail(picchuv1alpha1.ReasonClusterNotFound, fmt.Sprintf("no Cluster %s in namespace %s", m.Spec.ClusterName, m.Namespace), wanted)
 		}
 		return o, nil, 0, fmt.Errorf("reading cluster %s of mirror %s: %w", clusterKey, mirrorKey, err)
 	}
@@ -265,11 +265,11 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 		var unanswered *discoveryError
 		switch {
 		case errors.As(err, &unanswered):
-			o.Failures = append(o.Failures, Failure{Build: rev.Name, App: rev.Spec.App.Name, Reason: ReasonUnreachable, Message: err.Error()})
+			o.Failures = append(o.Failures, Failure{Build: rev.Name, App: rev.Spec.App.Name, Reason: picchuv1alpha1.ReasonUnreachable, Message: err.Error()})
 			failedApps = append(failedApps, rev.Spec.App.Name)
 			continue
 		case err != nil:
-			o.Failures = append(o.Failures, Failure{Build: rev.Name, App: rev.Spec.App.Name, Reason: ReasonConfigUnreadable, Message: err.Error()})
+			o.Failures = append(o.Failures, Failure{Build: rev.Name, App: rev.Spec.App.Name, Reason: picchuv1alpha1.ReasonConfigUnreadable, Message: err.Error()})
 			failedApps = append(failedApps, rev.Spec.App.Name)
 			continue
 		}
@@ -298,15 +298,15 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 		// until a person installs it.
 		reason := Classify(err)
 		if notServed != nil {
-			reason = ReasonRejected
+			reason = picchuv1alpha1.ReasonRejected
 		}
-		if reason != ReasonUnreachable {
+		if reason != picchuv1alpha1.ReasonUnreachable {
 			o.Failures = append(o.Failures, Failure{Build: b.rev.Name, App: b.rev.Spec.App.Name, Reason: reason, Message: err.Error()})
 			failedApps = append(failedApps, b.rev.Spec.App.Name)
 			continue
 		}
 		// Unreachable: the builds left would wait out the same failure.
-		o.Failures = append(o.Failures, Failure{Reason: ReasonUnreachable, Message: err.Error()})
+		o.Failures = append(o.Failures, Failure{Reason: picchuv1alpha1.ReasonUnreachable, Message: err.Error()})
 		for _, left := range builds[i:] {
 			failedApps = append(failedApps, left.rev.Spec.App.Name)
 		}
@@ -318,8 +318,8 @@ func (r *Reconciler) mirror(ctx context.Context, m *picchuv1alpha1.Mirror, now t
 	o.Deleted = deleted
 	if err != nil {
 		reason := Classify(err)
-		if reason != ReasonRejected {
-			reason = ReasonUnreachable
+		if reason != picchuv1alpha1.ReasonRejected {
+			reason = picchuv1alpha1.ReasonUnreachable
 		}
 		o.Failures = append(o.Failures, Failure{Reason: reason, Message: err.Error()})
 	}
@@ -404,7 +404,7 @@ func (r *Reconciler) releaseManagers(ctx context.Context, rev *picchuv1alpha1.Re
 func (r *Reconciler) connect(cl *picchuv1alpha1.Cluster, now time.Time) (*target, string, string, time.Duration) {
 	key := client.ObjectKeyFromObject(cl)
 	if !cl.Spec.Enabled {
-		return nil, ReasonClusterNotConnected, fmt.Sprintf("cluster %s is not enabled", cl.Name), 0
+		return nil, picchuv1alpha1.ReasonClusterNotConnected, fmt.Sprintf("cluster %s is not enabled", cl.Name), 0
 	}
 	remoteCluster, ok := r.Registry.Get(key)
 	if !ok {
@@ -412,14 +412,14 @@ func (r *Reconciler) connect(cl *picchuv1alpha1.Cluster, now time.Time) (*target
 		if ready := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionReady); ready != nil && ready.Status != metav1.ConditionTrue {
 			msg = fmt.Sprintf("cluster %s is not connected: %s: %s", cl.Name, ready.Reason, ready.Message)
 		}
-		return nil, ReasonClusterNotConnected, msg, 0
+		return nil, picchuv1alpha1.ReasonClusterNotConnected, msg, 0
 	}
 	if h, ok := r.Registry.Health(key); ok && h.State != breaker.Closed {
 		var wait time.Duration
 		if !h.RetryAt.IsZero() {
 			wait = max(h.RetryAt.Sub(now), 100*time.Millisecond)
 		}
-		return nil, ReasonUnreachable, fmt.Sprintf("cluster %s: circuit breaker %s; last error: %s", cl.Name, h.State, h.LastError), wait
+		return nil, picchuv1alpha1.ReasonUnreachable, fmt.Sprintf("cluster %s: circuit breaker %s; last error: %s", cl.Name, h.State, h.LastError), wait
 	}
 	return &target{
 		key:    key,
