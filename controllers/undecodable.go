@@ -14,10 +14,6 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
 
-// ReasonUndecodable is the reason of the Stalled condition of a Revision or
-// ReleaseManager that holds a value the Go types cannot hold.
-const ReasonUndecodable = "Undecodable"
-
 // ReportUndecodable records on obj, whose stored values did not all decode
 // (cause, from its DecodeError), that Picchu leaves it alone until they are
 // fixed: Ready False and Stalled True naming the value, and a warning event
@@ -26,7 +22,7 @@ func ReportUndecodable(ctx context.Context, c client.Client, recorder events.Eve
 	kind string, obj client.Object, conditions *[]metav1.Condition, cause error) error {
 	msg := fmt.Sprintf("%v; Picchu leaves this %s alone until the value is fixed", cause, kind)
 	ctrl.LoggerFrom(ctx).Info("not acting on an object the Go types cannot hold", "problem", cause.Error())
-	return ReportStalled(ctx, c, recorder, obj, conditions, ReasonUndecodable, msg)
+	return ReportStalled(ctx, c, recorder, obj, conditions, picchuv1alpha1.ReasonUndecodable, msg)
 }
 
 // ReportStalled records on obj that it holds until a person acts: Ready

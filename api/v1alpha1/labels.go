@@ -78,57 +78,6 @@ const (
 	FinalizerCluster = "picchu.medium.engineering/cluster"
 )
 
-// Kstatus condition types used in the status of every Picchu kind.
-const (
-	// ConditionReady summarises whether the object reached its desired state.
-	ConditionReady = "Ready"
-	// ConditionReconciling is true while Picchu is working towards the desired state.
-	ConditionReconciling = "Reconciling"
-	// ConditionStalled is true when progress needs a change from a person.
-	ConditionStalled = "Stalled"
-	// ConditionAlertsObserved is true while builds are judged and Picchu
-	// can read their SLO and canary alerts; false (promotion held) when a
-	// metrics provider cannot answer.
-	ConditionAlertsObserved = "AlertsObserved"
-	// ConditionCanaryEvidence is false on a ReleaseManager while a build is
-	// held at a gate, its canary run its time or, with release waves, its
-	// first step in a later wave held for its delay, because no request
-	// reached it in some live cluster of the wave (its SLOs' total queries
-	// have no series for its tag there), or because it served too few
-	// requests for its baseline comparison: the message names the build,
-	// the gate, the clusters and the metrics. The build holds until they do.
-	ConditionCanaryEvidence = "CanaryEvidence"
-	// ConditionFrozen is true on a ReleaseManager while a cluster of its
-	// fleet is in a freeze window (Cluster spec.freezes): no build starts
-	// its canary or ramp in that cluster's wave, and ramps there hold.
-	ConditionFrozen = "Frozen"
-	// ConditionPreflight is false on a ReleaseManager while a build about
-	// to take traffic on a cluster holds there because a pre-flight check
-	// of that cluster fails: it answers, its nodes have room for the
-	// build's pods, its preflight alerts are quiet. The message names the
-	// build, the cluster, the check and its figures. True once every
-	// check passes.
-	ConditionPreflight = "Preflight"
-	// ConditionImagePlatforms is false on a ReleaseManager while a build
-	// holds because its image's platforms cannot be read, or because a
-	// cluster of the fleet has no ready node of a platform the image
-	// offers (naming both sides); true while every build's image was read
-	// and runs on every cluster. It is absent when the operator does not
-	// inspect images.
-	ConditionImagePlatforms = "ImagePlatforms"
-	// ConditionOrphaned is true on a ReleaseManager while no Revision targets
-	// its app and target; its lastTransitionTime is since when. Picchu
-	// removes such an app from its clusters only once none of its builds has
-	// traffic and the removal grace period has passed.
-	ConditionOrphaned = "Orphaned"
-	// ConditionExternalSecretsServed is set on a ReleaseManager while its
-	// builds' configSelectors select ExternalSecrets: False, naming them,
-	// while clusters of the fleet do not serve external-secrets.io/v1
-	// ExternalSecret (the builds run there without those Secrets, their
-	// envFrom references optional), True when every cluster synced does.
-	ConditionExternalSecretsServed = "ExternalSecretsServed"
-)
-
 // RevisionAppField is the field selector, and the cache index, that finds
 // the Revisions of an app by what they are rather than by a label a person
 // or a tool may have left off.

@@ -11,19 +11,6 @@ import (
 // other kube-*, a prefix Kubernetes reserves), default, and Istio's.
 var DefaultProtectedNamespaces = []string{"kube-*", "default", "istio-system"}
 
-// Reasons a target holds a build until a person acts: on a ReleaseManager's
-// Stalled condition and in a Revision's status.targets[].held.
-const (
-	// ReasonProtectedNamespace: the app's namespace in the target,
-	// "<app>-<target>", is a protected namespace; Picchu touches no
-	// cluster for it.
-	ReasonProtectedNamespace = "ProtectedNamespace"
-	// ReasonNotOwned: an object the build needs on a cluster (the app's
-	// namespace, say) exists and was not created by this Picchu for this
-	// app and target; Picchu neither adopts nor deletes it.
-	ReasonNotOwned = "NotOwned"
-)
-
 // ProtectedNamespace returns the pattern of protected that names the
 // namespace ns, and whether one does: a name, or a prefix ending in "*".
 func ProtectedNamespace(ns string, protected []string) (string, bool) {

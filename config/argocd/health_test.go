@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/decide/release"
 )
@@ -150,9 +149,9 @@ func TestHealth_Revision(t *testing.T) {
 	undecodable := revisionIn(release.Released, 100, true)
 	undecodable.Status = picchuv1alpha1.RevisionStatus{}
 	for _, c := range []metav1.Condition{
-		{Type: picchuv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: controllers.ReasonUndecodable,
+		{Type: picchuv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonUndecodable,
 			Message: "spec.targets[0].scale.min: not a number", ObservedGeneration: 1},
-		{Type: picchuv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: controllers.ReasonUndecodable,
+		{Type: picchuv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonUndecodable,
 			Message: "spec.targets[0].scale.min: not a number", ObservedGeneration: 1},
 	} {
 		meta.SetStatusCondition(&undecodable.Status.Conditions, c)

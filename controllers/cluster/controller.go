@@ -25,17 +25,6 @@ import (
 	"github.com/medium/picchu/shard"
 )
 
-// Reasons of a Cluster's Ready and Stalled conditions.
-const (
-	ReasonConnected          = "Connected"
-	ReasonDisabled           = "Disabled"
-	ReasonUnreachable        = "Unreachable"
-	ReasonInvalidCredentials = "InvalidCredentials"
-	// ReasonCircuitOpen: the cluster's circuit breaker is open (or a probe
-	// is under way): requests to it fail at once until a probe succeeds.
-	ReasonCircuitOpen = "CircuitOpen"
-)
-
 // Reconciler keeps a client and cache per enabled Cluster in the
 // Registry, rebuilt when the Cluster or its Secret changes, and reports in
 // the Cluster's status whether its API server answers.
@@ -147,7 +136,7 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 	if !cl.Spec.Enabled {
 		r.Registry.Remove(key)
 		cl.Status.Health = nil // no client, no breaker
-		setReady(cl, metav1.ConditionFalse, ReasonDisabled, "spec.enabled is false", false)
+		setReady(cl, metav1.ConditionFalse, picchuv1alpha1.ReasonDisabled, "spec.enabled is false", false)
 		return ctrl.Result{}
 	}
 	secret := &corev1.Secret{}
@@ -155,14 +144,14 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 		r.Registry.Remove(key)
 		cl.Status.Health = nil
 		msg := fmt.Sprintf("reading secret %s: %v", key, err)
-		setReady(cl, metav1.ConditionFalse, ReasonInvalidCredentials, msg, true)
+		setReady(cl, metav1.ConditionFalse, picchuv1alpha1.ReasonInvalidCredentials, msg, true)
 		// A missing Secret's creation brings us back; other errors retry.
 		return ctrl.Result{RequeueAfter: r.HealthPeriod}
 	}
 	if _, err := r.Registry.Ensure(ctx, cl, secret); err != nil {
 		r.Registry.Remove(key)
 		cl.Status.Health = nil
-		setReady(cl, metav1.ConditionFalse, ReasonInvalidCredentials, err.Error(), true)
+		setReady(cl, metav1.ConditionFalse, picchuv1alpha1.ReasonInvalidCredentials, err.Error(), true)
 		return ctrl.Result{} // only a change to the Cluster or Secret can help
 	}
 	version, latency, err := r.Registry.ServerVersion(key, r.HealthTimeout)
@@ -171,9 +160,9 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 	if err != nil {
 		if health.State != breaker.Closed {
 			msg := fmt.Sprintf("circuit breaker %s since %s; last error: %s", health.State, health.Since.UTC().Format(time.RFC3339), health.LastError)
-			setReady(cl, metav1.ConditionFalse, ReasonCircuitOpen, msg, true)
+			setReady(cl, metav1.ConditionFalse, picchuv1alpha1.ReasonCircuitOpen, msg, true)
 		} else {
-			setReady(cl, metav1.ConditionFalse, ReasonUnreachable, err.Error(), false)
+			setReady(cl, metav1.ConditionFalse, picchuv1alpha1.ReasonUnreachable, err.Error(), false)
 		}
 		return ctrl.Result{RequeueAfter: nextCheck(health, r.HealthPeriod, time.Now())}
 	}
@@ -182,7 +171,7 @@ func (r *Reconciler) connect(ctx context.Context, cl *picchuv1alpha1.Cluster) ct
 	if cl.Status.PlainHTTP {
 		msg += ", over plain HTTP without TLS or credentials (spec.config.allowPlainHTTP)"
 	}
-	setReady(cl, metav1.ConditionTrue, ReasonConnected, msg, false)
+	setReady(cl, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected, msg, false)
 	return ctrl.Result{RequeueAfter: r.HealthPeriod}
 }
 

@@ -11,31 +11,6 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
 
-// Reasons of a ClusterSecrets' conditions.
-const (
-	// ReasonSynced: every selected cluster has the copies, and only them.
-	ReasonSynced = "Synced"
-	// ReasonInvalidSpec: a selector, namespace, label or annotation of the
-	// spec cannot be acted on (Stalled).
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonSourceNotWatched: the operator does not read the Secrets of
-	// the source namespace (Stalled).
-	ReasonSourceNotWatched = "SourceNotWatched"
-	// ReasonSourceNotAllowed: the source namespace is not the
-	// ClusterSecrets' own, and the operator does not allow copies from it
-	// (--allow-cross-namespace-sources) (Stalled).
-	ReasonSourceNotAllowed = "SourceNotAllowed"
-	// ReasonNotOwned: a copy's name is held on a cluster by an object this
-	// ClusterSecrets did not create (Stalled: a person must act).
-	ReasonNotOwned = "NotOwned"
-	// ReasonClustersUnavailable: a selected cluster could not be brought
-	// in line (unreachable, not ready, an error); retried with backoff.
-	ReasonClustersUnavailable = "ClustersUnavailable"
-	// ReasonDeleting: the ClusterSecrets is being deleted and its copies
-	// removed.
-	ReasonDeleting = "Deleting"
-)
-
 // maxMessage bounds a condition's message (the API allows 32768 bytes).
 const maxMessage = 4096
 
@@ -130,12 +105,12 @@ func SetConditions(conds *[]metav1.Condition, generation int64, o Outcome) {
 		for i, p := range o.Problems {
 			parts[i] = p.String()
 		}
-		stalled = ReasonInvalidSpec
+		stalled = picchuv1alpha1.ReasonInvalidSpec
 		msg := strings.Join(parts, "; ") + "; nothing is copied or removed until the spec is fixed"
 		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
 		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
 	case o.NotAllowed != "":
-		stalled = ReasonSourceNotAllowed
+		stalled = picchuv1alpha1.ReasonSourceNotAllowed
 		msg := fmt.Sprintf("spec.source.namespace: %s is not this ClusterSecrets' namespace (%s), and the operator "+
 			"does not allow copying Secrets from it (--allow-cross-namespace-sources); nothing is copied or removed "+
 			"until the source is this namespace or the operator allows %s (the copies made before stay as they are)",
@@ -143,13 +118,13 @@ func SetConditions(conds *[]metav1.Condition, generation int64, o Outcome) {
 		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
 		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
 	case o.NotWatched != "":
-		stalled = ReasonSourceNotWatched
+		stalled = picchuv1alpha1.ReasonSourceNotWatched
 		msg := fmt.Sprintf("the operator does not read the Secrets of namespace %s (add it to --namespaces, "+
 			"with a Role to read its Secrets); nothing is copied or removed until it does", o.NotWatched)
 		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
 		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
 	case len(conflicts) > 0:
-		stalled = ReasonNotOwned
+		stalled = picchuv1alpha1.ReasonNotOwned
 		msg := strings.Join(conflicts, "; ")
 		if len(unavailable) > 0 {
 			msg += "; and not synced on " + strings.Join(unavailable, "; ")
@@ -168,19 +143,19 @@ func SetConditions(conds *[]metav1.Condition, generation int64, o Outcome) {
 			msg = "removing the copies; not removed yet from " + strings.Join(unavailable, "; ") +
 				" (a Cluster disabled or deleted is given up on)"
 		}
-		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonDeleting, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, msg)
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonDeleting, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonDeleting, msg)
 	case stalled != "":
 		// A person must act (kstatus: Failed), though the clusters that
 		// can be brought in line are, and those that cannot are retried.
 		meta.RemoveStatusCondition(conds, picchuv1alpha1.ConditionReconciling)
 	case len(unavailable) > 0:
 		msg := "not synced on " + strings.Join(unavailable, "; ")
-		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonClustersUnavailable, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonClustersUnavailable, msg)
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonClustersUnavailable, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonClustersUnavailable, msg)
 	default:
 		meta.RemoveStatusCondition(conds, picchuv1alpha1.ConditionReconciling)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSynced, synced(o))
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced, synced(o))
 	}
 }
 

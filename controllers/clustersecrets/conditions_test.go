@@ -35,20 +35,20 @@ func TestSetConditions(t *testing.T) {
 		{
 			name:    "copied everywhere",
 			outcome: clustersecrets.Outcome{Secrets: []string{"db", "tls"}, Clusters: []clustersecrets.ClusterResult{ok("east"), ok("west")}},
-			ready:   metav1.ConditionTrue, reason: clustersecrets.ReasonSynced, kstatus: kstatus.CurrentStatus,
+			ready:   metav1.ConditionTrue, reason: picchuv1alpha1.ReasonSynced, kstatus: kstatus.CurrentStatus,
 			message: []string{"2 Secrets copied to east, west"},
 		},
 		{
 			name: "credentials withheld",
 			outcome: clustersecrets.Outcome{Secrets: []string{"db"}, Clusters: []clustersecrets.ClusterResult{ok("east")},
 				Withheld: []clustersecrets.Withheld{{Name: "east", Why: "the credentials of the Cluster of that name"}}},
-			ready: metav1.ConditionTrue, reason: clustersecrets.ReasonSynced, kstatus: kstatus.CurrentStatus,
+			ready: metav1.ConditionTrue, reason: picchuv1alpha1.ReasonSynced, kstatus: kstatus.CurrentStatus,
 			message: []string{"1 Secret copied to east", "never copied", "east (the credentials"},
 		},
 		{
 			name:    "no cluster selected",
 			outcome: clustersecrets.Outcome{Secrets: []string{"db"}},
-			ready:   metav1.ConditionTrue, reason: clustersecrets.ReasonSynced, kstatus: kstatus.CurrentStatus,
+			ready:   metav1.ConditionTrue, reason: picchuv1alpha1.ReasonSynced, kstatus: kstatus.CurrentStatus,
 			message: []string{"no enabled Cluster"},
 		},
 		{
@@ -56,7 +56,7 @@ func TestSetConditions(t *testing.T) {
 			outcome: clustersecrets.Outcome{Secrets: []string{"db"}, Clusters: []clustersecrets.ClusterResult{
 				ok("east"), down("west", "circuit breaker Open; last error: GET west: connection refused"),
 			}},
-			ready: metav1.ConditionFalse, reason: clustersecrets.ReasonClustersUnavailable, reconciling: true,
+			ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable, reconciling: true,
 			kstatus: kstatus.InProgressStatus,
 			message: []string{"not synced on west: circuit breaker Open"},
 		},
@@ -65,7 +65,7 @@ func TestSetConditions(t *testing.T) {
 			outcome: clustersecrets.Outcome{Clusters: []clustersecrets.ClusterResult{
 				down("east", "not ready"), down("west", "creating Secret shared/db: Forbidden (HTTP 403)"),
 			}},
-			ready: metav1.ConditionFalse, reason: clustersecrets.ReasonClustersUnavailable, reconciling: true,
+			ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable, reconciling: true,
 			kstatus: kstatus.InProgressStatus,
 			message: []string{"east: not ready", "west: creating Secret shared/db: Forbidden"},
 		},
@@ -74,7 +74,7 @@ func TestSetConditions(t *testing.T) {
 			outcome: clustersecrets.Outcome{Clusters: []clustersecrets.ClusterResult{
 				{Cluster: "east", Conflicts: []string{"Secret shared/db exists and was not created by this ClusterSecrets"}}, ok("west"),
 			}},
-			ready: metav1.ConditionFalse, reason: clustersecrets.ReasonNotOwned, stalled: true, kstatus: kstatus.FailedStatus,
+			ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonNotOwned, stalled: true, kstatus: kstatus.FailedStatus,
 			message: []string{"east: Secret shared/db exists"},
 		},
 		{
@@ -82,7 +82,7 @@ func TestSetConditions(t *testing.T) {
 			outcome: clustersecrets.Outcome{Clusters: []clustersecrets.ClusterResult{
 				{Cluster: "east", Conflicts: []string{"Secret shared/db exists and was not created by this ClusterSecrets"}}, down("west", "not ready"),
 			}},
-			ready: metav1.ConditionFalse, reason: clustersecrets.ReasonNotOwned, stalled: true,
+			ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonNotOwned, stalled: true,
 			kstatus: kstatus.FailedStatus,
 			message: []string{"east: Secret shared/db exists", "not synced on west: not ready"},
 		},
@@ -91,26 +91,26 @@ func TestSetConditions(t *testing.T) {
 			outcome: clustersecrets.Outcome{Problems: []clustersecrets.Problem{
 				{Field: "spec.source.labelSelector", Message: "unable to parse requirement"},
 			}},
-			ready: metav1.ConditionFalse, reason: clustersecrets.ReasonInvalidSpec, stalled: true, kstatus: kstatus.FailedStatus,
+			ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonInvalidSpec, stalled: true, kstatus: kstatus.FailedStatus,
 			message: []string{"spec.source.labelSelector: unable to parse requirement", "until the spec is fixed"},
 		},
 		{
 			name:    "a source the operator does not read",
 			outcome: clustersecrets.Outcome{NotWatched: "kube-system"},
-			ready:   metav1.ConditionFalse, reason: clustersecrets.ReasonSourceNotWatched, stalled: true, kstatus: kstatus.FailedStatus,
+			ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonSourceNotWatched, stalled: true, kstatus: kstatus.FailedStatus,
 			message: []string{"namespace kube-system", "--namespaces"},
 		},
 		{
 			name:    "a source in another namespace the operator does not allow",
 			outcome: clustersecrets.Outcome{NotAllowed: "payments", Home: "picchu"},
-			ready:   metav1.ConditionFalse, reason: clustersecrets.ReasonSourceNotAllowed, stalled: true, kstatus: kstatus.FailedStatus,
+			ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonSourceNotAllowed, stalled: true, kstatus: kstatus.FailedStatus,
 			message: []string{"spec.source.namespace: payments is not this ClusterSecrets' namespace (picchu)",
 				"--allow-cross-namespace-sources", "nothing is copied or removed"},
 		},
 		{
 			name:    "being deleted, a cluster holding on",
 			outcome: clustersecrets.Outcome{Deleting: true, Clusters: []clustersecrets.ClusterResult{down("west", "not ready")}},
-			ready:   metav1.ConditionFalse, reason: clustersecrets.ReasonDeleting, reconciling: true,
+			ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonDeleting, reconciling: true,
 			kstatus: kstatus.InProgressStatus,
 			message: []string{"not removed yet from west: not ready", "disabled or deleted is given up on"},
 		},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -24,9 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -107,7 +104,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// The cache of a cluster's copies goes with the registry's client.
 	r.Registry.OnForget(r.copies.forget)
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&picchuv1alpha1.ClusterSecrets{}, builder.WithPredicates(metadataOrSpecChanged())).
+		For(&picchuv1alpha1.ClusterSecrets{}, builder.WithPredicates(controllers.MetadataOrSpecChanged(controllers.MetadataChanges{}))).
 		// A Cluster enabled, selected, ready again or gone.
 		Watches(&picchuv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.ofCluster)).
 		// A source Secret created, changed (rotated, relabelled) or deleted.
@@ -132,18 +129,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // shardKey is the shard key of a ClusterSecrets.
 func shardKey(obj client.Object) string {
 	return "clustersecrets:" + obj.GetNamespace() + "/" + obj.GetName()
-}
-
-// metadataOrSpecChanged lets through creations, deletions and updates that
-// change more than the status, so that a status write brings no run.
-func metadataOrSpecChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld, e.ObjectNew
-		return o.GetGeneration() != n.GetGeneration() ||
-			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
-			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
-			!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
-	}}
 }
 
 // ofCluster maps a Cluster to the ClusterSecrets of its namespace.

@@ -291,13 +291,13 @@ func (r *Reconciler) reach(ctx context.Context, m *picchuv1alpha1.Mirror, now ti
 	// Refused before the mirror is asked anything: no copy is written,
 	// and none deleted.
 	if msg := r.notAllowed(m); msg != "" {
-		return nil, &Failure{Reason: ReasonSourceNotAllowed, Message: msg}, 0, nil
+		return nil, &Failure{Reason: picchuv1alpha1.ReasonSourceNotAllowed, Message: msg}, 0, nil
 	}
 	cl := &picchuv1alpha1.Cluster{}
 	clusterKey := types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.ClusterName}
 	if err := r.Client.Get(ctx, clusterKey, cl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &Failure{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("no Cluster %s in namespace %s", m.Spec.ClusterName, m.Namespace)}, 0, nil
+			return nil, &Failure{Reason: picchuv1alpha1.ReasonClusterNotFound, Message: fmt.Sprintf("no Cluster %s in namespace %s", m.Spec.ClusterName, m.Namespace)}, 0, nil
 		}
 		return nil, nil, 0, fmt.Errorf("reading cluster %s of mirror %s: %w", clusterKey, r.origin(m), err)
 	}
@@ -317,9 +317,9 @@ func (r *Reconciler) builds(ctx context.Context, m *picchuv1alpha1.Mirror, t *ta
 		var unanswered *discoveryError
 		switch {
 		case errors.As(err, &unanswered):
-			ru.failBuild(rev, ReasonUnreachable, err)
+			ru.failBuild(rev, picchuv1alpha1.ReasonUnreachable, err)
 		case err != nil:
-			ru.failBuild(rev, ReasonConfigUnreadable, err)
+			ru.failBuild(rev, picchuv1alpha1.ReasonConfigUnreadable, err)
 		default:
 			builds = append(builds, build{rev: rev, copies: copies})
 		}
@@ -338,12 +338,12 @@ func (r *Reconciler) writeBuilds(ctx context.Context, t *target, mirrorKey Origi
 			continue
 		}
 		reason := r.writeFailure(t, err, now, ru)
-		if reason != ReasonUnreachable {
+		if reason != picchuv1alpha1.ReasonUnreachable {
 			ru.failBuild(b.rev, reason, err)
 			continue
 		}
 		// Unreachable: the builds left would wait out the same failure.
-		ru.o.Failures = append(ru.o.Failures, Failure{Reason: ReasonUnreachable, Message: err.Error()})
+		ru.o.Failures = append(ru.o.Failures, Failure{Reason: picchuv1alpha1.ReasonUnreachable, Message: err.Error()})
 		for _, left := range builds[i:] {
 			ru.failedApps = append(ru.failedApps, left.rev.Spec.App.Name)
 		}
@@ -366,7 +366,7 @@ func (r *Reconciler) writeFailure(t *target, err error, now time.Time, ru *run) 
 	// A kind not served (Picchu's CRDs not installed there) is refused
 	// until a person installs it.
 	if notServed != nil {
-		return ReasonRejected
+		return picchuv1alpha1.ReasonRejected
 	}
 	return Classify(err)
 }
@@ -378,8 +378,8 @@ func (r *Reconciler) collectGone(ctx context.Context, m *picchuv1alpha1.Mirror, 
 	ru.o.Deleted = deleted
 	if err != nil {
 		reason := Classify(err)
-		if reason != ReasonRejected {
-			reason = ReasonUnreachable
+		if reason != picchuv1alpha1.ReasonRejected {
+			reason = picchuv1alpha1.ReasonUnreachable
 		}
 		ru.o.Failures = append(ru.o.Failures, Failure{Reason: reason, Message: err.Error()})
 	}
@@ -462,7 +462,7 @@ func (r *Reconciler) releaseManagers(ctx context.Context, rev *picchuv1alpha1.Re
 func (r *Reconciler) connect(cl *picchuv1alpha1.Cluster, now time.Time) (*target, string, string, time.Duration) {
 	key := client.ObjectKeyFromObject(cl)
 	if !cl.Spec.Enabled {
-		return nil, ReasonClusterNotConnected, fmt.Sprintf("cluster %s is not enabled", cl.Name), 0
+		return nil, picchuv1alpha1.ReasonClusterNotConnected, fmt.Sprintf("cluster %s is not enabled", cl.Name), 0
 	}
 	remoteCluster, ok := r.Registry.Get(key)
 	if !ok {
@@ -470,14 +470,14 @@ func (r *Reconciler) connect(cl *picchuv1alpha1.Cluster, now time.Time) (*target
 		if ready := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionReady); ready != nil && ready.Status != metav1.ConditionTrue {
 			msg = fmt.Sprintf("cluster %s is not connected: %s: %s", cl.Name, ready.Reason, ready.Message)
 		}
-		return nil, ReasonClusterNotConnected, msg, 0
+		return nil, picchuv1alpha1.ReasonClusterNotConnected, msg, 0
 	}
 	if h, ok := r.Registry.Health(key); ok && h.State != breaker.Closed {
 		var wait time.Duration
 		if !h.RetryAt.IsZero() {
 			wait = max(h.RetryAt.Sub(now), 100*time.Millisecond)
 		}
-		return nil, ReasonUnreachable, fmt.Sprintf("cluster %s: circuit breaker %s; last error: %s", cl.Name, h.State, h.LastError), wait
+		return nil, picchuv1alpha1.ReasonUnreachable, fmt.Sprintf("cluster %s: circuit breaker %s; last error: %s", cl.Name, h.State, h.LastError), wait
 	}
 	return &target{
 		key:    key,

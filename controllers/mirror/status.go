@@ -14,36 +14,6 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
 
-// Reasons of a Mirror's Ready, Reconciling and Stalled conditions.
-const (
-	// ReasonMirrored: Ready, every build to copy is copied.
-	ReasonMirrored = "Mirrored"
-	// ReasonClusterNotFound: Stalled, no Cluster of spec.clusterName in
-	// the Mirror's namespace.
-	ReasonClusterNotFound = "ClusterNotFound"
-	// ReasonClusterNotConnected: Reconciling, the Cluster is disabled or
-	// Picchu has no client for it yet (see its Ready condition).
-	ReasonClusterNotConnected = "ClusterNotConnected"
-	// ReasonUnreachable: Reconciling, the mirror's API server does not
-	// answer (or its circuit breaker is open); retried with backoff.
-	ReasonUnreachable = "Unreachable"
-	// ReasonRejected: Stalled, the mirror's API server refused a copy
-	// (invalid, forbidden, unauthorized): a person must act.
-	ReasonRejected = "Rejected"
-	// ReasonNotOwned: Stalled, an object the Mirror did not write is where
-	// a copy would go on the mirror: it is left as it is.
-	ReasonNotOwned = "NotOwned"
-	// ReasonConfigUnreadable: Stalled, a build's config could not be read
-	// at home (a selector that does not parse, or a namespace outside
-	// --namespaces).
-	ReasonConfigUnreadable = "ConfigUnreadable"
-	// ReasonSourceNotAllowed: Stalled, an additionalConfigSelector selects
-	// in another namespace than the Mirror's, which the operator does not
-	// allow copies from (--allow-cross-namespace-sources): nothing is
-	// copied or deleted.
-	ReasonSourceNotAllowed = "SourceNotAllowed"
-)
-
 // Failure is a build the run could not copy, or, with Build empty, the
 // whole mirror.
 type Failure struct {
@@ -84,19 +54,19 @@ func Classify(err error) string {
 	var notOwned *NotOwnedError
 	switch {
 	case errors.As(err, &notOwned):
-		return ReasonNotOwned
+		return picchuv1alpha1.ReasonNotOwned
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
 		apierrors.IsUnauthorized(err), apierrors.IsRequestEntityTooLargeError(err),
 		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
 		apierrors.IsUnsupportedMediaType(err), apierrors.IsAlreadyExists(err):
-		return ReasonRejected
+		return picchuv1alpha1.ReasonRejected
 	}
-	return ReasonUnreachable
+	return picchuv1alpha1.ReasonUnreachable
 }
 
 // stalls are the reasons a person must act on.
 var stalls = map[string]bool{
-	ReasonClusterNotFound: true, ReasonRejected: true, ReasonNotOwned: true, ReasonConfigUnreadable: true, ReasonSourceNotAllowed: true,
+	picchuv1alpha1.ReasonClusterNotFound: true, picchuv1alpha1.ReasonRejected: true, picchuv1alpha1.ReasonNotOwned: true, picchuv1alpha1.ReasonConfigUnreadable: true, picchuv1alpha1.ReasonSourceNotAllowed: true,
 }
 
 // SetConditions sets a Mirror's observedGeneration and its Ready,
@@ -115,7 +85,7 @@ func SetConditions(m *picchuv1alpha1.Mirror, o Outcome) {
 		})
 	}
 	if len(o.Failures) == 0 {
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonMirrored, summary(o))
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonMirrored, summary(o))
 		meta.RemoveStatusCondition(&m.Status.Conditions, picchuv1alpha1.ConditionReconciling)
 		meta.RemoveStatusCondition(&m.Status.Conditions, picchuv1alpha1.ConditionStalled)
 		return

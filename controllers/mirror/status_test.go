@@ -31,65 +31,65 @@ func TestSetConditions(t *testing.T) {
 		{
 			name:    "copied",
 			outcome: Outcome{Cluster: "dr", Copied: 2},
-			ready:   cond{metav1.ConditionTrue, ReasonMirrored, "2 builds copied to cluster dr"},
+			ready:   cond{metav1.ConditionTrue, picchuv1alpha1.ReasonMirrored, "2 builds copied to cluster dr"},
 		},
 		{
 			name:    "copied, some left out, with a note",
 			outcome: Outcome{Cluster: "dr", Copied: 1, Pending: 2, Disabled: 1, Notes: []string{"ExternalSecrets not copied: cluster dr does not serve externalsecrets.external-secrets.io"}},
-			ready: cond{metav1.ConditionTrue, ReasonMirrored,
+			ready: cond{metav1.ConditionTrue, picchuv1alpha1.ReasonMirrored,
 				"1 build copied to cluster dr (not copied: 2 not deployed, 1 with disableMirroring); ExternalSecrets not copied: cluster dr does not serve externalsecrets.external-secrets.io"},
 		},
 		{
 			name:        "unreachable",
-			outcome:     Outcome{Cluster: "dr", Failures: []Failure{{Reason: ReasonUnreachable, Message: "cluster dr: connection refused"}}},
-			ready:       cond{metav1.ConditionFalse, ReasonUnreachable, "cluster dr: connection refused"},
-			reconciling: ReasonUnreachable,
+			outcome:     Outcome{Cluster: "dr", Failures: []Failure{{Reason: picchuv1alpha1.ReasonUnreachable, Message: "cluster dr: connection refused"}}},
+			ready:       cond{metav1.ConditionFalse, picchuv1alpha1.ReasonUnreachable, "cluster dr: connection refused"},
+			reconciling: picchuv1alpha1.ReasonUnreachable,
 		},
 		{
 			name:    "cluster not found",
-			outcome: Outcome{Cluster: "dr", Failures: []Failure{{Reason: ReasonClusterNotFound, Message: "no Cluster dr in namespace picchu"}}},
-			ready:   cond{metav1.ConditionFalse, ReasonClusterNotFound, "no Cluster dr in namespace picchu"},
-			stalled: ReasonClusterNotFound,
+			outcome: Outcome{Cluster: "dr", Failures: []Failure{{Reason: picchuv1alpha1.ReasonClusterNotFound, Message: "no Cluster dr in namespace picchu"}}},
+			ready:   cond{metav1.ConditionFalse, picchuv1alpha1.ReasonClusterNotFound, "no Cluster dr in namespace picchu"},
+			stalled: picchuv1alpha1.ReasonClusterNotFound,
 		},
 		{
 			name: "a source in a namespace not allowed",
-			outcome: Outcome{Cluster: "dr", Failures: []Failure{{Reason: ReasonSourceNotAllowed,
+			outcome: Outcome{Cluster: "dr", Failures: []Failure{{Reason: picchuv1alpha1.ReasonSourceNotAllowed,
 				Message: "spec.additionalConfigSelectors[0].namespace: payments: not this Mirror's namespace (picchu)"}}},
-			ready:   cond{metav1.ConditionFalse, ReasonSourceNotAllowed, "spec.additionalConfigSelectors[0].namespace: payments: not this Mirror's namespace (picchu)"},
-			stalled: ReasonSourceNotAllowed,
+			ready:   cond{metav1.ConditionFalse, picchuv1alpha1.ReasonSourceNotAllowed, "spec.additionalConfigSelectors[0].namespace: payments: not this Mirror's namespace (picchu)"},
+			stalled: picchuv1alpha1.ReasonSourceNotAllowed,
 		},
 		{
 			name: "one build rejected, another copied",
 			outcome: Outcome{Cluster: "dr", Copied: 1, Failures: []Failure{
-				{Build: "echo-v2", App: "echo", Reason: ReasonRejected, Message: "applying Revision picchu/echo-v2: invalid"},
+				{Build: "echo-v2", App: "echo", Reason: picchuv1alpha1.ReasonRejected, Message: "applying Revision picchu/echo-v2: invalid"},
 			}},
-			ready:   cond{metav1.ConditionFalse, ReasonRejected, "revision echo-v2: applying Revision picchu/echo-v2: invalid; 1 build copied to cluster dr"},
-			stalled: ReasonRejected,
+			ready:   cond{metav1.ConditionFalse, picchuv1alpha1.ReasonRejected, "revision echo-v2: applying Revision picchu/echo-v2: invalid; 1 build copied to cluster dr"},
+			stalled: picchuv1alpha1.ReasonRejected,
 		},
 		{
 			name: "an object the mirror did not write",
 			outcome: Outcome{Cluster: "dr", Copied: 1, Failures: []Failure{
-				{Build: "echo-v1", App: "echo", Reason: ReasonNotOwned, Message: "ConfigMap picchu/env exists"},
+				{Build: "echo-v1", App: "echo", Reason: picchuv1alpha1.ReasonNotOwned, Message: "ConfigMap picchu/env exists"},
 			}},
-			ready:   cond{metav1.ConditionFalse, ReasonNotOwned, "revision echo-v1: ConfigMap picchu/env exists; 1 build copied to cluster dr"},
-			stalled: ReasonNotOwned,
+			ready:   cond{metav1.ConditionFalse, picchuv1alpha1.ReasonNotOwned, "revision echo-v1: ConfigMap picchu/env exists; 1 build copied to cluster dr"},
+			stalled: picchuv1alpha1.ReasonNotOwned,
 		},
 		{
 			name: "the whole mirror's failure first, then builds in order",
 			outcome: Outcome{Cluster: "dr", Failures: []Failure{
-				{Build: "b", Reason: ReasonConfigUnreadable, Message: "listing"},
-				{Reason: ReasonUnreachable, Message: "timeout"},
-				{Build: "a", Reason: ReasonRejected, Message: "invalid"},
+				{Build: "b", Reason: picchuv1alpha1.ReasonConfigUnreadable, Message: "listing"},
+				{Reason: picchuv1alpha1.ReasonUnreachable, Message: "timeout"},
+				{Build: "a", Reason: picchuv1alpha1.ReasonRejected, Message: "invalid"},
 			}},
-			ready:       cond{metav1.ConditionFalse, ReasonUnreachable, "timeout; revision a: invalid; revision b: listing"},
-			reconciling: ReasonUnreachable,
-			stalled:     ReasonRejected,
+			ready:       cond{metav1.ConditionFalse, picchuv1alpha1.ReasonUnreachable, "timeout; revision a: invalid; revision b: listing"},
+			reconciling: picchuv1alpha1.ReasonUnreachable,
+			stalled:     picchuv1alpha1.ReasonRejected,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &picchuv1alpha1.Mirror{ObjectMeta: metav1.ObjectMeta{Generation: 4}}
 			// What an earlier run set is replaced.
-			SetConditions(m, Outcome{Cluster: "dr", Failures: []Failure{{Reason: ReasonRejected, Message: "old"}, {Reason: ReasonUnreachable, Message: "old"}}})
+			SetConditions(m, Outcome{Cluster: "dr", Failures: []Failure{{Reason: picchuv1alpha1.ReasonRejected, Message: "old"}, {Reason: picchuv1alpha1.ReasonUnreachable, Message: "old"}}})
 			SetConditions(m, tc.outcome)
 			if m.Status.ObservedGeneration != 4 {
 				t.Errorf("observedGeneration %d", m.Status.ObservedGeneration)
@@ -114,7 +114,7 @@ func TestSetConditions(t *testing.T) {
 func TestSetConditions_LongMessageFits(t *testing.T) {
 	var fs []Failure
 	for i := range 2000 {
-		fs = append(fs, Failure{Build: strings.Repeat("x", 20) + string(rune('a'+i%26)), Reason: ReasonRejected, Message: strings.Repeat("m", 40)})
+		fs = append(fs, Failure{Build: strings.Repeat("x", 20) + string(rune('a'+i%26)), Reason: picchuv1alpha1.ReasonRejected, Message: strings.Repeat("m", 40)})
 	}
 	m := &picchuv1alpha1.Mirror{}
 	SetConditions(m, Outcome{Cluster: "dr", Failures: fs})
@@ -130,15 +130,15 @@ func TestClassify(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Revision"}, "x", nil), ReasonRejected},
-		{"forbidden", apierrors.NewForbidden(gr, "x", errors.New("no")), ReasonRejected},
-		{"unauthorized", apierrors.NewUnauthorized("no"), ReasonRejected},
-		{"bad request", apierrors.NewBadRequest("no"), ReasonRejected},
-		{"server error", apierrors.NewInternalError(errors.New("etcd")), ReasonUnreachable},
-		{"timeout", apierrors.NewTimeoutError("slow", 1), ReasonUnreachable},
-		{"conflict", apierrors.NewConflict(gr, "x", errors.New("changed")), ReasonUnreachable},
-		{"no answer", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonUnreachable},
-		{"not the mirror's", fmt.Errorf("copying: %w", &NotOwnedError{Object: "ConfigMap picchu/env"}), ReasonNotOwned},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Revision"}, "x", nil), picchuv1alpha1.ReasonRejected},
+		{"forbidden", apierrors.NewForbidden(gr, "x", errors.New("no")), picchuv1alpha1.ReasonRejected},
+		{"unauthorized", apierrors.NewUnauthorized("no"), picchuv1alpha1.ReasonRejected},
+		{"bad request", apierrors.NewBadRequest("no"), picchuv1alpha1.ReasonRejected},
+		{"server error", apierrors.NewInternalError(errors.New("etcd")), picchuv1alpha1.ReasonUnreachable},
+		{"timeout", apierrors.NewTimeoutError("slow", 1), picchuv1alpha1.ReasonUnreachable},
+		{"conflict", apierrors.NewConflict(gr, "x", errors.New("changed")), picchuv1alpha1.ReasonUnreachable},
+		{"no answer", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), picchuv1alpha1.ReasonUnreachable},
+		{"not the mirror's", fmt.Errorf("copying: %w", &NotOwnedError{Object: "ConfigMap picchu/env"}), picchuv1alpha1.ReasonNotOwned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Classify(tc.err); got != tc.want {

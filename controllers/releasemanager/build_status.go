@@ -37,7 +37,7 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	note := func(kind, reason, format string, args ...any) {
 		out.events = append(out.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
 	}
-	if state == release.Deleted && inc.revision == nil {
+	if state.IsDeleted() && inc.revision == nil {
 		out.changed = true
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
 		return out
@@ -55,10 +55,10 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	st.Rejected = rejected
 	if out.changed {
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, displayState(inc.status.State.Current), state)
-		switch state {
-		case release.Failing:
+		switch {
+		case state.IsRollingBack():
 			note(corev1.EventTypeWarning, "RollingBack", "%s failed; its traffic goes back to the previous release on every cluster", inc.tag)
-		case release.Failed:
+		case state.IsRolledBack():
 			note(corev1.EventTypeWarning, "RolledBack", "%s failed and was rolled back", inc.tag)
 		}
 	}
@@ -112,12 +112,12 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 	if string(state) != st.State.Current {
 		st.State.Current = string(state)
 		st.State.LastUpdated = &now
-		switch state {
-		case release.Deploying:
+		switch {
+		case state.IsRollingOut():
 			st.DeployingStartTimestamp = &now
-		case release.PendingRelease:
+		case state.IsPendingRelease():
 			st.PendingReleaseStartTimestamp = &now
-		case release.Releasing:
+		case state.IsRamping():
 			st.ReleaseStartTimestamp = &now
 		}
 	}
@@ -126,7 +126,7 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 		st.CurrentPercent = weight
 		st.LastUpdated = &now
 	}
-	if state == release.Canarying && st.CurrentPercent > 0 && st.CanaryStartTimestamp == nil {
+	if state.RunsCanary() && st.CurrentPercent > 0 && st.CanaryStartTimestamp == nil {
 		st.CanaryStartTimestamp = &now
 	}
 	st.ReleaseEligible = inc.eligible

@@ -13,21 +13,6 @@ import (
 	"github.com/medium/picchu/decide/release"
 )
 
-// Reasons of a ReleaseManager's conditions.
-const (
-	ReasonSynced              = "Synced"
-	ReasonProgressing         = "Progressing"
-	ReasonClustersUnavailable = "ClustersUnavailable"
-	ReasonTimedOut            = "TimedOut"
-	ReasonUnknownState        = "UnknownState"
-	ReasonAlertsObserved      = "AlertsObserved"
-	ReasonAlertsUnavailable   = "AlertsUnavailable"
-	// ReasonNoTraffic: a canary ran its time and no request reached it.
-	ReasonNoTraffic      = "NoTraffic"
-	ReasonServing        = "Serving"
-	ReasonRemovalPending = "RemovalPending"
-)
-
 // conditionInputs gathers, build by build, what the conditions say.
 type conditionInputs struct {
 	unavailable, progressing, timedOut, unknown []string
@@ -42,7 +27,7 @@ func (c *conditionInputs) add(inc *incarnation, state release.State, weight int3
 	switch {
 	case inc.step.Unknown:
 		c.unknown = append(c.unknown, fmt.Sprintf("%s is in %q", inc.tag, state))
-	case state == release.TimingOut:
+	case state.IsTimedOut():
 		c.timedOut = append(c.timedOut, inc.tag)
 	case state.IsInProgress():
 		msg := fmt.Sprintf("%s %s", inc.tag, state)
@@ -73,9 +58,9 @@ func setConditions(rm *picchuv1alpha1.ReleaseManager, c conditionInputs) {
 	}
 	switch {
 	case len(c.unknown) > 0:
-		stalled(ReasonUnknownState, "held: "+strings.Join(c.unknown, ", ")+", a state this version of Picchu does not handle")
+		stalled(picchuv1alpha1.ReasonUnknownState, "held: "+strings.Join(c.unknown, ", ")+", a state this version of Picchu does not handle")
 	case len(c.timedOut) > 0:
-		stalled(ReasonTimedOut, "timed out: "+strings.Join(c.timedOut, ", "))
+		stalled(picchuv1alpha1.ReasonTimedOut, "timed out: "+strings.Join(c.timedOut, ", "))
 	case len(c.notOwned) > 0:
 		stalled(picchuv1alpha1.ReasonNotOwned, truncate("held: "+strings.Join(c.notOwned, "; "), maxStalledMessage))
 	default:
@@ -89,15 +74,15 @@ func setConditions(rm *picchuv1alpha1.ReleaseManager, c conditionInputs) {
 	switch {
 	case len(c.unavailable) > 0:
 		msg := "not synced on " + strings.Join(c.unavailable, ", ")
-		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonClustersUnavailable, msg)
-		ready(metav1.ConditionFalse, ReasonClustersUnavailable, msg)
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonClustersUnavailable, msg)
+		ready(metav1.ConditionFalse, picchuv1alpha1.ReasonClustersUnavailable, msg)
 	case len(c.progressing) > 0:
 		msg := strings.Join(c.progressing, ", ")
-		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, msg)
-		ready(metav1.ConditionFalse, ReasonProgressing, msg)
+		set(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonProgressing, msg)
+		ready(metav1.ConditionFalse, picchuv1alpha1.ReasonProgressing, msg)
 	default:
 		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionReconciling)
-		ready(metav1.ConditionTrue, ReasonSynced, "every build is in its state on every cluster")
+		ready(metav1.ConditionTrue, picchuv1alpha1.ReasonSynced, "every build is in its state on every cluster")
 	}
 }
 
@@ -127,9 +112,9 @@ func setOrphanedCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, status
 		return
 	}
 	msg := fmt.Sprintf("no Revision of %s targets %s", rm.Spec.App, rm.Spec.Target)
-	reason := ReasonRemovalPending
+	reason := picchuv1alpha1.ReasonRemovalPending
 	if s.removal.HeldByTraffic {
-		reason = ReasonServing
+		reason = picchuv1alpha1.ReasonServing
 		var serving []string
 		for _, st := range statuses {
 			if st.CurrentPercent > 0 {
@@ -155,13 +140,13 @@ func setAlertsCondition(rm *picchuv1alpha1.ReleaseManager, judging bool, problem
 	switch {
 	case len(problems) > 0:
 		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
-			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionFalse, Reason: ReasonAlertsUnavailable,
+			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonAlertsUnavailable,
 			Message:            "promotion held: " + strings.Join(problems, "; "),
 			ObservedGeneration: rm.Generation,
 		})
 	case judging:
 		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
-			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionTrue, Reason: ReasonAlertsObserved,
+			Type: picchuv1alpha1.ConditionAlertsObserved, Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonAlertsObserved,
 			Message: "the alerts of every build being judged were read", ObservedGeneration: rm.Generation,
 		})
 	default:
@@ -178,14 +163,11 @@ func setEvidenceCondition(rm *picchuv1alpha1.ReleaseManager, noEvidence []string
 		return
 	}
 	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
-		Type: picchuv1alpha1.ConditionCanaryEvidence, Status: metav1.ConditionFalse, Reason: ReasonNoTraffic,
+		Type: picchuv1alpha1.ConditionCanaryEvidence, Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonNoTraffic,
 		Message:            "held: " + strings.Join(noEvidence, "; ") + " (canary.allowNoTraffic lets a build with no request pass)",
 		ObservedGeneration: rm.Generation,
 	})
 }
-
-// ReasonFreezeWindow: a cluster of the fleet is in a freeze window.
-const ReasonFreezeWindow = "FreezeWindow"
 
 // setFrozenCondition says which clusters of the fleet are in a freeze
 // window and until when; the condition goes when none is.
@@ -201,7 +183,7 @@ func setFrozenCondition(rm *picchuv1alpha1.ReleaseManager, fleet []*fleetCluster
 		return
 	}
 	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
-		Type: picchuv1alpha1.ConditionFrozen, Status: metav1.ConditionTrue, Reason: ReasonFreezeWindow,
+		Type: picchuv1alpha1.ConditionFrozen, Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonFreezeWindow,
 		Message:            "no canary or ramp starts, and ramps hold, where a cluster is frozen: " + strings.Join(frozen, "; "),
 		ObservedGeneration: rm.Generation,
 	})

@@ -52,7 +52,7 @@ func controlOf(rev *picchuv1alpha1.Revision) control {
 func (inc *incarnation) canaryStart(now time.Time) time.Time {
 	st := inc.status
 	start := stampOf(st.CanaryStartTimestamp)
-	if st.Paused == nil || inc.control.paused || release.State(st.State.Current) != release.Canarying {
+	if st.Paused == nil || inc.control.paused || !release.State(st.State.Current).RunsCanary() {
 		return start
 	}
 	return release.Resumed(start, st.Paused.Time, now)
@@ -125,8 +125,7 @@ func (inc *incarnation) promoteActed(from release.State) bool {
 	switch {
 	case !inc.promotePending():
 		return false
-	case from == release.Canarying && to == release.Canaried,
-		from == release.PendingRelease && to == release.Releasing:
+	case release.PromotionTaken(from, to):
 		return true
 	case inc.ramping && inc.weight > inc.status.CurrentPercent:
 		return true
@@ -192,12 +191,12 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 		st.IgnoredRollback = &picchuv1alpha1.ReleaseManagerIgnoredRequest{Request: c.rollback, Reason: inc.rollbackIgnored, Time: now}
 	}
 	to := release.State(st.State.Current)
-	failedBefore := from == release.Failing || from == release.Failed
+	failedBefore := from.IsFailed()
 	switch {
-	case to == release.Failing && !failedBefore && inc.revision.Spec.Failed &&
+	case to.IsRollingBack() && !failedBefore && inc.revision.Spec.Failed &&
 		inc.revision.Annotations[picchuv1alpha1.AnnotationFailedAt] == "":
 		acted("abort", "Aborted", "aborted (%s)", inc.revision.Annotations[picchuv1alpha1.AnnotationFailedReason])
-	case failedBefore && to == release.Deploying:
+	case failedBefore && to.IsRollingOut():
 		recordRetry(inc, st, from, now)
 		acted("retry", "Retried", "retried after it %s", from)
 	}

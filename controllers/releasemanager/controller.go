@@ -3,7 +3,6 @@ package releasemanager
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -201,9 +200,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&picchuv1alpha1.ReleaseManager{}, builder.WithPredicates(metadataOrSpecChanged())).
+		For(&picchuv1alpha1.ReleaseManager{}, builder.WithPredicates(specChanged())).
 		Watches(&picchuv1alpha1.Revision{}, handler.EnqueueRequestsFromMapFunc(releaseManagersOfRevision),
-			builder.WithPredicates(metadataOrSpecChanged())).
+			builder.WithPredicates(specChanged())).
 		Watches(&picchuv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfCluster),
 			builder.WithPredicates(clusterChanged())).
 		Watches(&picchuv1alpha1.FaultInjector{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfApp)).
@@ -276,27 +275,20 @@ type Services struct {
 	DatadogAgent manifests.DatadogClusterAgent
 }
 
-// metadataOrSpecChanged lets through creations, deletions and updates that
-// change more than the status, so Picchu does not react to its own status
-// writes.
-func metadataOrSpecChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld, e.ObjectNew
-		return o.GetGeneration() != n.GetGeneration() ||
-			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
-			!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
-			!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
-			len(o.GetFinalizers()) != len(n.GetFinalizers())
-	}}
+// specChanged lets through the changes of a ReleaseManager, Revision or
+// Cluster that are more than its status (controllers.MetadataOrSpecChanged):
+// its annotations too, and its finalizers by their number.
+func specChanged() predicate.Predicate {
+	return controllers.MetadataOrSpecChanged(controllers.MetadataChanges{Annotations: true, FinalizerCount: true})
 }
 
 // clusterChanged passes the changes of a Cluster that a release reads:
-// its spec, labels, annotations or deletion (metadataOrSpecChanged), and
+// its spec, labels, annotations or deletion (specChanged), and
 // its Ready condition. The rest of its status (the health check's latency,
 // the breaker's last error) would run every ReleaseManager of its fleet for
 // nothing; the breaker itself is read from the registry.
 func clusterChanged() predicate.Predicate {
-	spec := metadataOrSpecChanged()
+	spec := specChanged()
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		if spec.Update(e) {
 			return true

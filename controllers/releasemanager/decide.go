@@ -137,7 +137,7 @@ func (s *snapshot) scale(inc *incarnation) release.ScalePlan {
 	return release.Scale(release.ScaleInput{
 		Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
 		Percent: inc.weight, Others: s.others(inc), Factors: s.liveFactorsOf(inc),
-		Desired: s.observationOf(inc).Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && inc.step.State != release.Failing,
+		Desired: s.observationOf(inc).Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && !inc.step.State.IsRollingBack(),
 		Full: inc.rampsFull(),
 	})
 }
@@ -204,7 +204,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		Percent: target.Canary.Percent, TTL: time.Duration(target.Canary.TTL) * time.Second,
 		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: inc.canaryStart(s.now),
 	}
-	if f.State == release.PendingRelease || f.State == release.Canaried || f.State == release.Deployed || f.State == release.Tested {
+	if f.State.ConsultsSchedule() {
 		sched := target.Release.Schedule
 		f.Window.Open = cal.CanRelease(sched, st.PeakPercent, target.Canary.Percent, f.Created, s.now)
 		if !f.Window.Open {
@@ -252,7 +252,7 @@ func (s *snapshot) recommission() {
 	}
 	for _, inc := range s.incarnations {
 		st := inc.step.State
-		if inc.revision == nil || inc.revision.Spec.Failed || inc.superseded || (st != release.Retired && st != release.Retiring) {
+		if inc.revision == nil || inc.revision.Spec.Failed || inc.superseded || (!st.IsRetired() && !st.IsRetiring()) {
 			continue
 		}
 		if inc.status.PeakPercent == 0 {

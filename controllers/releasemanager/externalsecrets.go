@@ -19,12 +19,6 @@ import (
 	"github.com/medium/picchu/plan/manifests"
 )
 
-// Reasons of the ExternalSecretsServed condition.
-const (
-	ReasonExternalSecretsServed    = "Served"
-	ReasonExternalSecretsNotServed = "NotServed"
-)
-
 // watchExternalSecrets reads the delivery cluster's ExternalSecrets
 // through the cache ExternalSecrets (controllers.ExternalSecretsCache; nil
 // when the cluster does not serve them, so there are none to copy), and
@@ -111,14 +105,14 @@ func setExternalSecretsCondition(rm *picchuv1alpha1.ReleaseManager, copies bool,
 	switch {
 	case len(missing) > 0:
 		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
-			Type: picchuv1alpha1.ConditionExternalSecretsServed, Status: metav1.ConditionFalse, Reason: ReasonExternalSecretsNotServed,
+			Type: picchuv1alpha1.ConditionExternalSecretsServed, Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonExternalSecretsNotServed,
 			Message: fmt.Sprintf("%s do not serve %s: the builds run there without the Secrets of their ExternalSecrets (their envFrom is optional there)",
 				strings.Join(missing, ", "), manifests.ExternalSecretKind.GroupVersion().String()+" ExternalSecret"),
 			ObservedGeneration: rm.Generation,
 		})
 	case copies:
 		meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
-			Type: picchuv1alpha1.ConditionExternalSecretsServed, Status: metav1.ConditionTrue, Reason: ReasonExternalSecretsServed,
+			Type: picchuv1alpha1.ConditionExternalSecretsServed, Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonExternalSecretsServed,
 			Message: "every cluster synced copies the builds' ExternalSecrets", ObservedGeneration: rm.Generation,
 		})
 	default:

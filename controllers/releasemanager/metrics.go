@@ -21,22 +21,25 @@ func observeLatencies(rm *picchuv1alpha1.ReleaseManager, inc *incarnation, st *p
 	}
 	app, target := rm.Spec.App, rm.Spec.Target
 	releasemetrics.ObserveCreated(app, target, b)
-	switch state {
-	case release.Deployed:
-		releasemetrics.Observe(app, target, releasemetrics.PhaseDeployed, now, b)
-	case release.Canaried:
-		releasemetrics.Observe(app, target, releasemetrics.PhaseCanaried, now, b)
-	case release.PendingRelease:
-		releasemetrics.Observe(app, target, releasemetrics.PhasePendingRelease, now, b)
-	case release.Released:
-		releasemetrics.Observe(app, target, releasemetrics.PhaseReleased, now, b)
-	case release.Failed:
-		// The rollback took from entering failing to its traffic being gone.
-		if release.State(inc.status.State.Current) == release.Failing {
-			b.FailingStart = stampOf(inc.status.State.LastUpdated)
-		}
-		releasemetrics.Observe(app, target, releasemetrics.PhaseRolledBack, now, b)
+	phase, ok := latencyPhases[state]
+	if !ok {
+		return
 	}
+	// The rollback took from entering failing to its traffic being gone.
+	if state.IsRolledBack() && release.State(inc.status.State.Current).IsRollingBack() {
+		b.FailingStart = stampOf(inc.status.State.LastUpdated)
+	}
+	releasemetrics.Observe(app, target, phase, now, b)
+}
+
+// latencyPhases are the states whose reaching is observed as a latency,
+// each with its phase.
+var latencyPhases = map[release.State]releasemetrics.Phase{
+	release.Deployed:       releasemetrics.PhaseDeployed,
+	release.Canaried:       releasemetrics.PhaseCanaried,
+	release.PendingRelease: releasemetrics.PhasePendingRelease,
+	release.Released:       releasemetrics.PhaseReleased,
+	release.Failed:         releasemetrics.PhaseRolledBack,
 }
 
 // recordMetrics sets the gauges of the ReleaseManager's builds.

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/plan"
 	"github.com/medium/picchu/plan/manifests"
 )
@@ -56,7 +55,7 @@ func (s *snapshot) monitoringObjects(newest *incarnation) (out monitoringObjects
 	}
 	out.alertRules = manifests.AlertRules(m)
 	for _, inc := range s.incarnations {
-		if inc.revision == nil || inc.step.State != release.Canarying {
+		if inc.revision == nil || !inc.step.State.RunsCanary() {
 			continue
 		}
 		rule, err := manifests.CanaryRules(s.monitoring(inc), inc.tag)

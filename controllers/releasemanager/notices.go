@@ -66,21 +66,25 @@ var controlNotices = map[string]slack.Kind{
 // or passed, its ramp started, it is released, it failed, or (once it took
 // traffic) it is rolled back.
 func noticeKind(from, to release.State, peak int32) (slack.Kind, bool) {
+	if kind, ok := stateNotices[to]; ok {
+		return kind, true
+	}
 	switch {
-	case to == release.Canarying:
-		return slack.Started, true
-	case to == release.Canaried:
-		return slack.CanaryPassed, true
-	case to == release.Releasing && from != release.Releasing:
+	case to.IsRamping() && !from.IsRamping():
 		return slack.Ramping, true
-	case to == release.Released:
-		return slack.Released, true
-	case to == release.Failing:
-		return slack.Failed, true
-	case to == release.Failed && from == release.Failing && peak > 0:
+	case to.IsRolledBack() && from.IsRollingBack() && peak > 0:
 		return slack.RolledBack, true
 	}
 	return "", false
+}
+
+// stateNotices are the states whose reaching tells Slack, whatever the
+// state before, each with its notice.
+var stateNotices = map[release.State]slack.Kind{
+	release.Canarying: slack.Started,
+	release.Canaried:  slack.CanaryPassed,
+	release.Released:  slack.Released,
+	release.Failing:   slack.Failed,
 }
 
 // channelOf is the Slack channel a target's alerts name (the "channel"

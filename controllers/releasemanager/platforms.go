@@ -24,13 +24,6 @@ type ImageInspector interface {
 	Platforms(ctx context.Context, image string, pullSecrets []corev1.Secret) ([]platform.Platform, error)
 }
 
-// Reasons of the ImagePlatforms condition.
-const (
-	ReasonPlatformsRunnable = "Runnable"
-	ReasonPlatformsUnknown  = "PlatformsUnknown"
-	ReasonNoMatchingNode    = "NoMatchingNode"
-)
-
 // inspectImages reads the platforms of the image of every build about to
 // take traffic for the first time (platformGated), with its image pull
 // secrets: a build whose image cannot be read has platformsErr, and holds.
@@ -279,10 +272,10 @@ func setPlatformsCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot, inspe
 	}
 	switch {
 	case len(unknown) > 0:
-		set(metav1.ConditionFalse, ReasonPlatformsUnknown, "held: "+strings.Join(append(unknown, held...), "; "))
+		set(metav1.ConditionFalse, picchuv1alpha1.ReasonPlatformsUnknown, "held: "+strings.Join(append(unknown, held...), "; "))
 	case len(held) > 0:
-		set(metav1.ConditionFalse, ReasonNoMatchingNode, strings.Join(held, "; "))
+		set(metav1.ConditionFalse, picchuv1alpha1.ReasonNoMatchingNode, strings.Join(held, "; "))
 	default:
-		set(metav1.ConditionTrue, ReasonPlatformsRunnable, "every build about to take traffic runs on a ready node of every cluster whose nodes were read")
+		set(metav1.ConditionTrue, picchuv1alpha1.ReasonPlatformsRunnable, "every build about to take traffic runs on a ready node of every cluster whose nodes were read")
 	}
 }

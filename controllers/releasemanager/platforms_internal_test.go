@@ -118,16 +118,16 @@ func TestSetPlatformsCondition(t *testing.T) {
 	}{
 		{"not inspecting", false, []*incarnation{platformBuild(false, nil, linuxARM64)}, nil},
 		{"runnable", true, []*incarnation{platformBuild(false, nil, linuxAMD64)},
-			&metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonPlatformsRunnable}},
+			&metav1.Condition{Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonPlatformsRunnable}},
 		{"held on west", true, []*incarnation{platformBuild(false, nil, linuxARM64)},
-			&metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonNoMatchingNode,
+			&metav1.Condition{Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonNoMatchingNode,
 				Message: "v2 held on cluster west: image offers linux/arm64, but the cluster's ready nodes run only linux/amd64"}},
 		{"unknown", true, []*incarnation{platformBuild(false, unreachable)},
-			&metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonPlatformsUnknown, Message: "held: v2: registry unreachable"}},
+			&metav1.Condition{Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonPlatformsUnknown, Message: "held: v2: registry unreachable"}},
 		{"failed builds do not count", true, []*incarnation{platformBuild(true, unreachable)},
-			&metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonPlatformsRunnable}},
+			&metav1.Condition{Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonPlatformsRunnable}},
 		{"builds not gated do not count", true, []*incarnation{notGated(platformBuild(false, unreachable)), notGated(platformBuild(false, nil, linuxARM64))},
-			&metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonPlatformsRunnable}},
+			&metav1.Condition{Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonPlatformsRunnable}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rm := &picchuv1alpha1.ReleaseManager{}
@@ -249,7 +249,7 @@ func TestInspectImages_OnlyBuildsAboutToTakeTraffic(t *testing.T) {
 	rm := &picchuv1alpha1.ReleaseManager{}
 	setPlatformsCondition(rm, s, true)
 	c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionImagePlatforms)
-	if c == nil || c.Reason != ReasonPlatformsUnknown || !strings.HasPrefix(c.Message, "held: v3: registry registry.example: ") || len(c.Message) > maxPlatformsMessage {
+	if c == nil || c.Reason != picchuv1alpha1.ReasonPlatformsUnknown || !strings.HasPrefix(c.Message, "held: v3: registry registry.example: ") || len(c.Message) > maxPlatformsMessage {
 		t.Errorf("condition %+v", c)
 	}
 }

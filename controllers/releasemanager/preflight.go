@@ -24,13 +24,6 @@ type SeriesSource interface {
 	Series(ctx context.Context, query string) ([]string, error)
 }
 
-// Reasons of the Preflight condition, by the check that failed first.
-const (
-	ReasonClusterUnreachable  = "ClusterUnreachable"
-	ReasonNoRoom              = "NoRoom"
-	ReasonClusterAlertsFiring = "ClusterAlertsFiring"
-)
-
 // entering says build inc is about to take traffic on cluster fc: it is on
 // its way to traffic (release.State.IsEntering), has none yet in the
 // cluster's wave, and runs there. Only such builds are checked, so a
@@ -238,7 +231,7 @@ func setPreflightCondition(rm *picchuv1alpha1.ReleaseManager, s *snapshot) {
 		return
 	}
 	reason := map[string]string{
-		preflight.Reachable: ReasonClusterUnreachable, preflight.Capacity: ReasonNoRoom, preflight.Alerts: ReasonClusterAlertsFiring,
+		preflight.Reachable: picchuv1alpha1.ReasonClusterUnreachable, preflight.Capacity: picchuv1alpha1.ReasonNoRoom, preflight.Alerts: picchuv1alpha1.ReasonClusterAlertsFiring,
 	}[first]
 	meta.SetStatusCondition(&rm.Status.Conditions, metav1.Condition{
 		Type: picchuv1alpha1.ConditionPreflight, Status: metav1.ConditionFalse, Reason: reason,

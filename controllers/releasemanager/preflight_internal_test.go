@@ -96,8 +96,8 @@ func TestPreflight_NoRoomHoldsTheCanaryUntilANodeIsAdded(t *testing.T) {
 	}
 	cond := c.preflightCondition()
 	want := "v2 held on cluster east: capacity: 4 pods of v2 (each cpu 1) find no room: the 1 of 1 nodes that can run them have room for 0 (free cpu 0, pods 106)"
-	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonNoRoom || cond.Message != want {
-		t.Fatalf("Preflight condition %+v, want False %s %q", cond, ReasonNoRoom, want)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != picchuv1alpha1.ReasonNoRoom || cond.Message != want {
+		t.Fatalf("Preflight condition %+v, want False %s %q", cond, picchuv1alpha1.ReasonNoRoom, want)
 	}
 	if due := v2.step.Due; !due.Equal(c.s.now.Add(preflight.MinRetry)) {
 		t.Errorf("v2 due %v, want a retry %s later", due, preflight.MinRetry)
@@ -183,7 +183,7 @@ func TestPreflight_AlertsHoldTheFirstStepOfAWave(t *testing.T) {
 		t.Errorf("v2 waits for %q, want preflight", w)
 	}
 	cond := c.preflightCondition()
-	if cond == nil || cond.Reason != ReasonClusterAlertsFiring || cond.Message != "v2 held on cluster east: alerts: firing: KubeNodeNotReady" {
+	if cond == nil || cond.Reason != picchuv1alpha1.ReasonClusterAlertsFiring || cond.Message != "v2 held on cluster east: alerts: firing: KubeNodeNotReady" {
 		t.Fatalf("Preflight condition %+v", cond)
 	}
 	east.alerts = nil
@@ -237,7 +237,7 @@ func TestPreflight_AnUnreachableClusterHoldsTheCanary(t *testing.T) {
 		t.Fatalf("%s", got)
 	}
 	cond := c.preflightCondition()
-	if cond == nil || cond.Reason != ReasonClusterUnreachable || !strings.Contains(cond.Message, "v2 held on cluster west: reachable: circuit breaker open") {
+	if cond == nil || cond.Reason != picchuv1alpha1.ReasonClusterUnreachable || !strings.Contains(cond.Message, "v2 held on cluster west: reachable: circuit breaker open") {
 		t.Fatalf("Preflight condition %+v", cond)
 	}
 }

@@ -95,7 +95,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{"v1": "deployed"}, weights: map[string]int32{"v1": 0},
-				ready: metav1.ConditionTrue, reason: ReasonSynced,
+				ready: metav1.ConditionTrue, reason: picchuv1alpha1.ReasonSynced,
 				events: []string{"Normal StateChanged v1 deploying → deployed"}, next: again,
 			},
 		},
@@ -110,7 +110,7 @@ func TestReport(t *testing.T) {
 			want: want{
 				states:  map[string]string{"v2": "releasing", "v1": "retiring"},
 				weights: map[string]int32{"v2": 25, "v1": 75},
-				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable,
 				events:   []string{"Normal StateChanged v1 releasing → retiring"},
 				next:     again,
 				unsynced: []string{"west"},
@@ -129,7 +129,7 @@ func TestReport(t *testing.T) {
 			want: want{
 				states:  map[string]string{"v2": "failing", "v1": "released"},
 				weights: map[string]int32{"v2": 0, "v1": 100},
-				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable,
 				next:     again,
 				unsynced: []string{"west"},
 			},
@@ -147,7 +147,7 @@ func TestReport(t *testing.T) {
 			want: want{
 				states:  map[string]string{"v2": "failing", "v1": "released"},
 				weights: map[string]int32{"v2": 40, "v1": 60},
-				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable,
 				next:     clusterRetry,
 				unsynced: []string{"east", "west"},
 			},
@@ -162,7 +162,7 @@ func TestReport(t *testing.T) {
 			want: want{
 				states:  map[string]string{"v2": "releasing", "v1": "released"},
 				weights: map[string]int32{"v2": 50, "v1": 50},
-				ready:   metav1.ConditionFalse, reason: ReasonProgressing, next: again,
+				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonProgressing, next: again,
 				stepsDue: []time.Time{reportNow.Add(-2 * time.Second)},
 			},
 		},
@@ -177,7 +177,7 @@ func TestReport(t *testing.T) {
 			want: want{
 				states:  map[string]string{"v2": "releasing", "v1": "released"},
 				weights: map[string]int32{"v2": 25, "v1": 75},
-				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable, next: clusterRetry,
+				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable, next: clusterRetry,
 				unsynced: []string{"west"},
 			},
 		},
@@ -190,7 +190,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{"v1": "released"}, weights: map[string]int32{"v1": 100},
-				ready: metav1.ConditionFalse, reason: ReasonClustersUnavailable, next: clusterRetry, unsynced: []string{"west"},
+				ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable, next: clusterRetry, unsynced: []string{"west"},
 			},
 		},
 		{
@@ -205,7 +205,7 @@ func TestReport(t *testing.T) {
 			want: want{
 				states:  map[string]string{"v3": "deploying", "v2": "failed", "v1": "released"},
 				weights: map[string]int32{"v3": 0, "v2": 0, "v1": 100},
-				ready:   metav1.ConditionFalse, reason: ReasonClustersUnavailable,
+				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable,
 				events: []string{
 					"Normal StateChanged v2 failing → failed",
 					"Warning Rejected v3 rejected by east: ReplicaSet.apps \"shop-v3\" is invalid: spec.template: Invalid value: \"x\": bad port name",
@@ -222,7 +222,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{"v1": "timingout"}, weights: map[string]int32{"v1": 0},
-				ready: metav1.ConditionFalse, reason: ReasonTimedOut, next: reportSyncPeriod,
+				ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonTimedOut, next: reportSyncPeriod,
 			},
 		},
 		{
@@ -232,7 +232,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{"v1": "paused"}, weights: map[string]int32{"v1": 10},
-				ready: metav1.ConditionFalse, reason: ReasonUnknownState, next: reportSyncPeriod,
+				ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonUnknownState, next: reportSyncPeriod,
 			},
 		},
 		{
@@ -244,7 +244,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{"v2": "canarying", "v1": "released"}, weights: map[string]int32{"v2": 10, "v1": 90},
-				ready: metav1.ConditionFalse, reason: ReasonProgressing,
+				ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonProgressing,
 				events: []string{"Warning AlertsFiring v2: shop_errors firing before it proved itself"},
 				next:   reportAlertCheck,
 			},
@@ -258,7 +258,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{"v2": "releasing"}, weights: map[string]int32{"v2": 50},
-				ready: metav1.ConditionFalse, reason: ReasonProgressing, next: 3 * time.Second,
+				ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonProgressing, next: 3 * time.Second,
 			},
 		},
 		{
@@ -271,7 +271,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{"v1": "retired"}, weights: map[string]int32{"v1": 0},
-				ready: metav1.ConditionTrue, reason: ReasonSynced, next: time.Minute,
+				ready: metav1.ConditionTrue, reason: picchuv1alpha1.ReasonSynced, next: time.Minute,
 			},
 		},
 		{
@@ -283,7 +283,7 @@ func TestReport(t *testing.T) {
 			},
 			want: want{
 				states: map[string]string{}, weights: map[string]int32{},
-				ready: metav1.ConditionTrue, reason: ReasonSynced,
+				ready: metav1.ConditionTrue, reason: picchuv1alpha1.ReasonSynced,
 				events: []string{"Normal StateChanged v1 deleting → deleted"}, next: again,
 			},
 		},
@@ -524,8 +524,8 @@ func TestReport_SaysWhichCanaryNoRequestReached(t *testing.T) {
 	s.noEvidence = []string{"v2: no request counted for its tag in shop:availability:total"}
 	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), reportSyncPeriod, reportAlertCheck)
 	c := meta.FindStatusCondition(out.status.Conditions, picchuv1alpha1.ConditionCanaryEvidence)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonNoTraffic || !strings.Contains(c.Message, "v2: no request counted") {
-		t.Errorf("CanaryEvidence %+v, want False (%s) naming v2", c, ReasonNoTraffic)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != picchuv1alpha1.ReasonNoTraffic || !strings.Contains(c.Message, "v2: no request counted") {
+		t.Errorf("CanaryEvidence %+v, want False (%s) naming v2", c, picchuv1alpha1.ReasonNoTraffic)
 	}
 	s.rm.Status = out.status
 	s.noEvidence = nil

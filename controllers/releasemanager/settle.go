@@ -170,7 +170,7 @@ func (s *snapshot) buildSynced(inc *incarnation, buildsFailed map[string]map[str
 		if invalid && fc.live && rejected == "" {
 			rejected = fc.obj.Name + ": " + apiMessage(err)
 		}
-		if invalid && inc.step.Then == release.Failed {
+		if invalid && inc.step.Then.IsRolledBack() {
 			continue
 		}
 		out.all = false

@@ -151,7 +151,7 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 		}
 		if st.CurrentPercent > 0 && rm.Status.Releasing == nil {
 			rm.Status.Releasing = &picchuv1alpha1.ReleasingStatus{Tag: st.Tag, Percent: st.CurrentPercent}
-			if b.state == release.Releasing && len(st.WavePercents) > 0 {
+			if b.state.IsRamping() && len(st.WavePercents) > 0 {
 				rm.Status.Releasing.Percent, rm.Status.Releasing.Wave = rampedPercent(st), s.waveName(int(st.Wave))
 			}
 		}

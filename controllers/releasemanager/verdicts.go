@@ -109,14 +109,15 @@ func (s *snapshot) gateOf(inc *incarnation) (gate, bool) {
 	if inc.target == nil {
 		return gate{}, false
 	}
-	switch release.State(inc.status.State.Current) {
-	case release.Canarying:
+	state := release.State(inc.status.State.Current)
+	switch {
+	case state.RunsCanary():
 		start := inc.status.CanaryStartTimestamp
 		if start == nil || s.now.Before(start.Add(time.Duration(inc.target.Canary.TTL)*time.Second)) {
 			return gate{}, false // the canary runs its time first
 		}
 		return gate{name: "canary", wave: s.waveName(0), since: start.Time, clusters: s.liveIn(0)}, true
-	case release.Releasing:
+	case state.IsRamping():
 		w := int(inc.status.Wave)
 		percents := s.wavePercents(inc)
 		if len(s.waves) < 2 || w < 1 || w >= len(percents) {
@@ -350,7 +351,7 @@ func (s *snapshot) baselineOf(inc *incarnation, g gate) *incarnation {
 			continue
 		}
 		state := release.State(other.status.State.Current)
-		if !older || state == release.Failing || state == release.Failed {
+		if !older || state.IsFailed() {
 			continue
 		}
 		if percents := s.wavePercents(other); w < len(percents) && percents[w] > 0 {

@@ -119,14 +119,14 @@ func (s *snapshot) servingWaves(inc *incarnation) string {
 // build's moves on once it is released in its wave (release.NextWave);
 // every other build has none.
 func (s *snapshot) nextWave(inc *incarnation, percents []int32) release.WaveStep {
-	if inc.step.State != release.Releasing || len(s.waves) < 2 || inc.target == nil {
+	if !inc.step.State.IsRamping() || len(s.waves) < 2 || inc.target == nil {
 		return release.WaveStep{}
 	}
 	wave := int(inc.status.Wave)
 	return release.NextWave(release.WaveInput{
 		Now: s.now, Wave: wave, Waves: len(s.waves), Started: stampOf(inc.status.WaveStarted),
 		Percent: percents[min(max(wave, 0), len(percents)-1)], Max: inc.target.Release.Max, Bakes: s.bakes(),
-		Rereleased: release.State(inc.status.State.Current) != release.Releasing &&
+		Rereleased: !release.State(inc.status.State.Current).IsRamping() &&
 			inc.status.PeakPercent >= release.MaxPercent(inc.target.Release),
 	})
 }

@@ -12,27 +12,6 @@ import (
 	"github.com/medium/picchu/decide/release"
 )
 
-// Reasons of a Revision's Ready, Reconciling and Stalled conditions.
-const (
-	// ReasonReleased: Ready, every target has released the build.
-	ReasonReleased = "Released"
-	// ReasonSettled: Ready, every target holds the build where it stays
-	// (released, retired, or deployed or tested when not eligible for
-	// release), and not every one released it.
-	ReasonSettled = "Settled"
-	// ReasonProgressing: Reconciling, some target moves the build on.
-	ReasonProgressing = "Progressing"
-	// ReasonFailed: Stalled, the build failed (spec.failed, or a target
-	// records it failing or failed).
-	ReasonFailed = "Failed"
-	// ReasonTimedOut: Stalled, a target timed out and the build is about
-	// to be failed.
-	ReasonTimedOut = "TimedOut"
-	// ReasonUnknownState: Stalled, a target records a state this version of
-	// Picchu does not handle.
-	ReasonUnknownState = "UnknownState"
-)
-
 // progress is where a build stands in one target, for its conditions.
 type progress int
 
@@ -65,16 +44,16 @@ var knownStates = func() map[release.State]bool {
 // TTL. Every other state the engine handles is on the way somewhere.
 func targetProgress(state release.State, eligible bool) progress {
 	switch {
-	case state == release.Released || state == release.Retired:
+	case state.IsReleased() || state.IsRetired():
 		return settled
-	case state == release.Deployed || state == release.Tested:
+	case state.WaitsForTTL():
 		if eligible {
 			return moving
 		}
 		return settled
-	case state == release.Failing || state == release.Failed:
+	case state.IsFailed():
 		return failing
-	case state == release.TimingOut:
+	case state.IsTimedOut():
 		return timedOut
 	case state == "" || knownStates[state]:
 		return moving
@@ -91,7 +70,7 @@ func describeTarget(name string, ts *picchuv1alpha1.RevisionTargetStatus) string
 	}
 	out := name + ": " + ts.State
 	state := release.State(ts.State)
-	if state == release.Releasing || (ts.Release.CurrentPercent > 0 && state != release.Released) {
+	if state.IsRamping() || (ts.Release.CurrentPercent > 0 && !state.IsReleased()) {
 		out += fmt.Sprintf(" %d%%", ts.Release.CurrentPercent)
 	}
 	if ts.Paused {
@@ -140,7 +119,7 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 		if ts != nil {
 			state = release.State(ts.State)
 		}
-		allReleased = allReleased && state == release.Released
+		allReleased = allReleased && state.IsReleased()
 		if ts != nil && ts.Held != nil {
 			heldIn = append(heldIn, t.Name+": "+ts.Held.Message)
 			if heldReason == "" {
@@ -166,18 +145,18 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 	var stalledReason, stalledMsg string
 	switch {
 	case rev.Spec.Failed:
-		stalledReason = ReasonFailed
+		stalledReason = picchuv1alpha1.ReasonFailed
 		stalledMsg = rev.Annotations[picchuv1alpha1.AnnotationFailedReason]
 		if stalledMsg == "" {
 			stalledMsg = "marked failed (spec.failed)"
 		}
 	case len(odd) > 0:
-		stalledReason = ReasonUnknownState
+		stalledReason = picchuv1alpha1.ReasonUnknownState
 		stalledMsg = "held: " + strings.Join(odd, ", ") + ", a state this version of Picchu does not handle"
 	case len(timedOutIn) > 0:
-		stalledReason, stalledMsg = ReasonTimedOut, "timed out in "+strings.Join(timedOutIn, ", ")
+		stalledReason, stalledMsg = picchuv1alpha1.ReasonTimedOut, "timed out in "+strings.Join(timedOutIn, ", ")
 	case len(failedIn) > 0:
-		stalledReason, stalledMsg = ReasonFailed, "failed in "+strings.Join(failedIn, ", ")
+		stalledReason, stalledMsg = picchuv1alpha1.ReasonFailed, "failed in "+strings.Join(failedIn, ", ")
 	case len(heldIn) > 0:
 		stalledReason, stalledMsg = heldReason, "held in "+strings.Join(heldIn, "; ")
 	}
@@ -193,13 +172,13 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 		}
 	case progressing || len(rev.Spec.Targets) == 0:
 		return []metav1.Condition{
-			cond(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, targets),
-			cond(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, ReasonProgressing, targets),
+			cond(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonProgressing, targets),
+			cond(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonProgressing, targets),
 		}
 	case allReleased:
-		return []metav1.Condition{cond(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReleased, targets)}
+		return []metav1.Condition{cond(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonReleased, targets)}
 	}
-	return []metav1.Condition{cond(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSettled, targets)}
+	return []metav1.Condition{cond(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSettled, targets)}
 }
 
 // SetConditions sets the Revision's Ready, Reconciling and Stalled

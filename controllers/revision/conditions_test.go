@@ -11,7 +11,6 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/decide/release"
 )
@@ -25,12 +24,12 @@ type outcome struct {
 }
 
 var (
-	progressing = outcome{metav1.ConditionFalse, revision.ReasonProgressing, true, false}
-	released    = outcome{metav1.ConditionTrue, revision.ReasonReleased, false, false}
-	settled     = outcome{metav1.ConditionTrue, revision.ReasonSettled, false, false}
-	failed      = outcome{metav1.ConditionFalse, revision.ReasonFailed, false, true}
-	timedOut    = outcome{metav1.ConditionFalse, revision.ReasonTimedOut, false, true}
-	unknown     = outcome{metav1.ConditionFalse, revision.ReasonUnknownState, false, true}
+	progressing = outcome{metav1.ConditionFalse, picchuv1alpha1.ReasonProgressing, true, false}
+	released    = outcome{metav1.ConditionTrue, picchuv1alpha1.ReasonReleased, false, false}
+	settled     = outcome{metav1.ConditionTrue, picchuv1alpha1.ReasonSettled, false, false}
+	failed      = outcome{metav1.ConditionFalse, picchuv1alpha1.ReasonFailed, false, true}
+	timedOut    = outcome{metav1.ConditionFalse, picchuv1alpha1.ReasonTimedOut, false, true}
+	unknown     = outcome{metav1.ConditionFalse, picchuv1alpha1.ReasonUnknownState, false, true}
 )
 
 // kstatusOf is what kstatus.Compute says of each outcome.
@@ -254,8 +253,8 @@ func TestSetConditions_TransitionsOnly(t *testing.T) {
 	r := rev(1, target("production", true))
 	// What Picchu said while the Revision held a value it could not decode.
 	for _, c := range []metav1.Condition{
-		{Type: picchuv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: controllers.ReasonUndecodable, Message: "bad"},
-		{Type: picchuv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: controllers.ReasonUndecodable, Message: "bad"},
+		{Type: picchuv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonUndecodable, Message: "bad"},
+		{Type: picchuv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonUndecodable, Message: "bad"},
 		{Type: "Other", Status: metav1.ConditionTrue, Reason: "Kept", Message: "not Picchu's"},
 	} {
 		c.LastTransitionTime = metav1.NewTime(t0)
@@ -272,7 +271,7 @@ func TestSetConditions_TransitionsOnly(t *testing.T) {
 		t.Errorf("a condition Picchu does not set is gone: %+v", r.Status.Conditions)
 	}
 	ready := *meta.FindStatusCondition(r.Status.Conditions, picchuv1alpha1.ConditionReady)
-	if !ready.LastTransitionTime.Time.Equal(t0) || ready.Reason != revision.ReasonProgressing {
+	if !ready.LastTransitionTime.Time.Equal(t0) || ready.Reason != picchuv1alpha1.ReasonProgressing {
 		t.Errorf("Ready stayed False, yet %+v", ready)
 	}
 	reconciling := *meta.FindStatusCondition(r.Status.Conditions, picchuv1alpha1.ConditionReconciling)

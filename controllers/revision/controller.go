@@ -303,8 +303,7 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 // Revision retried (spec.failed set back to false) is not failed again on
 // that record; its target clears it as it deploys the build again.
 func settledFailure(s picchuv1alpha1.ReleaseManagerRevisionStatus) bool {
-	st := release.State(s.State.Current)
-	return st == release.Failing || st == release.Failed
+	return release.State(s.State.Current).IsFailed()
 }
 
 // TargetPeaks lists the Revision's targets in its order with the peak each
@@ -334,7 +333,7 @@ func TargetPeaks(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseMana
 func TimedOutTarget(tag string, rms []*picchuv1alpha1.ReleaseManager) (string, bool) {
 	for _, rm := range rms {
 		for _, s := range rm.Status.Revisions {
-			if s.Tag == tag && release.State(s.State.Current) == release.TimingOut {
+			if s.Tag == tag && release.State(s.State.Current).IsTimedOut() {
 				return rm.Spec.Target, true
 			}
 		}

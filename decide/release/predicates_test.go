@@ -22,6 +22,22 @@ func TestStates_AnswerEveryPredicate(t *testing.T) {
 			Canarying, Canaried, PendingRelease, Releasing}},
 		"IsInProgress": {State.IsInProgress, []State{Created, Deploying, PendingTest, Testing,
 			Canarying, Canaried, PendingRelease, Releasing, Retiring, Failing, Deleting}},
+		"ConsultsSchedule": {State.ConsultsSchedule, []State{Deployed, Tested, Canaried, PendingRelease}},
+		"WaitsForTTL":      {State.WaitsForTTL, []State{Deployed, Tested}},
+		"IsFinished":       {State.IsFinished, []State{Retired, Failed, Deleting, Deleted}},
+		"HasStartTime":     {State.HasStartTime, []State{Deploying, Canarying, PendingRelease, Releasing}},
+		"IsRollingOut":     {State.IsRollingOut, []State{Deploying}},
+		"RunsCanary":       {State.RunsCanary, []State{Canarying}},
+		"IsPendingRelease": {State.IsPendingRelease, []State{PendingRelease}},
+		"IsRamping":        {State.IsRamping, []State{Releasing}},
+		"IsReleased":       {State.IsReleased, []State{Released}},
+		"IsRetiring":       {State.IsRetiring, []State{Retiring}},
+		"IsRetired":        {State.IsRetired, []State{Retired}},
+		"IsRollingBack":    {State.IsRollingBack, []State{Failing}},
+		"IsRolledBack":     {State.IsRolledBack, []State{Failed}},
+		"IsFailed":         {State.IsFailed, []State{Failing, Failed}},
+		"IsTimedOut":       {State.IsTimedOut, []State{TimingOut}},
+		"IsDeleted":        {State.IsDeleted, []State{Deleted}},
 	}
 	for _, s := range append(States(), "") {
 		if _, ok := stateTraits[s]; !ok {
@@ -53,6 +69,20 @@ func TestStates_PredicatesAgree(t *testing.T) {
 		}
 		if s.IsDeploying() && s.IsRoutable() {
 			t.Errorf("%q is deploying and routable", s)
+		}
+	}
+}
+
+// TestPromotionTaken checks, over every pair of states, that only the end
+// of a canary and the start of a scheduled release are a promotion taken.
+func TestPromotionTaken(t *testing.T) {
+	want := map[[2]State]bool{{Canarying, Canaried}: true, {PendingRelease, Releasing}: true}
+	all := append(States(), "")
+	for _, from := range all {
+		for _, to := range all {
+			if got := PromotionTaken(from, to); got != want[[2]State{from, to}] {
+				t.Errorf("PromotionTaken(%q, %q) = %v", from, to, got)
+			}
 		}
 	}
 }

@@ -18,6 +18,16 @@ type traits struct {
 	// entering: on its way to taking traffic in a wave where it has none
 	// yet, so pre-flight checks hold it there.
 	entering bool
+	// scheduled: the release schedule is read, as it waits for its
+	// release or may be about to.
+	scheduled bool
+	// ttlBound: a build that is not eligible waits here for its TTL.
+	ttlBound bool
+	// finished: done with, so a pause no longer matters.
+	finished bool
+	// stamped: the status records when it was entered in a start time of
+	// its own.
+	stamped bool
 }
 
 // stateTraits holds a row for every state, and for the empty state of a
@@ -25,22 +35,22 @@ type traits struct {
 var stateTraits = map[State]traits{
 	"":             {deploying: true, entering: true},
 	Created:        {deploying: true, inProgress: true, entering: true},
-	Deploying:      {deploying: true, serving: true, inProgress: true, entering: true},
-	Deployed:       {serving: true, routable: true, entering: true},
+	Deploying:      {deploying: true, serving: true, inProgress: true, entering: true, stamped: true},
+	Deployed:       {serving: true, routable: true, entering: true, scheduled: true, ttlBound: true},
 	PendingTest:    {serving: true, routable: true, inProgress: true, entering: true},
 	Testing:        {serving: true, routable: true, inProgress: true, entering: true},
-	Tested:         {serving: true, routable: true, entering: true},
-	Canarying:      {serving: true, routable: true, judged: true, inProgress: true, entering: true},
-	Canaried:       {serving: true, routable: true, judged: true, inProgress: true, entering: true},
-	PendingRelease: {serving: true, routable: true, judged: true, inProgress: true, entering: true},
-	Releasing:      {serving: true, routable: true, judged: true, inProgress: true, entering: true},
+	Tested:         {serving: true, routable: true, entering: true, scheduled: true, ttlBound: true},
+	Canarying:      {serving: true, routable: true, judged: true, inProgress: true, entering: true, stamped: true},
+	Canaried:       {serving: true, routable: true, judged: true, inProgress: true, entering: true, scheduled: true},
+	PendingRelease: {serving: true, routable: true, judged: true, inProgress: true, entering: true, scheduled: true, stamped: true},
+	Releasing:      {serving: true, routable: true, judged: true, inProgress: true, entering: true, stamped: true},
 	Released:       {serving: true, routable: true, judged: true},
 	Retiring:       {inProgress: true},
-	Retired:        {},
+	Retired:        {finished: true},
 	Failing:        {inProgress: true},
-	Failed:         {},
-	Deleting:       {inProgress: true},
-	Deleted:        {},
+	Failed:         {finished: true},
+	Deleting:       {inProgress: true, finished: true},
+	Deleted:        {finished: true},
 	TimingOut:      {},
 }
 
@@ -66,3 +76,71 @@ func (s State) IsEntering() bool { return stateTraits[s].entering }
 // IsInProgress says a build is moving: the ReleaseManager is Reconciling
 // until it settles.
 func (s State) IsInProgress() bool { return stateTraits[s].inProgress }
+
+// ConsultsSchedule says the release schedule is read for a build in this
+// state: it waits for its release, or may move on to wait for it now.
+func (s State) ConsultsSchedule() bool { return stateTraits[s].scheduled }
+
+// WaitsForTTL says a build that is not eligible for release waits in this
+// state for its TTL, taking no traffic: it has settled there.
+func (s State) WaitsForTTL() bool { return stateTraits[s].ttlBound }
+
+// IsFinished says a build is done with: retired, failed or on its way out,
+// so a pause no longer matters to it.
+func (s State) IsFinished() bool { return stateTraits[s].finished }
+
+// HasStartTime says the status records when a build entered this state
+// in a start time of its own (deployingStartTimestamp and the like).
+func (s State) HasStartTime() bool { return stateTraits[s].stamped }
+
+// IsRollingOut says a build's pods are being rolled out to the fleet,
+// against its deploy deadline.
+func (s State) IsRollingOut() bool { return s == Deploying }
+
+// RunsCanary says a build runs its canary: it takes the canary's share of
+// the traffic while its alerts are judged.
+func (s State) RunsCanary() bool { return s == Canarying }
+
+// IsPendingRelease says a build waits to be released: for its schedule's
+// window to open.
+func (s State) IsPendingRelease() bool { return s == PendingRelease }
+
+// IsRamping says a build is being released: its traffic ramps up.
+func (s State) IsRamping() bool { return s == Releasing }
+
+// IsReleased says a build is released: it reached its release's maximum
+// (in every wave) and stays there.
+func (s State) IsReleased() bool { return s == Released }
+
+// IsRetiring says a build is retiring: its traffic moves to a newer build
+// (or it is past its TTL) and its pods go once it has none.
+func (s State) IsRetiring() bool { return s == Retiring }
+
+// IsRetired says a build is retired: it has no traffic and no pods, and
+// comes back if it is made eligible again.
+func (s State) IsRetired() bool { return s == Retired }
+
+// IsRollingBack says a failed build's traffic goes back to the previous
+// release: the rollback is under way.
+func (s State) IsRollingBack() bool { return s == Failing }
+
+// IsRolledBack says a failed build was rolled back: it has no traffic and
+// no pods.
+func (s State) IsRolledBack() bool { return s == Failed }
+
+// IsFailed says a build failed: it is rolling back or was rolled back.
+func (s State) IsFailed() bool { return s.IsRollingBack() || s.IsRolledBack() }
+
+// IsTimedOut says a build ran out of time deploying or testing: it is
+// stuck until it is failed (the Revision controller fails it).
+func (s State) IsTimedOut() bool { return s == TimingOut }
+
+// IsDeleted says a build's objects were deleted on every cluster.
+func (s State) IsDeleted() bool { return s == Deleted }
+
+// PromotionTaken says a move from one state to another is what a promote
+// request asks for: the canary ends, or a release waiting on its schedule
+// starts.
+func PromotionTaken(from, to State) bool {
+	return (from.RunsCanary() && to == Canaried) || (from.IsPendingRelease() && to.IsRamping())
+}

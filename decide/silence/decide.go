@@ -3,8 +3,6 @@ package silence
 import (
 	"slices"
 	"time"
-
-	"github.com/medium/picchu/decide/release"
 )
 
 // Input is what the silences of an app in a target are decided from.
@@ -132,7 +130,7 @@ func wantedSilences(in Input) (map[Key]wantedSilence, []Key) {
 			continue
 		}
 		remaining := max(b.Remaining, 0)
-		if b.State == release.Retiring {
+		if b.State.IsRetiring() {
 			remaining = ramping
 		}
 		for i, s := range b.Silences {
@@ -152,7 +150,7 @@ func wantedSilences(in Input) (map[Key]wantedSilence, []Key) {
 func releasing(builds []Build) time.Duration {
 	ramping := time.Duration(0)
 	for _, b := range builds {
-		if b.State == release.Releasing {
+		if b.State.IsRamping() {
 			ramping = max(ramping, b.Remaining)
 		}
 	}

@@ -131,7 +131,7 @@ type Build struct {
 // Silenced says a build in state s taking percent of the traffic is being
 // released: it ramps, or it retires with traffic left.
 func Silenced(s release.State, percent int32) bool {
-	return s == release.Releasing || (s == release.Retiring && percent > 0)
+	return s.IsRamping() || (s.IsRetiring() && percent > 0)
 }
 
 // Remaining estimates how long the release of a build still goes on: the

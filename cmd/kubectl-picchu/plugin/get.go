@@ -192,9 +192,5 @@ func next(b build, now time.Time) string {
 
 // finished says a build in state is done with: a pause no longer matters.
 func finished(state string) bool {
-	switch release.State(state) {
-	case release.Retired, release.Failed, release.Deleting, release.Deleted:
-		return true
-	}
-	return false
+	return release.State(state).IsFinished()
 }

@@ -236,10 +236,8 @@ func timeline(builds []build) []step {
 		for _, retry := range rec.Retries {
 			add(&retry.Time, fmt.Sprintf("retried (was %s at peak %s)", retry.State, percent(retry.PeakPercent)))
 		}
-		switch release.State(rec.State.Current) {
-		case release.Deploying, release.Canarying, release.PendingRelease, release.Releasing:
-			// Said by the start times above.
-		default:
+		// A state with a start time of its own is said by the start times above.
+		if !release.State(rec.State.Current).HasStartTime() {
 			what := rec.State.Current
 			if len(rec.TriggeredAlerts) > 0 {
 				what += ": " + strings.Join(rec.TriggeredAlerts, ",") + " fired"

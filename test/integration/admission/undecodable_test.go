@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/integration/inprocess"
@@ -198,7 +197,7 @@ func waitStalled(t *testing.T, c client.Client, obj *unstructured.Unstructured) 
 				Reason: fmt.Sprint(m["reason"]), Message: fmt.Sprint(m["message"])})
 		}
 		stalled := meta.FindStatusCondition(conds, picchuv1alpha1.ConditionStalled)
-		if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != controllers.ReasonUndecodable ||
+		if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != picchuv1alpha1.ReasonUndecodable ||
 			!strings.Contains(stalled.Message, "cannot hold: ") {
 			return fmt.Errorf("conditions %+v", conds)
 		}
@@ -207,11 +206,11 @@ func waitStalled(t *testing.T, c client.Client, obj *unstructured.Unstructured) 
 			return err
 		}
 		for _, e := range events.Items {
-			if e.Regarding.Name == obj.GetName() && e.Reason == controllers.ReasonUndecodable && e.Type == corev1.EventTypeWarning {
+			if e.Regarding.Name == obj.GetName() && e.Reason == picchuv1alpha1.ReasonUndecodable && e.Type == corev1.EventTypeWarning {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s event", controllers.ReasonUndecodable)
+		return fmt.Errorf("no %s event", picchuv1alpha1.ReasonUndecodable)
 	})
 }
 

@@ -85,7 +85,7 @@ func TestClusterSecrets_CopiesToEverySelectedEnabledCluster(t *testing.T) {
 
 	landed(t, enabled(), "copies", ns, db)
 	landed(t, enabled(), "copies", ns, tls)
-	cs := condition(t, "copies", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced,
+	cs := condition(t, "copies", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced,
 		"2 Secrets copied to target-0, target-1")
 	if !slices.Equal(cs.Status.Secrets, []string{"copies-db", "copies-tls"}) {
 		t.Errorf("status.secrets %v", cs.Status.Secrets)
@@ -117,7 +117,7 @@ func TestClusterSecrets_CopiesToEverySelectedEnabledCluster(t *testing.T) {
 	before := targetWrites.count()
 	source(t, "copies-credentials", map[string]string{"copy": "copies", access.LabelCredentials: "true"}, corev1.SecretTypeOpaque,
 		map[string]string{"token": "never-copied"})
-	condition(t, "copies", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced,
+	condition(t, "copies", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced,
 		"never copied, as they hold credentials: copies-credentials (labelled "+access.LabelCredentials+")")
 	if after := targetWrites.count(); after != before {
 		t.Errorf("%d writes to target clusters in a run with nothing to copy", after-before)
@@ -135,7 +135,7 @@ func TestClusterSecrets_ARotatedSecretReachesEveryClusterWithinSeconds(t *testin
 		map[string]string{"password": "rotation-v1"})
 	create(t, "rotation", specOf("rotation", ns))
 	landed(t, enabled(), "rotation", ns, db)
-	condition(t, "rotation", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced)
+	condition(t, "rotation", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced)
 
 	ctx := context.Background()
 	for round := range 3 {
@@ -201,7 +201,7 @@ func TestClusterSecrets_PutsBackACopyChangedOnATarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	landed(t, enabled(), "drift", ns, db)
-	condition(t, "drift", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced)
+	condition(t, "drift", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced)
 }
 
 func TestClusterSecrets_RemovesWhatIsNoLongerSelected(t *testing.T) {
@@ -227,7 +227,7 @@ func TestClusterSecrets_RemovesWhatIsNoLongerSelected(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone(t, enabled(), ns, gen.Name)
-	cs := condition(t, "unselected", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced, "1 Secret copied")
+	cs := condition(t, "unselected", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced, "1 Secret copied")
 	if !slices.Equal(cs.Status.Secrets, []string{db.Name}) {
 		t.Errorf("status.secrets %v", cs.Status.Secrets)
 	}
@@ -236,14 +236,14 @@ func TestClusterSecrets_RemovesWhatIsNoLongerSelected(t *testing.T) {
 	// A field selector, applied in memory: only db.
 	source(t, "unselected-other", map[string]string{"copy": "unselected"}, corev1.SecretTypeOpaque, map[string]string{"c": "3"})
 	update(t, "unselected", func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.FieldSelector = "metadata.name=" + db.Name })
-	condition(t, "unselected", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced, "1 Secret copied")
+	condition(t, "unselected", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced, "1 Secret copied")
 	gone(t, enabled(), ns, "unselected-other")
 	landed(t, enabled(), "unselected", ns, db)
 
 	// A cluster no longer selected loses its copies; the other keeps them.
 	update(t, "unselected", func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Target.FieldSelector = "metadata.name!=target-1" })
 	gone(t, env.Targets[1:2], ns, db.Name)
-	condition(t, "unselected", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced,
+	condition(t, "unselected", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced,
 		"1 Secret copied to target-0")
 	landed(t, env.Targets[:1], "unselected", ns, db)
 
@@ -295,9 +295,9 @@ func TestClusterSecrets_NeverAdoptsOrDeletesWhatItDidNotCreate(t *testing.T) {
 	db := source(t, "foreign-db", map[string]string{"copy": "foreign"}, corev1.SecretTypeOpaque, map[string]string{"a": "1"})
 	cs := create(t, "foreign", specOf("foreign", ns))
 	landed(t, env.Targets[1:2], "foreign", ns, db)
-	condition(t, "foreign", picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, clustersecrets.ReasonNotOwned,
+	condition(t, "foreign", picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, picchuv1alpha1.ReasonNotOwned,
 		"target-0: Secret "+ns+"/foreign-db exists and was not created by this ClusterSecrets")
-	condition(t, "foreign", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonNotOwned)
+	condition(t, "foreign", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonNotOwned)
 
 	remove(t, cs)
 	gone(t, env.Targets[1:2], ns, db.Name)
@@ -330,13 +330,13 @@ func TestClusterSecrets_ASpecItCannotActOnIsStalled(t *testing.T) {
 		reason      string
 	}{
 		{"a label selector that does not parse", "spec.source.labelSelector",
-			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.LabelSelector = "app in (a" }, clustersecrets.ReasonInvalidSpec},
+			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.LabelSelector = "app in (a" }, picchuv1alpha1.ReasonInvalidSpec},
 		{"a field selector without an operator", "spec.target.fieldSelector",
-			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Target.FieldSelector = "metadata.name" }, clustersecrets.ReasonInvalidSpec},
+			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Target.FieldSelector = "metadata.name" }, picchuv1alpha1.ReasonInvalidSpec},
 		{"a field no one selects Secrets by", "spec.source.fieldSelector",
-			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.FieldSelector = "data.password=x" }, clustersecrets.ReasonInvalidSpec},
+			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.FieldSelector = "data.password=x" }, picchuv1alpha1.ReasonInvalidSpec},
 		{"a source in another namespace", "spec.source.namespace: kube-system",
-			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.Namespace = "kube-system" }, clustersecrets.ReasonSourceNotAllowed},
+			func(s *picchuv1alpha1.ClusterSecretsSpec) { s.Source.Namespace = "kube-system" }, picchuv1alpha1.ReasonSourceNotAllowed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,7 +351,7 @@ func TestClusterSecrets_ASpecItCannotActOnIsStalled(t *testing.T) {
 		})
 	}
 	update(t, "stalled", func(s *picchuv1alpha1.ClusterSecretsSpec) { *s = specOf("stalled", ns) })
-	cs := condition(t, "stalled", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced)
+	cs := condition(t, "stalled", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced)
 	for _, c := range cs.Status.Conditions {
 		if c.Type == picchuv1alpha1.ConditionStalled {
 			t.Errorf("Stalled stays: %+v", c)
@@ -375,9 +375,9 @@ func TestClusterSecrets_AnUnreachableClusterIsNamedAndTheOthersGoOn(t *testing.T
 			_ = away.Proxy.Start()
 		}
 	})
-	condition(t, "unreachable", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonClustersUnavailable,
+	condition(t, "unreachable", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonClustersUnavailable,
 		"not synced on target-1: ")
-	cs := condition(t, "unreachable", picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, clustersecrets.ReasonClustersUnavailable)
+	cs := condition(t, "unreachable", picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonClustersUnavailable)
 	if msg := readyOf(t, cs.Name); strings.Contains(msg, "target-0") {
 		t.Errorf("the reachable cluster is named: %s", msg)
 	}
@@ -395,7 +395,7 @@ func TestClusterSecrets_AnUnreachableClusterIsNamedAndTheOthersGoOn(t *testing.T
 	}
 	restarted = true
 	landed(t, enabled(), "unreachable", ns, db)
-	condition(t, "unreachable", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced)
+	condition(t, "unreachable", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced)
 }
 
 // TestClusterSecrets_NoValueLeaksIntoStatusOrEvents has a cluster refuse a
@@ -433,12 +433,12 @@ func TestClusterSecrets_NoValueLeaksIntoStatusOrEvents(t *testing.T) {
 	leaky := source(t, "leaky", map[string]string{"copy": "leak"}, corev1.SecretTypeOpaque, map[string]string{"token": value})
 	create(t, "leak", specOf("leak", ns))
 	landed(t, env.Targets[1:2], "leak", ns, leaky)
-	cs := condition(t, "leak", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonClustersUnavailable,
+	cs := condition(t, "leak", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonClustersUnavailable,
 		"not synced on target-0: creating Secret "+ns+"/leaky: ")
 	// The warning event of the failure is recorded with the status.
 	kit.Eventually(t, timeout, "the warning event", func() error {
 		for _, n := range events(t, "leak") {
-			if strings.HasPrefix(n, clustersecrets.ReasonClustersUnavailable+":") {
+			if strings.HasPrefix(n, picchuv1alpha1.ReasonClustersUnavailable+":") {
 				return nil
 			}
 		}
@@ -483,8 +483,8 @@ func TestClusterSecrets_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testi
 	cs := create(t, "elsewhere", spec)
 	refused := []string{"spec.source.namespace: " + elsewhere + " is not this ClusterSecrets' namespace (" + env.Namespace + ")",
 		"--allow-cross-namespace-sources"}
-	condition(t, "elsewhere", picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, clustersecrets.ReasonSourceNotAllowed, refused...)
-	got := condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonSourceNotAllowed, refused...)
+	condition(t, "elsewhere", picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, picchuv1alpha1.ReasonSourceNotAllowed, refused...)
+	got := condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonSourceNotAllowed, refused...)
 	if len(got.Status.Secrets) > 0 {
 		t.Errorf("status.secrets %v of a refused ClusterSecrets", got.Status.Secrets)
 	}
@@ -500,12 +500,12 @@ func TestClusterSecrets_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testi
 	restarted = true
 	running.Restart(t, func(o *operator.Options) { o.CrossNamespaceSources = []string{elsewhere} })
 	landed(t, enabled(), "elsewhere", ns, db)
-	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, clustersecrets.ReasonSynced,
+	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced,
 		"1 Secret copied to target-0, target-1")
 
 	running.Restart(t)
 	restarted = false
-	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, clustersecrets.ReasonSourceNotAllowed, refused...)
+	condition(t, "elsewhere", picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonSourceNotAllowed, refused...)
 	// The copies made while it was allowed stay, until it is deleted.
 	landed(t, enabled(), "elsewhere", ns, db)
 	remove(t, cs)
@@ -534,7 +534,7 @@ func TestClusterSecrets_ASourceTheOperatorDoesNotReadIsStalled(t *testing.T) {
 			return err
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, picchuv1alpha1.ConditionStalled)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != clustersecrets.ReasonSourceNotWatched ||
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != picchuv1alpha1.ReasonSourceNotWatched ||
 			!strings.Contains(c.Message, "namespace "+unwatched) {
 			return fmt.Errorf("conditions %+v", got.Status.Conditions)
 		}

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/cluster"
 	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
@@ -89,7 +88,7 @@ func TestClusterReconciler_RefusesCredentialsFromTheOperatorsFiles(t *testing.T)
 	}
 	registerCluster(t, "stealer", "stealers", target.Cluster.Spec.Config.DeepCopy(), fmt.Sprintf(`{"tokenFile": %q}`, tokenFile), nil)
 
-	cl := readiness(t, "stealer", metav1.ConditionFalse, cluster.ReasonInvalidCredentials)
+	cl := readiness(t, "stealer", metav1.ConditionFalse, picchuv1alpha1.ReasonInvalidCredentials)
 	ready := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionReady)
 	for _, want := range []string{"secret " + env.Namespace + "/stealer", "auth-info.tokenFile"} {
 		if !strings.Contains(ready.Message, want) {
@@ -114,7 +113,7 @@ func TestClusterReconciler_RefusesCredentialsFromTheOperatorsFiles(t *testing.T)
 			return err
 		}
 		for _, cs := range rm.Status.Clusters {
-			if cs.Name == "stealer" && !cs.Synced && strings.Contains(cs.Message, cluster.ReasonInvalidCredentials) &&
+			if cs.Name == "stealer" && !cs.Synced && strings.Contains(cs.Message, picchuv1alpha1.ReasonInvalidCredentials) &&
 				strings.Contains(cs.Message, "auth-info.tokenFile") {
 				return nil
 			}
@@ -131,7 +130,7 @@ func TestClusterReconciler_RefusesEmptyCredentials(t *testing.T) {
 	registerCluster(t, "anonymous", "anonymous", &picchuv1alpha1.ClusterConfig{
 		Server: env.Delivery.Config.Host, CertificateAuthorityData: env.Delivery.Config.CAData,
 	}, `{}`, nil)
-	cl := readiness(t, "anonymous", metav1.ConditionFalse, cluster.ReasonInvalidCredentials)
+	cl := readiness(t, "anonymous", metav1.ConditionFalse, picchuv1alpha1.ReasonInvalidCredentials)
 	if msg := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionReady).Message; !strings.Contains(msg, "holds no credentials") {
 		t.Errorf("Ready message %q does not say the Secret holds no credentials", msg)
 	}
@@ -165,7 +164,7 @@ func TestClusterReconciler_ShowsPlainHTTP(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	registerCluster(t, "plain", "plain", &picchuv1alpha1.ClusterConfig{Server: srv.URL, AllowPlainHTTP: true}, `{}`, nil)
-	cl := readiness(t, "plain", metav1.ConditionTrue, cluster.ReasonConnected)
+	cl := readiness(t, "plain", metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 	if !cl.Status.PlainHTTP {
 		t.Errorf("status.plainHTTP is false for a cluster reached over plain HTTP")
 	}
@@ -173,7 +172,7 @@ func TestClusterReconciler_ShowsPlainHTTP(t *testing.T) {
 		t.Errorf("Ready message %q does not say plain HTTP", msg)
 	}
 	for _, target := range env.Targets {
-		if cl := readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected); cl.Status.PlainHTTP {
+		if cl := readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected); cl.Status.PlainHTTP {
 			t.Errorf("%s: status.plainHTTP is true for an https:// cluster", target.Name)
 		}
 	}

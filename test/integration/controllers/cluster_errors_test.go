@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -69,8 +68,8 @@ func TestReleaseManager_ClusterErrorsAreConditionsNotBackoff(t *testing.T) {
 		t.Errorf("the standby's status %+v, want unsynced with the API server's reason", standbyStatus)
 	}
 	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionReconciling); c == nil ||
-		c.Status != metav1.ConditionTrue || c.Reason != releasemanager.ReasonClustersUnavailable {
-		t.Errorf("reconciling condition %+v, want True with reason %s", c, releasemanager.ReasonClustersUnavailable)
+		c.Status != metav1.ConditionTrue || c.Reason != picchuv1alpha1.ReasonClustersUnavailable {
+		t.Errorf("reconciling condition %+v, want True with reason %s", c, picchuv1alpha1.ReasonClustersUnavailable)
 	}
 	if n := reconcilesWith(t, "releasemanager", "error") - errorsBefore; n != 0 {
 		t.Errorf("%v runs of the release manager controller failed; a cluster's error must not fail the run", n)

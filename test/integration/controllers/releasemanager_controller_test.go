@@ -21,8 +21,6 @@ import (
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/cluster"
-	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
 )
@@ -320,7 +318,7 @@ func TestReleaseManager_DeletingRevisions(t *testing.T) {
 			return err
 		}
 		c := condition(rm, picchuv1alpha1.ConditionOrphaned)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != releasemanager.ReasonServing {
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != picchuv1alpha1.ReasonServing {
 			return fmt.Errorf("orphaned condition %+v", c)
 		}
 		return nil
@@ -395,7 +393,7 @@ func TestReleaseManager_OrphanedAppWithoutTrafficGoesAfterGrace(t *testing.T) {
 			return err
 		}
 		c := condition(rm, picchuv1alpha1.ConditionOrphaned)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != releasemanager.ReasonRemovalPending {
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != picchuv1alpha1.ReasonRemovalPending {
 			return fmt.Errorf("orphaned condition %+v", c)
 		}
 		since = c.LastTransitionTime.Time
@@ -499,12 +497,12 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 		}
 	}()
 	// A run of failed checks opens its breaker, within seconds.
-	cl := readiness(t, away.Name, metav1.ConditionFalse, cluster.ReasonCircuitOpen)
+	cl := readiness(t, away.Name, metav1.ConditionFalse, picchuv1alpha1.ReasonCircuitOpen)
 	if h := cl.Status.Health; h == nil || h.Breaker != "Open" || h.LastError == "" || h.RetryAt == nil {
 		t.Errorf("status.health %+v, want the breaker open with its last error and next probe", h)
 	}
-	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c == nil || c.Reason != cluster.ReasonCircuitOpen {
-		t.Errorf("Stalled %+v, want True (%s)", c, cluster.ReasonCircuitOpen)
+	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c == nil || c.Reason != picchuv1alpha1.ReasonCircuitOpen {
+		t.Errorf("Stalled %+v, want True (%s)", c, picchuv1alpha1.ReasonCircuitOpen)
 	}
 
 	// Another fleet, whose one cluster is the API server of target-0.
@@ -554,7 +552,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 			return fmt.Errorf("cluster status %+v", rm.Status.Clusters)
 		}
 		c := condition(rm, picchuv1alpha1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != releasemanager.ReasonClustersUnavailable {
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != picchuv1alpha1.ReasonClustersUnavailable {
 			return fmt.Errorf("ready %+v", c)
 		}
 		return nil
@@ -567,7 +565,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	readiness(t, away.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+	readiness(t, away.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 	makeReady(t, away, "cart", "v1")
 	buildState(t, 10*time.Second, "cart", "v1", "released")
 	checkRouting(t, away, "cart", map[string]int32{"v1": 100})
@@ -578,7 +576,7 @@ func TestReleaseManager_UnreachableClusterAndOtherFleets(t *testing.T) {
 func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
-	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 	config(t, "blog", "v1")
 	if err := env.Delivery.Client.Create(ctx, appRevision("blog", "v1", env.Fleet)); err != nil {
 		t.Fatal(err)
@@ -606,7 +604,7 @@ func TestReleaseManager_FollowsAClusterToANewServer(t *testing.T) {
 			t.Errorf("restoring %s: %v", target.Name, err)
 		}
 	}()
-	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 
 	config(t, "blog", "v2")
 	if err := env.Delivery.Client.Create(ctx, appRevision("blog", "v2", env.Fleet)); err != nil {

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	revisionctl "github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -137,16 +136,16 @@ func TestRevisionReconciler_Conditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Before its target records it, a build is on its way.
-	revisionCondition(t, v1.Name, picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, revisionctl.ReasonProgressing, "production: pending")
+	revisionCondition(t, v1.Name, picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonProgressing, "production: pending")
 	ready := kubectlWait(t, v1.Name, picchuv1alpha1.ConditionReady)
 
 	recordRelease(t, "gauge", "production", "v1", "releasing", 40)
-	revisionCondition(t, v1.Name, picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, revisionctl.ReasonProgressing, "production: releasing 40%")
+	revisionCondition(t, v1.Name, picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonProgressing, "production: releasing 40%")
 	recordRelease(t, "gauge", "production", "v1", "released", 100)
 	if err := ready(); err != nil {
 		t.Fatal(err)
 	}
-	revisionCondition(t, v1.Name, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, revisionctl.ReasonReleased, "production: released")
+	revisionCondition(t, v1.Name, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonReleased, "production: released")
 	rev := &picchuv1alpha1.Revision{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(v1), rev); err != nil {
 		t.Fatal(err)
@@ -166,8 +165,8 @@ func TestRevisionReconciler_Conditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The message is the failed-reason annotation.
-	failed := revisionCondition(t, v2.Name, picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, revisionctl.ReasonFailed, "timed out in production")
-	notReady := revisionCondition(t, v2.Name, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, revisionctl.ReasonFailed, "")
+	failed := revisionCondition(t, v2.Name, picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, picchuv1alpha1.ReasonFailed, "timed out in production")
+	notReady := revisionCondition(t, v2.Name, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonFailed, "")
 	if !strings.HasPrefix(notReady.Message, "timed out in production") {
 		t.Errorf("Ready message %q", notReady.Message)
 	}

@@ -16,7 +16,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/cluster"
 	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/releasemetrics"
@@ -101,7 +100,7 @@ func readiness(t *testing.T, name string, status metav1.ConditionStatus, reason 
 
 func TestClusterReconciler_RegistersReadyClusters(t *testing.T) {
 	for _, target := range env.Targets {
-		cl := readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+		cl := readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 		if cl.Status.Kubernetes.Version != "v1.36.3" || !cl.Status.Kubernetes.Ready {
 			t.Errorf("%s: status.kubernetes = %+v, want ready v1.36.3", target.Name, cl.Status.Kubernetes)
 		}
@@ -122,7 +121,7 @@ func TestClusterReconciler_RegistersReadyClusters(t *testing.T) {
 func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[1]
-	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: env.Namespace, Name: target.Name}
 	if err := env.Delivery.Client.Get(ctx, key, secret); err != nil {
@@ -135,7 +134,7 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	cl := readiness(t, target.Name, metav1.ConditionFalse, cluster.ReasonUnreachable)
+	cl := readiness(t, target.Name, metav1.ConditionFalse, picchuv1alpha1.ReasonUnreachable)
 	if cl.Status.Kubernetes.Ready {
 		t.Errorf("status.kubernetes.ready is true with a bad token")
 	}
@@ -147,13 +146,13 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 
 	secret.Data[access.AuthInfoKey] = []byte(`not json`)
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	cl = readiness(t, target.Name, metav1.ConditionFalse, cluster.ReasonInvalidCredentials)
+	cl = readiness(t, target.Name, metav1.ConditionFalse, picchuv1alpha1.ReasonInvalidCredentials)
 	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("undecodable credentials are not Stalled: %+v", c)
 	}
@@ -161,7 +160,7 @@ func TestClusterReconciler_PicksUpNewCredentials(t *testing.T) {
 	if err := env.Delivery.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	cl = readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+	cl = readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 	if c := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionStalled); c != nil {
 		t.Errorf("Stalled remains after recovery: %+v", c)
 	}
@@ -188,7 +187,7 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(cl)
-	cl = readiness(t, "extra", metav1.ConditionTrue, cluster.ReasonConnected)
+	cl = readiness(t, "extra", metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 
 	// Patched, not updated: the Cluster controller writes the status
 	// meanwhile, and an update from an older read would conflict.
@@ -197,18 +196,18 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 	if err := env.Delivery.Client.Patch(ctx, cl, patch); err != nil {
 		t.Fatal(err)
 	}
-	readiness(t, "extra", metav1.ConditionFalse, cluster.ReasonDisabled)
+	readiness(t, "extra", metav1.ConditionFalse, picchuv1alpha1.ReasonDisabled)
 	if _, ok := registry.Get(key); ok {
 		t.Errorf("a disabled cluster is still in the registry")
 	}
 
-	cl = readiness(t, "extra", metav1.ConditionFalse, cluster.ReasonDisabled)
+	cl = readiness(t, "extra", metav1.ConditionFalse, picchuv1alpha1.ReasonDisabled)
 	patch = client.MergeFrom(cl.DeepCopy())
 	cl.Spec.Enabled = true
 	if err := env.Delivery.Client.Patch(ctx, cl, patch); err != nil {
 		t.Fatal(err)
 	}
-	readiness(t, "extra", metav1.ConditionTrue, cluster.ReasonConnected)
+	readiness(t, "extra", metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 
 	if err := env.Delivery.Client.Delete(ctx, cl); err != nil {
 		t.Fatal(err)
@@ -229,7 +228,7 @@ func TestClusterReconciler_DisableAndDelete(t *testing.T) {
 func TestRegistry_ReportsReplicaSetChanges(t *testing.T) {
 	ctx := context.Background()
 	target := env.Targets[0]
-	readiness(t, target.Name, metav1.ConditionTrue, cluster.ReasonConnected)
+	readiness(t, target.Name, metav1.ConditionTrue, picchuv1alpha1.ReasonConnected)
 	ns := "demo-production"
 	if err := target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)

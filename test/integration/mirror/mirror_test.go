@@ -397,7 +397,7 @@ func TestMirror_UnreachableMirrorLeavesTheReleaseAlone(t *testing.T) {
 		return nil
 	})
 	ready := mirrorReady(t, 30*time.Second, down.Name, metav1.ConditionFalse)
-	if ready.Reason != mirror.ReasonUnreachable || !strings.Contains(ready.Message, downCluster) {
+	if ready.Reason != picchuv1alpha1.ReasonUnreachable || !strings.Contains(ready.Message, downCluster) {
 		t.Errorf("Ready %+v, want Unreachable naming cluster %s", ready, downCluster)
 	}
 
@@ -492,7 +492,7 @@ func TestMirror_LeavesAnObjectItDidNotWrite(t *testing.T) {
 			Labels: map[string]string{"config": "clash"}}, Data: map[string]string{"OWNER": "home"}},
 		build{app: "clash", tag: "v1", commit: 1, config: "clash"}.revision())
 	ready := mirrorReady(t, 60*time.Second, drMirror, metav1.ConditionFalse, "revision clash-v1", "clash-env")
-	if ready.Reason != mirror.ReasonNotOwned {
+	if ready.Reason != picchuv1alpha1.ReasonNotOwned {
 		t.Errorf("Ready %+v, want NotOwned", ready)
 	}
 	got := &corev1.ConfigMap{}

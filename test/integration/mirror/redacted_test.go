@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/mirror"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -82,10 +81,10 @@ func TestMirror_ARefusedSecretCopyIsNotQuoted(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, mirror.ReasonMirrored)
+		mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonMirrored)
 	})
 
-	m := mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, mirror.ReasonRejected,
+	m := mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonRejected,
 		"revision leaky-v1: applying Secret "+env.Namespace+"/leaky-keys on cluster", "Invalid (HTTP 422")
 	status, err := json.Marshal(m.Status)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/mirror"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/kit"
 )
@@ -42,7 +41,7 @@ func TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, mirror.ReasonMirrored)
+		mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonMirrored)
 	})
 	m := &picchuv1alpha1.Mirror{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: drMirror}}
 	if err := kit.Update(ctx, env.Delivery.Client, m, func(m *picchuv1alpha1.Mirror) {
@@ -55,8 +54,8 @@ func TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := []string{"spec.additionalConfigSelectors[1].namespace: " + elsewhere, "--allow-cross-namespace-sources"}
-	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, mirror.ReasonSourceNotAllowed, refused...)
-	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, mirror.ReasonSourceNotAllowed, refused...)
+	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, picchuv1alpha1.ReasonSourceNotAllowed, refused...)
+	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonSourceNotAllowed, refused...)
 
 	rev := build{app: "far", tag: "v1", commit: 1}.revision()
 	create(t, rev)
@@ -76,11 +75,11 @@ func TestMirror_ASourceInAnotherNamespaceIsRefusedUnlessAllowed(t *testing.T) {
 	if string(copiedExtra.Data["KEY"]) != "from elsewhere" {
 		t.Errorf("the copy of %s/%s holds %q", extra.Namespace, extra.Name, copiedExtra.Data)
 	}
-	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, mirror.ReasonMirrored)
+	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonMirrored)
 
 	running.Restart(t)
 	restarted = false
-	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, mirror.ReasonSourceNotAllowed, refused...)
+	mirrorCondition(t, drMirror, picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonSourceNotAllowed, refused...)
 	if sent := quietRun(t); len(sent) > 0 {
 		t.Errorf("a refused Mirror sent the mirror %q", sent)
 	}

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -103,8 +102,8 @@ func TestPreflight_ClusterAlertsHoldANewBuildUntilQuiet(t *testing.T) {
 		return nil
 	})
 	want := fmt.Sprintf("v2 held on cluster %s: alerts: firing: NodesNotReady", first.Name)
-	if cond.Status != metav1.ConditionFalse || cond.Reason != releasemanager.ReasonClusterAlertsFiring || cond.Message != want {
-		t.Errorf("Preflight condition %+v, want False %s %q", cond, releasemanager.ReasonClusterAlertsFiring, want)
+	if cond.Status != metav1.ConditionFalse || cond.Reason != picchuv1alpha1.ReasonClusterAlertsFiring || cond.Message != want {
+		t.Errorf("Preflight condition %+v, want False %s %q", cond, picchuv1alpha1.ReasonClusterAlertsFiring, want)
 	}
 	// Longer than its canary would take: v2 has not started it.
 	state(t, 30*time.Second, app, "v2", "deployed")
