@@ -97,43 +97,12 @@ func SetConditions(conds *[]metav1.Condition, generation int64, o Outcome) {
 		}
 	}
 
-	stalled := ""
-	switch {
-	case o.Deleting:
-	case len(o.Problems) > 0:
-		parts := make([]string, len(o.Problems))
-		for i, p := range o.Problems {
-			parts[i] = p.String()
-		}
-		stalled = picchuv1alpha1.ReasonInvalidSpec
-		msg := strings.Join(parts, "; ") + "; nothing is copied or removed until the spec is fixed"
-		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
-	case o.NotAllowed != "":
-		stalled = picchuv1alpha1.ReasonSourceNotAllowed
-		msg := fmt.Sprintf("spec.source.namespace: %s is not this ClusterSecrets' namespace (%s), and the operator "+
-			"does not allow copying Secrets from it (--allow-cross-namespace-sources); nothing is copied or removed "+
-			"until the source is this namespace or the operator allows %s (the copies made before stay as they are)",
-			o.NotAllowed, o.Home, o.NotAllowed)
-		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
-	case o.NotWatched != "":
-		stalled = picchuv1alpha1.ReasonSourceNotWatched
-		msg := fmt.Sprintf("the operator does not read the Secrets of namespace %s (add it to --namespaces, "+
-			"with a Role to read its Secrets); nothing is copied or removed until it does", o.NotWatched)
-		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
-	case len(conflicts) > 0:
-		stalled = picchuv1alpha1.ReasonNotOwned
-		msg := strings.Join(conflicts, "; ")
-		if len(unavailable) > 0 {
-			msg += "; and not synced on " + strings.Join(unavailable, "; ")
-		}
-		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
-		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
-	}
+	stalled, msg := stall(o, conflicts, unavailable)
 	if stalled == "" {
 		meta.RemoveStatusCondition(conds, picchuv1alpha1.ConditionStalled)
+	} else {
+		set(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalled, msg)
+		set(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalled, msg)
 	}
 
 	switch {
@@ -157,6 +126,37 @@ func SetConditions(conds *[]metav1.Condition, generation int64, o Outcome) {
 		meta.RemoveStatusCondition(conds, picchuv1alpha1.ConditionReconciling)
 		set(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced, synced(o))
 	}
+}
+
+// stall is why a run's outcome o leaves the ClusterSecrets stalled, and
+// what to tell of it, or "" when it is not (or is being deleted): a spec
+// Picchu cannot act on, or copies another object's name holds
+// (conflicts, told with the clusters not synced).
+func stall(o Outcome, conflicts, unavailable []string) (reason, msg string) {
+	switch {
+	case o.Deleting:
+	case len(o.Problems) > 0:
+		parts := make([]string, len(o.Problems))
+		for i, p := range o.Problems {
+			parts[i] = p.String()
+		}
+		return picchuv1alpha1.ReasonInvalidSpec, strings.Join(parts, "; ") + "; nothing is copied or removed until the spec is fixed"
+	case o.NotAllowed != "":
+		return picchuv1alpha1.ReasonSourceNotAllowed, fmt.Sprintf("spec.source.namespace: %s is not this ClusterSecrets' namespace (%s), and the operator "+
+			"does not allow copying Secrets from it (--allow-cross-namespace-sources); nothing is copied or removed "+
+			"until the source is this namespace or the operator allows %s (the copies made before stay as they are)",
+			o.NotAllowed, o.Home, o.NotAllowed)
+	case o.NotWatched != "":
+		return picchuv1alpha1.ReasonSourceNotWatched, fmt.Sprintf("the operator does not read the Secrets of namespace %s (add it to --namespaces, "+
+			"with a Role to read its Secrets); nothing is copied or removed until it does", o.NotWatched)
+	case len(conflicts) > 0:
+		msg := strings.Join(conflicts, "; ")
+		if len(unavailable) > 0 {
+			msg += "; and not synced on " + strings.Join(unavailable, "; ")
+		}
+		return picchuv1alpha1.ReasonNotOwned, msg
+	}
+	return "", ""
 }
 
 // synced is the Ready message of a run that left every cluster in line.

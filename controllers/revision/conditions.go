@@ -101,66 +101,12 @@ func describeTarget(name string, ts *picchuv1alpha1.RevisionTargetStatus) string
 //   - Otherwise Ready True: Released when every target released the build,
 //     Settled when each holds it where it stays (see targetProgress).
 func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
-	byName := make(map[string]*picchuv1alpha1.RevisionTargetStatus, len(rev.Status.Targets))
-	for i := range rev.Status.Targets {
-		byName[rev.Status.Targets[i].Name] = &rev.Status.Targets[i]
-	}
-	var (
-		parts                     []string
-		progressing, allReleased  = false, len(rev.Spec.Targets) > 0
-		failedIn, timedOutIn, odd []string
-		heldIn                    []string
-		heldReason                string
-	)
-	for _, t := range rev.Spec.Targets {
-		ts := byName[t.Name]
-		parts = append(parts, describeTarget(t.Name, ts))
-		var state release.State
-		if ts != nil {
-			state = release.State(ts.State)
-		}
-		allReleased = allReleased && state.IsReleased()
-		if ts != nil && ts.Held != nil {
-			heldIn = append(heldIn, t.Name+": "+ts.Held.Message)
-			if heldReason == "" {
-				heldReason = ts.Held.Reason
-			}
-		}
-		switch targetProgress(state, t.Release.Eligible) {
-		case moving:
-			progressing = true
-		case failing:
-			failedIn = append(failedIn, t.Name)
-		case timedOut:
-			timedOutIn = append(timedOutIn, t.Name)
-		case unknown:
-			odd = append(odd, fmt.Sprintf("%s is in %q", t.Name, state))
-		}
-	}
-	targets := strings.Join(parts, "; ")
-	if len(parts) == 0 {
+	sv := surveyTargets(rev)
+	targets := strings.Join(sv.parts, "; ")
+	if len(sv.parts) == 0 {
 		targets = "no targets"
 	}
-
-	var stalledReason, stalledMsg string
-	switch {
-	case rev.Spec.Failed:
-		stalledReason = picchuv1alpha1.ReasonFailed
-		stalledMsg = rev.Annotations[picchuv1alpha1.AnnotationFailedReason]
-		if stalledMsg == "" {
-			stalledMsg = "marked failed (spec.failed)"
-		}
-	case len(odd) > 0:
-		stalledReason = picchuv1alpha1.ReasonUnknownState
-		stalledMsg = "held: " + strings.Join(odd, ", ") + ", a state this version of Picchu does not handle"
-	case len(timedOutIn) > 0:
-		stalledReason, stalledMsg = picchuv1alpha1.ReasonTimedOut, "timed out in "+strings.Join(timedOutIn, ", ")
-	case len(failedIn) > 0:
-		stalledReason, stalledMsg = picchuv1alpha1.ReasonFailed, "failed in "+strings.Join(failedIn, ", ")
-	case len(heldIn) > 0:
-		stalledReason, stalledMsg = heldReason, "held in "+strings.Join(heldIn, "; ")
-	}
-
+	stalledReason, stalledMsg := sv.stall(rev)
 	cond := func(t string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: rev.Generation}
 	}
@@ -170,15 +116,83 @@ func Conditions(rev *picchuv1alpha1.Revision) []metav1.Condition {
 			cond(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, stalledReason, stalledMsg+" ("+targets+")"),
 			cond(picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, stalledReason, stalledMsg),
 		}
-	case progressing || len(rev.Spec.Targets) == 0:
+	case sv.progressing || len(rev.Spec.Targets) == 0:
 		return []metav1.Condition{
 			cond(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, picchuv1alpha1.ReasonProgressing, targets),
 			cond(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, picchuv1alpha1.ReasonProgressing, targets),
 		}
-	case allReleased:
+	case sv.allReleased:
 		return []metav1.Condition{cond(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonReleased, targets)}
 	}
 	return []metav1.Condition{cond(picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSettled, targets)}
+}
+
+// targetSurvey is what a Revision's targets say of it: each target told
+// in a few words, and where it moves, failed, timed out, is held or is in
+// a state this version does not know.
+type targetSurvey struct {
+	parts                     []string
+	progressing, allReleased  bool
+	failedIn, timedOutIn, odd []string
+	heldIn                    []string
+	heldReason                string
+}
+
+// surveyTargets reads rev's targets' recorded states.
+func surveyTargets(rev *picchuv1alpha1.Revision) targetSurvey {
+	byName := make(map[string]*picchuv1alpha1.RevisionTargetStatus, len(rev.Status.Targets))
+	for i := range rev.Status.Targets {
+		byName[rev.Status.Targets[i].Name] = &rev.Status.Targets[i]
+	}
+	sv := targetSurvey{allReleased: len(rev.Spec.Targets) > 0}
+	for _, t := range rev.Spec.Targets {
+		ts := byName[t.Name]
+		sv.parts = append(sv.parts, describeTarget(t.Name, ts))
+		var state release.State
+		if ts != nil {
+			state = release.State(ts.State)
+		}
+		sv.allReleased = sv.allReleased && state.IsReleased()
+		if ts != nil && ts.Held != nil {
+			sv.heldIn = append(sv.heldIn, t.Name+": "+ts.Held.Message)
+			if sv.heldReason == "" {
+				sv.heldReason = ts.Held.Reason
+			}
+		}
+		switch targetProgress(state, t.Release.Eligible) {
+		case moving:
+			sv.progressing = true
+		case failing:
+			sv.failedIn = append(sv.failedIn, t.Name)
+		case timedOut:
+			sv.timedOutIn = append(sv.timedOutIn, t.Name)
+		case unknown:
+			sv.odd = append(sv.odd, fmt.Sprintf("%s is in %q", t.Name, state))
+		}
+	}
+	return sv
+}
+
+// stall is why rev is stalled and what to tell of it, or "" when it is
+// not: failed, in a state unknown here, timed out, or held.
+func (sv targetSurvey) stall(rev *picchuv1alpha1.Revision) (reason, msg string) {
+	switch {
+	case rev.Spec.Failed:
+		msg = rev.Annotations[picchuv1alpha1.AnnotationFailedReason]
+		if msg == "" {
+			msg = "marked failed (spec.failed)"
+		}
+		return picchuv1alpha1.ReasonFailed, msg
+	case len(sv.odd) > 0:
+		return picchuv1alpha1.ReasonUnknownState, "held: " + strings.Join(sv.odd, ", ") + ", a state this version of Picchu does not handle"
+	case len(sv.timedOutIn) > 0:
+		return picchuv1alpha1.ReasonTimedOut, "timed out in " + strings.Join(sv.timedOutIn, ", ")
+	case len(sv.failedIn) > 0:
+		return picchuv1alpha1.ReasonFailed, "failed in " + strings.Join(sv.failedIn, ", ")
+	case len(sv.heldIn) > 0:
+		return sv.heldReason, "held in " + strings.Join(sv.heldIn, "; ")
+	}
+	return "", ""
 }
 
 // SetConditions sets the Revision's Ready, Reconciling and Stalled
