@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -159,20 +158,15 @@ func (r *Reconciler) ofSecret(ctx context.Context, obj client.Object) []reconcil
 // enabled cluster of its namespace, and records how it went.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cs := &picchuv1alpha1.ClusterSecrets{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cs); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.failures.Delete(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("reading clustersecrets %s: %w", req.NamespacedName, err)
+	forget := func(key types.NamespacedName) { r.failures.Delete(key) }
+	run, err := controllers.Prologue{What: "clustersecrets", ShardKey: shardKey, Gone: forget}.Begin(ctx, r.Client, r.Shards, req, cs)
+	if run == nil {
+		return ctrl.Result{}, err
 	}
+	defer run.Done()
 	// The run stops, its writes unsent, once this replica no longer
-	// holds the app's shard.
-	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(cs))
-	if !ok {
-		return ctrl.Result{}, nil // another replica acts on it
-	}
-	defer done()
+	// holds the object's shard.
+	ctx = run.Ctx
 	if cs.Labels[picchuv1alpha1.LabelIgnore] != "" {
 		return ctrl.Result{}, nil
 	}

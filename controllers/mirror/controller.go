@@ -157,20 +157,14 @@ func (r *Reconciler) kindRecheck() time.Duration {
 // and the run is tried again with backoff.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	m := &picchuv1alpha1.Mirror{}
-	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forgetMirror(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("reading mirror %s: %w", req.NamespacedName, err)
+	run, err := controllers.Prologue{What: "mirror", ShardKey: shardKey, Gone: r.forgetMirror}.Begin(ctx, r.Client, r.Shards, req, m)
+	if run == nil {
+		return ctrl.Result{}, err
 	}
+	defer run.Done()
 	// The run stops, its writes unsent, once this replica no longer
-	// holds the app's shard.
-	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(m))
-	if !ok {
-		return ctrl.Result{}, nil // another replica works on it
-	}
-	defer done()
+	// holds the mirror's shard.
+	ctx = run.Ctx
 	if !m.DeletionTimestamp.IsZero() {
 		r.forgetMirror(req.NamespacedName)
 		return ctrl.Result{}, nil

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -373,20 +372,15 @@ func (r *Reconciler) listReleaseManagers(ctx context.Context, namespace string, 
 // Reconcile runs one release step for one app in one target.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rm := &picchuv1alpha1.ReleaseManager{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rm); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.superseded.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("reading release manager %s: %w", req.NamespacedName, err)
+	prologue := controllers.Prologue{What: "release manager", ShardKey: shardKey, Gone: r.superseded.forget}
+	run, err := prologue.Begin(ctx, r.Client, r.Shards, req, rm)
+	if run == nil {
+		return ctrl.Result{}, err
 	}
+	defer run.Done()
 	// The run stops, its writes unsent, once this replica no longer
 	// holds the app's shard.
-	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(rm))
-	if !ok {
-		return ctrl.Result{}, nil // another replica drives this app
-	}
-	defer done()
+	ctx = run.Ctx
 	// Until the cache has this process's last write, decide from what the
 	// write returned.
 	rm = r.superseded.current(req.NamespacedName, rm)

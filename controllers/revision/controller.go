@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,19 +112,15 @@ func (r *Reconciler) revisionsOfApp(ctx context.Context, obj client.Object) []re
 // timed out or its alerts fired, and status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &picchuv1alpha1.Revision{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.mirrored.Delete(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	forget := func(key types.NamespacedName) { r.mirrored.Delete(key) }
+	run, err := controllers.Prologue{What: "revision", ShardKey: shardKey, Gone: forget}.Begin(ctx, r.Client, r.Shards, req, rev)
+	if run == nil {
+		return ctrl.Result{}, err
 	}
+	defer run.Done()
 	// The run stops, its writes unsent, once this replica no longer
 	// holds the app's shard.
-	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(rev))
-	if !ok {
-		return ctrl.Result{}, nil // another replica drives this app
-	}
-	defer done()
+	ctx = run.Ctx
 	if !rev.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}

@@ -29,7 +29,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -184,19 +183,16 @@ func releaseManagersOfRevision(_ context.Context, obj client.Object) []reconcile
 // logged and counted, and the run is tried again with backoff.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rm := &picchuv1alpha1.ReleaseManager{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rm); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("reading release manager %s: %w", req.NamespacedName, err)
-		}
-		return r.gone(ctx, req.NamespacedName), nil
+	var goneResult ctrl.Result
+	gone := func(key types.NamespacedName) { goneResult = r.gone(ctx, key) }
+	run, err := controllers.Prologue{What: "release manager", ShardKey: shardKey, Gone: gone}.Begin(ctx, r.Client, r.Shards, req, rm)
+	if run == nil {
+		return goneResult, err
 	}
+	defer run.Done()
 	// The run stops, its writes unsent, once this replica no longer
 	// holds the app's shard.
-	ctx, done, ok := r.Shards.Set().Begin(ctx, shardKey(rm))
-	if !ok {
-		return ctrl.Result{}, nil // another replica drives this app
-	}
-	defer done()
+	ctx = run.Ctx
 	in, configured, err := r.input(ctx, rm)
 	if err != nil {
 		return ctrl.Result{}, err
