@@ -11,7 +11,8 @@ const (
 	LabelTarget = "picchu.medium.engineering/target"
 	// LabelFleet names the fleet of a Cluster or ReleaseManager.
 	LabelFleet = "picchu.medium.engineering/fleet"
-	// LabelIgnore on a live object makes Picchu leave it alone.
+	// LabelIgnore on a live object makes Picchu leave it alone, whatever
+	// its value (an empty one too, as the original did): see Ignored.
 	LabelIgnore = "picchu.medium.engineering/ignore"
 	// LabelInstance, on an object Picchu writes on a target cluster, names
 	// the Picchu that wrote it (--instance-id: by default the UID of its
@@ -82,3 +83,10 @@ const (
 // the Revisions of an app by what they are rather than by a label a person
 // or a tool may have left off.
 const RevisionAppField = "spec.app.name"
+
+// Ignored says whether an object carries LabelIgnore, with any value (an
+// empty one too): Picchu leaves such an object alone.
+func Ignored(labels map[string]string) bool {
+	_, ok := labels[LabelIgnore]
+	return ok
+}

@@ -167,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// The run stops, its writes unsent, once this replica no longer
 	// holds the object's shard.
 	ctx = run.Ctx
-	if cs.Labels[picchuv1alpha1.LabelIgnore] != "" {
+	if picchuv1alpha1.Ignored(cs.Labels) {
 		return ctrl.Result{}, nil
 	}
 	if !cs.DeletionTimestamp.IsZero() {

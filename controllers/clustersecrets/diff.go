@@ -108,7 +108,7 @@ func sameData(a, b map[string][]byte) bool {
 
 func isImmutable(s *corev1.Secret) bool { return s.Immutable != nil && *s.Immutable }
 
-func ignored(s *corev1.Secret) bool { return s.Labels[picchuv1alpha1.LabelIgnore] != "" }
+func ignored(s *corev1.Secret) bool { return picchuv1alpha1.Ignored(s.Labels) }
 
 func keyOf(s *corev1.Secret) types.NamespacedName {
 	return types.NamespacedName{Namespace: s.Namespace, Name: s.Name}

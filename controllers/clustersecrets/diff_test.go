@@ -94,6 +94,10 @@ func TestDiff(t *testing.T) {
 			liveCopy(db, func(l *corev1.Secret) { l.Labels[picchuv1alpha1.LabelIgnore] = "true" }),
 			liveCopy(tls, func(l *corev1.Secret) { l.Labels[picchuv1alpha1.LabelIgnore] = "true" }),
 		}},
+		{name: "the ignore label with an empty value is honoured", wanted: []*corev1.Secret{wantedCopy("db", "s3cr3t-v2")}, live: []corev1.Secret{
+			liveCopy(db, func(l *corev1.Secret) { l.Labels[picchuv1alpha1.LabelIgnore] = "" }),
+			liveCopy(tls, func(l *corev1.Secret) { l.Labels[picchuv1alpha1.LabelIgnore] = "" }),
+		}},
 		{name: "a copy being deleted is waited for", wanted: []*corev1.Secret{wantedCopy("db", "s3cr3t-v2")}, live: []corev1.Secret{
 			liveCopy(db, func(l *corev1.Secret) { l.DeletionTimestamp = ptr.To(metav1.Now()) }),
 			liveCopy(tls, func(l *corev1.Secret) { l.DeletionTimestamp = ptr.To(metav1.Now()) }),

@@ -212,7 +212,7 @@ func (r *Reconciler) put(ctx context.Context, t *target, mirror Origin, desired 
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return failed(gvk, "reading", what, err)
-	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
+	case picchuv1alpha1.Ignored(live.GetLabels()):
 		r.memo.put(key, written{mirror: mirror, hash: hash, at: now})
 		return nil
 	case !Ours(live, mirror):
@@ -249,7 +249,7 @@ func (r *Reconciler) remove(ctx context.Context, t *target, mirror Origin, key c
 	case !Ours(live, mirror):
 		r.memo.drop(key)
 		return false, nil
-	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
+	case picchuv1alpha1.Ignored(live.GetLabels()):
 		return false, nil
 	}
 	uid := live.GetUID()

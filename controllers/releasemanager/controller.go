@@ -384,7 +384,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Until the cache has this process's last write, decide from what the
 	// write returned.
 	rm = r.superseded.current(req.NamespacedName, rm)
-	if rm.Labels[picchuv1alpha1.LabelIgnore] != "" {
+	if picchuv1alpha1.Ignored(rm.Labels) {
 		return ctrl.Result{}, nil
 	}
 	// A ReleaseManager being deleted is finalized even when some stored

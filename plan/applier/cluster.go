@@ -228,7 +228,7 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 	case err != nil:
 		return err
 	case live == nil:
-	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
+	case picchuv1alpha1.Ignored(live.GetLabels()):
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
 		return nil
 	case !c.Owner.Owns(desired.GetLabels(), live.GetLabels()):
@@ -324,7 +324,7 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 // conditional on live's UID, so that only the object judged is deleted.
 func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]string, live *unstructured.Unstructured) error {
 	switch {
-	case live.GetLabels()[picchuv1alpha1.LabelIgnore] != "":
+	case picchuv1alpha1.Ignored(live.GetLabels()):
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
 		return nil
 	case !c.Owner.Owns(want, live.GetLabels()):

@@ -228,33 +228,38 @@ func TestCluster_ApplyDropsFieldsNoLongerWanted(t *testing.T) {
 }
 
 // TestCluster_LeavesIgnoredObjectsAlone checks the ignore label on a live
-// object stops both apply and delete.
+// object stops both apply and delete, whatever its value: the original
+// honoured the key alone, an empty value too.
 func TestCluster_LeavesIgnoredObjectsAlone(t *testing.T) {
-	ctx := context.Background()
-	cs, w := clusters(t)
-	c := cs[0]
-	ns := namespace(t, cs[:1])
-	cm := configMap(ns, map[string]string{"a": "hand-edited"})
-	cm.Labels[picchuv1alpha1.LabelIgnore] = "true"
-	if err := c.Client.Create(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	before := w.total()
-	if err := c.Apply(ctx, configMap(ns, map[string]string{"a": "1"})); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.DeleteAllOf(ctx, ns, map[string]string{picchuv1alpha1.LabelApp: "demo"}, corev1.SchemeGroupVersion.WithKind("ConfigMap")); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(ctx, configMap(ns, nil)); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.total() - before; got != 0 {
-		t.Errorf("%d writes to an ignored object, want 0", got)
-	}
-	got := &corev1.ConfigMap{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "config"}, got); err != nil || got.Data["a"] != "hand-edited" {
-		t.Errorf("ignored configmap = %v, %v; want it untouched", got.Data, err)
+	for _, value := range []string{"true", ""} {
+		t.Run(fmt.Sprintf("value %q", value), func(t *testing.T) {
+			ctx := context.Background()
+			cs, w := clusters(t)
+			c := cs[0]
+			ns := namespace(t, cs[:1])
+			cm := configMap(ns, map[string]string{"a": "hand-edited"})
+			cm.Labels[picchuv1alpha1.LabelIgnore] = value
+			if err := c.Client.Create(ctx, cm); err != nil {
+				t.Fatal(err)
+			}
+			before := w.total()
+			if err := c.Apply(ctx, configMap(ns, map[string]string{"a": "1"})); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.DeleteAllOf(ctx, ns, map[string]string{picchuv1alpha1.LabelApp: "demo"}, corev1.SchemeGroupVersion.WithKind("ConfigMap")); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Delete(ctx, configMap(ns, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.total() - before; got != 0 {
+				t.Errorf("%d writes to an ignored object, want 0", got)
+			}
+			got := &corev1.ConfigMap{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "config"}, got); err != nil || got.Data["a"] != "hand-edited" {
+				t.Errorf("ignored configmap = %v, %v; want it untouched", got.Data, err)
+			}
+		})
 	}
 }
 
