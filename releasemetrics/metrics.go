@@ -20,11 +20,14 @@ import (
 
 // Label names.
 const (
-	labelApp     = "app"
-	labelTarget  = "target"
-	labelTag     = "tag"
-	labelState   = "state"
-	labelCluster = "cluster"
+	labelApp    = "app"
+	labelTarget = "target"
+	labelTag    = "tag"
+	labelState  = "state"
+	// labelRevision is the tag of the build an oldest age is of: the
+	// original's name for it.
+	labelRevision = "revision"
+	labelCluster  = "cluster"
 )
 
 var (
@@ -109,8 +112,8 @@ var (
 	}, []string{labelApp, labelTarget, labelState})
 	oldestAge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "picchu_revision_oldest_age_seconds",
-		Help: "Age in seconds of the oldest of an app's builds in a target that is in a state.",
-	}, []string{labelApp, labelTarget, labelState})
+		Help: "Age in seconds of the oldest of an app's builds in a target that is in a state, and its tag (revision), as the original labelled it.",
+	}, []string{labelApp, labelTarget, labelState, labelRevision})
 
 	revisionFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "picchu_revision_failed",
@@ -331,7 +334,7 @@ var (
 	weightTags  = map[key]map[string]struct{}{}
 	clusterTags = map[key]map[[2]string]struct{}{}
 	countStates = map[key]map[string]struct{}{}
-	ageStates   = map[key]map[string]struct{}{}
+	ageStates   = map[key]map[[2]string]struct{}{}
 )
 
 // setAll sets vec's series (app, target, labels(v)...) to values[v] for
@@ -359,8 +362,8 @@ func setAll[K comparable, V int | int32 | float64](vec *prometheus.GaugeVec, ind
 
 // one is the label value of a series labelled by one value beside app and
 // target; tagCluster, of one labelled by tag and cluster.
-func one(v string) []string           { return []string{v} }
-func tagCluster(v [2]string) []string { return v[:] }
+func one(v string) []string     { return []string{v} }
+func pair(v [2]string) []string { return v[:] }
 
 // SetWeights sets the release weight of every build of (app, target), by tag,
 // in percent, and deletes the series of tags not in weights.
@@ -376,7 +379,7 @@ func SetWeights(app, target string, weights map[string]int32) {
 func SetClusterWeights(app, target string, weights map[[2]string]int32) {
 	mu.Lock()
 	defer mu.Unlock()
-	setAll(clusterWeight, clusterTags, key{app, target}, weights, tagCluster)
+	setAll(clusterWeight, clusterTags, key{app, target}, weights, pair)
 }
 
 // AlertCheck counts an alert check of source with outcome: "clear",
@@ -385,20 +388,27 @@ func AlertCheck(source, outcome string) {
 	alertChecks.WithLabelValues(source, outcome).Inc()
 }
 
+// Oldest is the oldest build in a state: its tag and age.
+type Oldest struct {
+	Tag string
+	Age time.Duration
+}
+
 // SetStates sets incarnation_count per state of (app, target) from counts and
-// oldest_age_seconds per state from oldest. The series of states absent from
-// counts are deleted from incarnation_count, and those absent from oldest
-// from oldest_age_seconds.
-func SetStates(app, target string, counts map[string]int, oldest map[string]time.Duration) {
-	ages := make(map[string]float64, len(oldest))
-	for s, d := range oldest {
-		ages[s] = d.Seconds()
+// oldest_age_seconds per state from oldest, labelled with the oldest build's
+// tag (revision). The series of states absent from counts are deleted from
+// incarnation_count, and those absent from oldest, or of a build no longer
+// the oldest in its state, from oldest_age_seconds: one series per state.
+func SetStates(app, target string, counts map[string]int, oldest map[string]Oldest) {
+	ages := make(map[[2]string]float64, len(oldest))
+	for s, o := range oldest {
+		ages[[2]string{s, o.Tag}] = o.Age.Seconds()
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	k := key{app, target}
 	setAll(incarnationCount, countStates, k, counts, one)
-	setAll(oldestAge, ageStates, k, ages, one)
+	setAll(oldestAge, ageStates, k, ages, pair)
 }
 
 // ObserveReconcileInterval observes the time between two runs of (app,

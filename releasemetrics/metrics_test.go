@@ -451,27 +451,24 @@ func TestSetStates(t *testing.T) {
 	const app, target = "states", "production"
 	SetStates(app, target,
 		map[string]int{"released": 1, "canarying": 2},
-		map[string]time.Duration{"released": time.Hour, "canarying": time.Minute})
+		map[string]Oldest{"released": {Tag: "v1", Age: time.Hour}, "canarying": {Tag: "v2", Age: time.Minute}})
 	if got := value(t, incarnationCount.WithLabelValues(app, target, "canarying")); got != 2 {
 		t.Errorf("canarying count = %v, want 2", got)
 	}
-	if got := value(t, oldestAge.WithLabelValues(app, target, "released")); got != 3600 {
-		t.Errorf("released age = %v, want 3600", got)
+	if got := value(t, oldestAge.WithLabelValues(app, target, "released", "v1")); got != 3600 {
+		t.Errorf("released age of v1 = %v, want 3600", got)
 	}
 
-	SetStates(app, target, map[string]int{"released": 3}, map[string]time.Duration{"released": 2 * time.Hour})
+	// v3 is now the oldest released build: v1's series goes, and the
+	// canarying state's with it.
+	SetStates(app, target, map[string]int{"released": 3}, map[string]Oldest{"released": {Tag: "v3", Age: 2 * time.Hour}})
 	counts := series(t, "picchu_incarnation_count", map[string]string{"app": app, "target": target})
 	if len(counts) != 1 || labelsOf(counts[0])["state"] != "released" || counts[0].GetGauge().GetValue() != 3 {
 		t.Errorf("counts after update = %v, want released=3 only", counts)
 	}
 	ages := series(t, "picchu_revision_oldest_age_seconds", map[string]string{"app": app, "target": target})
-	if len(ages) != 1 || labelsOf(ages[0])["state"] != "released" || ages[0].GetGauge().GetValue() != 7200 {
-		t.Errorf("ages after update = %v, want released=7200 only", ages)
-	}
-	for _, m := range ages {
-		if _, ok := labelsOf(m)["revision"]; ok {
-			t.Errorf("oldest age has a revision label: %v", m)
-		}
+	if len(ages) != 1 || labelsOf(ages[0])["state"] != "released" || labelsOf(ages[0])["revision"] != "v3" || ages[0].GetGauge().GetValue() != 7200 {
+		t.Errorf("ages after update = %v, want released of revision v3 = 7200 only", ages)
 	}
 }
 
@@ -479,7 +476,7 @@ func TestForget(t *testing.T) {
 	const app, target = "forget", "production"
 	for _, tg := range []string{target, "staging"} {
 		SetWeights(app, tg, map[string]int32{"v1": 100})
-		SetStates(app, tg, map[string]int{"released": 1}, map[string]time.Duration{"released": time.Minute})
+		SetStates(app, tg, map[string]int{"released": 1}, map[string]Oldest{"released": {Tag: "v1", Age: time.Minute}})
 	}
 	SetWeights("forget-other", target, map[string]int32{"v1": 100})
 	ObserveReconcileInterval(app, target, time.Minute)
@@ -554,7 +551,7 @@ func TestConcurrentUse(t *testing.T) {
 			for j := 0; j < 100; j++ {
 				tag := fmt.Sprintf("v%d", j%3)
 				SetWeights(app, "production", map[string]int32{tag: int32(j)})
-				SetStates(app, "production", map[string]int{tag: j}, map[string]time.Duration{tag: time.Second})
+				SetStates(app, "production", map[string]int{tag: j}, map[string]Oldest{tag: {Tag: tag, Age: time.Second}})
 				Observe(app, "production", PhaseDeployed, time.Now(), Build{
 					GitTime: time.Now().Add(-time.Minute),
 					Metrics: &picchuv1alpha1.ReleaseManagerRevisionMetricsStatus{},

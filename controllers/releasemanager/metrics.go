@@ -47,7 +47,7 @@ func recordMetrics(rm *picchuv1alpha1.ReleaseManager, statuses []picchuv1alpha1.
 	weights := make(map[string]int32, len(statuses))
 	clusters := map[[2]string]int32{}
 	counts := map[string]int{}
-	oldest := map[string]time.Duration{}
+	oldest := map[string]releasemetrics.Oldest{}
 	for _, st := range statuses {
 		weights[st.Tag] = st.CurrentPercent
 		for _, c := range st.Clusters {
@@ -56,7 +56,12 @@ func recordMetrics(rm *picchuv1alpha1.ReleaseManager, statuses []picchuv1alpha1.
 		state := st.State.Current
 		counts[state]++
 		if t := timeOf(st.RevisionTimestamp); !t.IsZero() {
-			oldest[state] = max(oldest[state], now.Sub(t))
+			// The oldest build of the state names the series; of two as
+			// old, the first tag, so that the series does not flap.
+			age, cur := now.Sub(t), oldest[state]
+			if _, seen := oldest[state]; !seen || age > cur.Age || (age == cur.Age && st.Tag < cur.Tag) {
+				oldest[state] = releasemetrics.Oldest{Tag: st.Tag, Age: age}
+			}
 		}
 	}
 	releasemetrics.SetWeights(rm.Spec.App, rm.Spec.Target, weights)

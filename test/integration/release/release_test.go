@@ -175,6 +175,13 @@ func fail(t *testing.T, rev *picchuv1alpha1.Revision) {
 // gauge is the value of a gauge for app and tag, and whether it exists.
 func gauge(t *testing.T, name, app, tag string) (float64, bool) {
 	t.Helper()
+	return gaugeOf(t, name, map[string]string{"app": app, "tag": tag})
+}
+
+// gaugeOf is the value of the gauge name's series whose labels include
+// want, and whether there is one.
+func gaugeOf(t *testing.T, name string, want map[string]string) (float64, bool) {
+	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +195,11 @@ func gauge(t *testing.T, name, app, tag string) (float64, bool) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["app"] == app && labels["tag"] == tag {
+			matches := true
+			for k, v := range want {
+				matches = matches && labels[k] == v
+			}
+			if matches {
 				return m.GetGauge().GetValue(), true
 			}
 		}
@@ -270,6 +281,15 @@ func TestRelease_CanaryRampRetireFailAndRecommission(t *testing.T) {
 			t.Errorf("picchu_revision_release_weight{app=%q,tag=%q} = %v (exists: %v), want %v", app, tag, got, ok, want)
 		}
 	}
+	// The oldest build of each state is named, as the original named it.
+	kit.Eventually(t, 10*time.Second, "the oldest ages name v2 released and v1 retired", func() error {
+		for state, tag := range map[string]string{"released": "v2", "retired": "v1"} {
+			if age, ok := gaugeOf(t, "picchu_revision_oldest_age_seconds", map[string]string{"app": app, "state": state, "revision": tag}); !ok || age <= 0 {
+				return fmt.Errorf("picchu_revision_oldest_age_seconds{app=%q,state=%q,revision=%q} = %v (exists: %v)", app, state, tag, age, ok)
+			}
+		}
+		return nil
+	})
 	if n := histogramCount(t, "picchu_release_latency", app); n != 2 {
 		t.Errorf("picchu_release_latency has %d observations for %s, want 2 (v1 and v2)", n, app)
 	}
