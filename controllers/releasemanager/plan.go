@@ -40,6 +40,9 @@ func plans(s *snapshot) []*plan.Cluster {
 		p.App = applySteps(
 			manifests.AppNamespace(app, target, mode),
 			manifests.ServiceAccount(app, target, newest.target.AWS.IAM.RoleARN),
+			// Every app has its service account's token Secret, as in the
+			// original: pods may mount it, KEDA's Datadog trigger reads it.
+			manifests.ServiceAccountToken(app, target),
 			manifests.ExternalMetricsRole(app, target),
 			manifests.ExternalMetricsRoleBinding(app, target),
 		)
@@ -254,8 +257,8 @@ func autoscalerAnnotation(kind string, sc manifests.Scaler) string {
 // it ramps or retires, and where it is idle); with ifAutoscaled, only when
 // its live ReplicaSet names an autoscaler. The Datadog settings are
 // applied before the TriggerAuthentication refers to them, and deleted by
-// name; the app's service-account-token Secret stays with the namespace,
-// for the other builds. Kinds a cluster does not serve are skipped when
+// name; the app's service-account-token Secret, which the
+// TriggerAuthentication reads, is the app's (applied before the builds). Kinds a cluster does not serve are skipped when
 // deleting, and so is a DatadogMetric when applying (its trigger then has
 // no metric, which KEDA reports on the ScaledObject). The worker
 // autoscaler and DatadogMetric kinds are not asked for on behalf of builds
@@ -274,10 +277,8 @@ func autoscalerSteps(sp release.ScalePlan, sc manifests.Scaler, ifAutoscaled boo
 		add(plan.Step{Op: plan.Fail, Err: err})
 		return steps
 	}
-	for _, kind := range []schema.GroupVersionKind{secretKind, configMapKind} {
-		if obj := want[kind]; obj != nil {
-			add(plan.Step{Op: plan.Apply, Object: obj})
-		}
+	if obj := want[configMapKind]; obj != nil {
+		add(plan.Step{Op: plan.Apply, Object: obj})
 	}
 	configured := release.AutoscalerKind(sc.Scale)
 	var gone []schema.GroupVersionKind
@@ -349,7 +350,6 @@ func autoscalerObjects(sp release.ScalePlan, sc manifests.Scaler) (map[schema.Gr
 		want[triggerAuthenticationKind] = manifests.TriggerAuthentication(sc)
 		if cm := manifests.DatadogConfig(sc); cm != nil {
 			want[configMapKind] = cm
-			want[secretKind] = manifests.ServiceAccountToken(sc.App, sc.Target)
 		}
 		want[manifests.DatadogMetricKind] = nilIfNil(manifests.DatadogMetric(sc))
 	case release.AutoscalerHPA:

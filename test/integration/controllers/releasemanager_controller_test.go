@@ -87,6 +87,14 @@ func TestReleaseManager_DeploysABuildToEveryCluster(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, &corev1.ServiceAccount{}); err != nil {
 				return err
 			}
+			// Its token Secret, as the original made for every app.
+			token := &corev1.Secret{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "service-account-token"}, token); err != nil {
+				return err
+			}
+			if token.Type != corev1.SecretTypeServiceAccountToken || token.Annotations[corev1.ServiceAccountNameKey] != app {
+				return fmt.Errorf("service-account-token of type %s for %q", token.Type, token.Annotations[corev1.ServiceAccountNameKey])
+			}
 			binding := &rbacv1.RoleBinding{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "store-external-metrics"}, binding); err != nil {
 				return err
