@@ -37,6 +37,7 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	note := func(kind, reason, format string, args ...any) {
 		out.events = append(out.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
 	}
+	out.events = append(out.events, migrated(inc)...)
 	if state.IsDeleted() && inc.revision == nil {
 		out.changed = true
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
@@ -219,4 +220,15 @@ func apiMessage(err error) string {
 		return status.Status().Message
 	}
 	return err.Error()
+}
+
+// migrated is the event of a build whose recorded state was a legacy
+// state of the original's (release.Migrated), if it was: the status is
+// written with today's state, and the event says why.
+func migrated(inc *incarnation) []statusEvent {
+	if inc.migratedFrom == "" {
+		return nil
+	}
+	return []statusEvent{{kind: corev1.EventTypeNormal, reason: "Migrated",
+		note: fmt.Sprintf("%s was recorded in %s, a state of the original's that is gone: it is %s now", inc.tag, inc.migratedFrom, inc.status.State.Current)}}
 }

@@ -95,6 +95,9 @@ type incarnation struct {
 	// preflight are the pre-flight checks that failed for it this run, by
 	// cluster (checkPreflight).
 	preflight map[string]*preflight.Failure
+	// migratedFrom is the legacy state of the original's its status
+	// recorded, read as today's (release.Migrated); "" when none.
+	migratedFrom string
 
 	// The decision of this run.
 	decision
@@ -191,6 +194,11 @@ func (r *Reconciler) incarnations(ctx context.Context, rm *picchuv1alpha1.Releas
 			byTag[st.Tag] = inc
 		}
 		inc.status = *st.DeepCopy()
+		// A state the original stored and later removed is read as the
+		// state it means today; the run records it and tells of it.
+		if to, migrated := release.Migrated(release.State(st.State.Current)); migrated {
+			inc.migratedFrom, inc.status.State.Current = st.State.Current, string(to)
+		}
 	}
 	out := slices.Collect(maps.Values(byTag))
 	slices.SortFunc(out, func(a, b *incarnation) int {

@@ -86,3 +86,21 @@ func TestPromotionTaken(t *testing.T) {
 		}
 	}
 }
+
+func TestMigrated(t *testing.T) {
+	for from, want := range map[State]State{
+		"canaryingdatadog": Canarying,
+		"canarieddatadog":  Canaried,
+		Canarying:          Canarying,
+		Released:           Released,
+		"nosuchstate":      "nosuchstate",
+	} {
+		got, migrated := Migrated(from)
+		if got != want || migrated != (from != want) {
+			t.Errorf("Migrated(%q) = %q, %v; want %q, %v", from, got, migrated, want, from != want)
+		}
+		if _, known := stateTraits[got]; migrated && !known {
+			t.Errorf("%q migrates to %q, which is not a state", from, got)
+		}
+	}
+}

@@ -144,3 +144,22 @@ func (s State) IsDeleted() bool { return s == Deleted }
 func PromotionTaken(from, to State) bool {
 	return (from.RunsCanary() && to == Canaried) || (from.IsPendingRelease() && to.IsRamping())
 }
+
+// legacyStates are states the original stored that it later removed,
+// each with the state that means the same today: the Datadog canary
+// states were folded into the canary ones (Datadog monitors now judge
+// the canary like Prometheus alerts).
+var legacyStates = map[State]State{
+	"canaryingdatadog": Canarying,
+	"canarieddatadog":  Canaried,
+}
+
+// Migrated is the state a recorded state s means today, and whether it
+// is a legacy state of the original's that had to be migrated. Any other
+// state is itself.
+func Migrated(s State) (State, bool) {
+	if to, ok := legacyStates[s]; ok {
+		return to, true
+	}
+	return s, false
+}
