@@ -22,7 +22,7 @@ import (
 // held it for good before: a state this version did not handle).
 func TestReleaseManager_MigratesTheOriginalsDatadogCanaryState(t *testing.T) {
 	ctx := context.Background()
-	const app = "legacy"
+	const app = "ddcanary"
 	config(t, app, "v1")
 	if err := env.Delivery.Client.Create(ctx, appRevision(app, "v1", env.Fleet)); err != nil {
 		t.Fatal(err)
