@@ -228,13 +228,14 @@ func TestCluster_ApplyDropsFieldsNoLongerWanted(t *testing.T) {
 }
 
 // TestCluster_LeavesIgnoredObjectsAlone checks the ignore label on a live
-// object stops both apply and delete, whatever its value: the original
-// honoured the key alone, an empty value too.
+// object stops both apply and delete, whatever its value (the original
+// honoured the key alone, an empty value too), with the clusters wired as
+// the operator wires them.
 func TestCluster_LeavesIgnoredObjectsAlone(t *testing.T) {
 	for _, value := range []string{"true", ""} {
 		t.Run(fmt.Sprintf("value %q", value), func(t *testing.T) {
 			ctx := context.Background()
-			cs, w := clusters(t)
+			cs, w := wiredClusters(t)
 			c := cs[0]
 			ns := namespace(t, cs[:1])
 			cm := configMap(ns, map[string]string{"a": "hand-edited"})
@@ -256,7 +257,7 @@ func TestCluster_LeavesIgnoredObjectsAlone(t *testing.T) {
 				t.Errorf("%d writes to an ignored object, want 0", got)
 			}
 			got := &corev1.ConfigMap{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "config"}, got); err != nil || got.Data["a"] != "hand-edited" {
+			if err := env.Targets[0].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "config"}, got); err != nil || got.Data["a"] != "hand-edited" {
 				t.Errorf("ignored configmap = %v, %v; want it untouched", got.Data, err)
 			}
 		})

@@ -163,13 +163,15 @@ func (a Apps) Record(ctx context.Context, app, target string, record func(*picch
 		if err := a.Client.Get(ctx, key, rm); err != nil {
 			return err
 		}
-		if rm.Labels[picchuv1alpha1.LabelIgnore] == "true" {
+		if picchuv1alpha1.Ignored(rm.Labels) {
 			return nil
 		}
 		if rm.Labels == nil {
 			rm.Labels = map[string]string{}
 		}
-		rm.Labels[picchuv1alpha1.LabelIgnore] = "true"
+		// The key alone, as the original's users set it: the operator must
+		// honour it with an empty value.
+		rm.Labels[picchuv1alpha1.LabelIgnore] = ""
 		return a.Client.Update(ctx, rm)
 	}); err != nil {
 		return fmt.Errorf("labelling ReleaseManager %s ignored: %w", key, err)
