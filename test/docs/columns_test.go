@@ -121,24 +121,19 @@ func TestAPIDoc_PrinterColumnsAreTheCRDs(t *testing.T) {
 				strings.Join(want.shown, ", "), strings.Join(want.wide, ", "))
 			continue
 		}
-		for _, c := range want.shown {
-			if !slices.Contains(got.shown, c) {
-				t.Errorf("docs/api.md:%d: %s's printer column %s is not among the columns kubectl get shows", lines[kind], kind, c)
-			}
-		}
-		for _, c := range want.wide {
-			if !slices.Contains(got.wide, c) {
-				t.Errorf("docs/api.md:%d: %s's printer column %s (priority above 0) is not among the columns -o wide adds", lines[kind], kind, c)
-			}
-		}
-		for _, c := range got.shown {
-			if !slices.Contains(want.shown, c) {
-				t.Errorf("docs/api.md:%d: %s shows a column %s, which its CRD does not have (or only with -o wide)", lines[kind], kind, c)
-			}
-		}
-		for _, c := range got.wide {
-			if !slices.Contains(want.wide, c) {
-				t.Errorf("docs/api.md:%d: %s adds a column %s with -o wide, which its CRD does not have (or shows without)", lines[kind], kind, c)
+		for _, check := range []struct {
+			each, in []string
+			says     string
+		}{
+			{want.shown, got.shown, "%s's printer column %s is not among the columns kubectl get shows"},
+			{want.wide, got.wide, "%s's printer column %s (priority above 0) is not among the columns -o wide adds"},
+			{got.shown, want.shown, "%s shows a column %s, which its CRD does not have (or only with -o wide)"},
+			{got.wide, want.wide, "%s adds a column %s with -o wide, which its CRD does not have (or shows without)"},
+		} {
+			for _, c := range check.each {
+				if !slices.Contains(check.in, c) {
+					t.Errorf("docs/api.md:%d: "+check.says, lines[kind], kind, c)
+				}
 			}
 		}
 	}
