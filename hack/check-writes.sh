@@ -2,8 +2,8 @@
 # Runs a make target (test by default) in a fresh clone of this repository
 # as a user who is not root, and lists every file it created or changed
 # outside the clone, the temporary directories and the user's Go caches
-# (module cache, build cache and telemetry counters). It exits 1 when there is one, or when the
-# target fails. Run it as root (it creates the user when missing) on a
+# (GOPATH/pkg: modules and checksums; the build cache; telemetry counters).
+# It exits 1 when there is one, or when the target fails. Run it as root (it creates the user when missing) on a
 # machine where nothing else is writing:
 #
 #   hack/check-writes.sh [user] [make target]
@@ -47,11 +47,11 @@ status=0
 su "$user" -c "export PATH='$goroot/bin:/usr/local/bin:/usr/bin:/bin' GOFLAGS=-count=1; cd '$clone' && make $target" || status=$?
 log "make $target exited with $status"
 
-gomodcache=$(su "$user" -c "'$goroot/bin/go' env GOMODCACHE")
+gopkg=$(su "$user" -c "'$goroot/bin/go' env GOPATH")/pkg
 gocache=$(su "$user" -c "'$goroot/bin/go' env GOCACHE")
 gotelemetry=$(su "$user" -c "'$goroot/bin/go' env GOTELEMETRYDIR")
 written=$(find / \( -path /proc -o -path /sys -o -path /dev -o -path /run \
-  -o -path "$clone" -o -path /tmp -o -path /var/tmp -o -path "$gomodcache" \
+  -o -path "$clone" -o -path /tmp -o -path /var/tmp -o -path "$gopkg" \
   -o -path "$gocache" -o -path "$gotelemetry" -o -path "$marker" \) -prune -o -newer "$marker" \
   \( -type f -o -type l \) -print 2>/dev/null || true)
 rm -f "$marker"
