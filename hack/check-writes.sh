@@ -3,8 +3,9 @@
 # as a user who is not root, and lists every file it created or changed
 # outside the clone, the temporary directories and the user's Go caches
 # (GOPATH/pkg: modules and checksums; the build cache; telemetry counters).
-# It exits 1 when there is one, or when the target fails. Run it as root (it creates the user when missing) on a
-# machine where nothing else is writing:
+# It exits 1 when there is one, or when the target fails. Run it as root
+# (it creates the user when missing) on a machine where nothing else is
+# writing:
 #
 #   hack/check-writes.sh [user] [make target]
 #
