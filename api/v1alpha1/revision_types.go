@@ -23,7 +23,11 @@ type Revision struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is the build and how to deliver it to each target.
+	// spec is the build and how to deliver it to each target. It is the
+	// build's desired state: an edit to what goes into its pods reaches the
+	// build's ReplicaSets on every cluster in place, for the pods that
+	// start afterwards; pods already running are not restarted. Apply a new
+	// build (tag) to ship a change progressively.
 	// +required
 	Spec RevisionSpec `json:"spec"`
 	// status mirrors each target's release state, written by Picchu.
