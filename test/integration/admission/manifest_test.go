@@ -13,13 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// sampleOverrides are values for reference field paths whose generic sample
-// would break one of our validation rules, each a value the original broke
-// on at run time (an app name that is no namespace name, a factor that
-// never ramps...), and values the original accepted that are likely
-// mistakes, which we accept too (docs/api.md, "Where Picchu's admission
-// differs from the original's"). Keys are field paths as package crdfields
-// writes them.
+// sampleOverrides are the values this test sets instead of its generic
+// sample ("sample", 1, 1.5...). The first group are values the original
+// accepted that are likely mistakes: Picchu accepts them as the original
+// did and its webhook warns about each; they are here to send them. The
+// second group replace a generic sample the original took at admission but
+// could not run with (each rejected by our schema, naming the field): no
+// manifest the original ran holds one, so none applies unchanged only by
+// this swap. Keys are field paths as package crdfields writes them; the
+// cases are in docs/api.md, "Where Picchu's admission differs from the
+// original's". (The original's own sample manifests are not in this
+// repository: its source is not read here.)
 var sampleOverrides = map[string]any{
 	// Accepted as the original did; the webhook warns about each.
 	".spec.targets[].release.schedule":                                                       "weekly",
@@ -29,24 +33,27 @@ var sampleOverrides = map[string]any{
 	".spec.targets[].release.linearScaling.increment":                                        int64(150),
 	".spec.targets[].serviceLevelObjectives[].serviceLevelIndicator.canary.allowancePercent": 150.5,
 
+	// The original could not run with the generic sample.
+	// Prometheus-operator's ServiceMonitor schema, on every cluster, wants a URL.
 	".spec.targets[].serviceMonitors[].spec.endpoints[].proxyUrl": "http://proxy.example:3128",
-	".spec.app.name":                                            "demo",
-	".spec.app.tag":                                             "v1",
-	".spec.targets[].name":                                      "production",
-	".spec.targets[].ports[].name":                              "http",
-	".spec.targets[].ports[].ingresses[]":                       "public",
-	".spec.targets[].defaultIngressPorts":                       map[string]any{"public": "http"},
-	".spec.targets[].karpenterDoNotDisrupt":                     "30m",
-	".spec.targets[].scale.targetRequestsRate":                  "50",
-	".spec.targets[].scale.worker.secondsToProcessOneJobString": "3",
-	// The sample 1 never ramps (the original's bug 22): rejected.
-	".spec.targets[].release.geometricScaling.factor":                                              int64(3),
-	".spec.targets[].serviceLevelObjectives[].name":                                                "availability",
+	// A port and the ingress it is exposed on, which defaultIngressPorts
+	// must name (the original's webhook refused other names).
+	".spec.targets[].ports[].name":        "http",
+	".spec.targets[].ports[].ingresses[]": "public",
+	".spec.targets[].defaultIngressPorts": map[string]any{"public": "http"},
+	// The original's webhook refused what is not "true" or a duration.
+	".spec.targets[].karpenterDoNotDisrupt": "30m",
+	// Quantities, numbers and percents the original parsed at run time and
+	// failed on when they were not.
+	".spec.targets[].scale.targetRequestsRate":                                                     "50",
+	".spec.targets[].scale.worker.secondsToProcessOneJobString":                                    "3",
 	".spec.targets[].serviceLevelObjectives[].objectivePercentString":                              "99.9",
 	".spec.targets[].serviceLevelObjectives[].serviceLevelIndicator.canary.allowancePercentString": "150",
-	".spec.targets[].externalTest.lastUpdated":                                                     "2026-01-02T03:04:05Z",
-	".spec.config.server":       "https://127.0.0.1:6443",
-	".spec.scalingFactorString": "0.5",
+	".spec.scalingFactorString":                                                                    "0.5",
+	// The sample 1 never ramps (the original's bug 22).
+	".spec.targets[].release.geometricScaling.factor": int64(3),
+	// A Cluster's API server is a URL; the original could not connect to "sample".
+	".spec.config.server": "https://127.0.0.1:6443",
 }
 
 // exclusiveFields lists reference fields that our rules (and the original's
