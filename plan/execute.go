@@ -73,6 +73,9 @@ type Outcome struct {
 	// ExternalSecretsUnserved says the cluster does not serve
 	// ExternalSecrets, and a build had some to copy there.
 	ExternalSecretsUnserved bool
+	// LegacyRemoved are the leftovers of the original's that Legacy prune
+	// steps deleted, each as "Kind namespace/name".
+	LegacyRemoved []string
 }
 
 // Execute carries out p on c: the app's steps, each build's, then the
@@ -90,8 +93,12 @@ func Execute(ctx context.Context, c *applier.Cluster, p *Cluster) (Outcome, erro
 			errs.Builds[b.Tag] = err
 		}
 	}
+	st := &buildState{served: true}
 	for _, steps := range [][]Step{p.Routes, p.Waypoint, p.Monitoring} {
-		if err := run(ctx, c, steps, nil); err != nil {
+		err := run(ctx, c, steps, st)
+		out.LegacyRemoved = append(out.LegacyRemoved, st.legacy...)
+		st.legacy = nil
+		if err != nil {
 			errs.App = err
 			return out, errs
 		}
@@ -129,6 +136,8 @@ type buildState struct {
 	served, unserved bool
 	// autoscaled says the live ReplicaSet names an autoscaler.
 	autoscaled bool
+	// legacy are the objects Legacy prune steps deleted.
+	legacy []string
 }
 
 // run takes steps in order and stops at the first error.
@@ -158,7 +167,13 @@ func step(ctx context.Context, c *applier.Cluster, s *Step, st *buildState) erro
 	case RemoveAll:
 		return c.DeleteAllOf(ctx, s.Namespace, s.Selector, s.Kinds...)
 	case Prune:
-		return prune(ctx, c, s.Namespace, s.Selector, s.Kinds[0], s.Keep)
+		removed, err := prune(ctx, c, s.Namespace, s.Selector, s.Kinds[0], s.Keep)
+		if s.Legacy {
+			for _, name := range removed {
+				st.legacy = append(st.legacy, s.Kinds[0].Kind+" "+s.Namespace+"/"+name)
+			}
+		}
+		return err
 	case Fail:
 		return s.Err
 	case ApplyCreating:
@@ -208,7 +223,8 @@ func externalSecrets(ctx context.Context, c *applier.Cluster, s *Step, st *build
 				return err
 			}
 		}
-		return prune(ctx, c, s.Namespace, s.Selector, s.Kinds[0], s.Keep)
+		_, err := prune(ctx, c, s.Namespace, s.Selector, s.Kinds[0], s.Keep)
+		return err
 	}()
 	switch {
 	case err != nil && isNoKind(err):
@@ -276,25 +292,30 @@ func replicasOf(live *unstructured.Unstructured) int64 {
 }
 
 // prune deletes the objects of kind in ns that carry the selector's labels
-// and whose names keep does not hold. A kind the cluster does not serve
-// has nothing to prune.
-func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, keep []string) error {
+// and whose names keep does not hold, and returns the names it deleted. A
+// kind the cluster does not serve has nothing to prune.
+func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, keep []string) ([]string, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
 	if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
 		if isNoKind(err) {
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("listing %s in %s: %w", kind.Kind, ns, err)
+		return nil, fmt.Errorf("listing %s in %s: %w", kind.Kind, ns, err)
 	}
+	var removed []string
 	for i := range list.Items {
 		if !slices.Contains(keep, list.Items[i].GetName()) {
-			if err := c.Delete(ctx, &list.Items[i]); err != nil {
-				return err
+			deleted, err := c.Deleted(ctx, &list.Items[i])
+			if err != nil {
+				return removed, err
+			}
+			if deleted {
+				removed = append(removed, list.Items[i].GetName())
 			}
 		}
 	}
-	return nil
+	return removed, nil
 }
 
 // isNoKind says an error means the cluster does not serve a kind.

@@ -114,6 +114,9 @@ type Step struct {
 	NeedsKind string
 	// Optional says a cluster that does not serve Object's kind skips it.
 	Optional bool
+	// Legacy marks a Prune whose deletions are leftovers of the original
+	// operator's, which the Plan's outcome reports (Outcome.LegacyRemoved).
+	Legacy bool
 	// IfAutoscaled says the step is taken only when the build's live
 	// ReplicaSet, as the ScaleReplicaSet step read it, names an
 	// autoscaler: a build that never had one has none to delete.

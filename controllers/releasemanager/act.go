@@ -15,6 +15,9 @@ type acted struct {
 	// externalSecretsMissing are the clusters where a build had
 	// ExternalSecrets to copy and the cluster does not serve them.
 	externalSecretsMissing []string
+	// legacyRemoved are the original's leftovers the run deleted, each as
+	// "cluster: Kind namespace/name" (plan.Outcome.LegacyRemoved).
+	legacyRemoved []string
 }
 
 // act carries out each usable cluster's Plan on every one of them at once.
@@ -27,13 +30,16 @@ func (r *Reconciler) act(ctx context.Context, fleet []*fleetCluster, plans []*pl
 			byName[fc.obj.Name] = plans[i]
 		}
 	}
-	var missing clusterSet
+	var missing, legacy clusterSet
 	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		out, err := plan.Execute(ctx, c, byName[c.Name()])
 		if out.ExternalSecretsUnserved {
 			missing.add(c.Name())
 		}
+		for _, obj := range out.LegacyRemoved {
+			legacy.add(c.Name() + ": " + obj)
+		}
 		return err
 	}), r.ClusterTimeout)
-	return acted{results: results, externalSecretsMissing: missing.sorted()}
+	return acted{results: results, externalSecretsMissing: missing.sorted(), legacyRemoved: legacy.sorted()}
 }

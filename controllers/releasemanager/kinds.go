@@ -2,6 +2,7 @@ package releasemanager
 
 import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	slothv1 "github.com/slok/sloth/pkg/kubernetes/api/sloth/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ var (
 	triggerAuthenticationKind = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"}
 	serviceMonitorKind        = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind)
 	prometheusRuleKind        = monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind)
+	serviceLevelsKind         = slothv1.SchemeGroupVersion.WithKind("PrometheusServiceLevel")
 )
 
 // autoscalerKinds are the kinds of a build's autoscaler objects, removed

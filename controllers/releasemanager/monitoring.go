@@ -101,7 +101,11 @@ func (s *snapshot) monitoringSteps(objs monitoringObjects) []plan.Step {
 		if objs.serviceLevels == nil {
 			steps = append(steps, plan.Step{Op: plan.Remove, Object: serviceLevelsOf(app, target, s.serviceLevels)})
 		} else {
-			steps = append(steps, plan.Step{Op: plan.ApplyCreating, Object: objs.serviceLevels, Namespace: s.serviceLevels})
+			// The original wrote one per build, labelled for the app and
+			// target; once this one is applied (Sloth is served), they go.
+			steps = append(steps, plan.Step{Op: plan.ApplyCreating, Object: objs.serviceLevels, Namespace: s.serviceLevels},
+				plan.Step{Op: plan.Prune, Namespace: s.serviceLevels, Selector: manifests.MonitoringSelector(app, target, ""),
+					Kinds: []schema.GroupVersionKind{serviceLevelsKind}, Keep: []string{objs.serviceLevels.Name}, Legacy: true})
 		}
 	}
 	for _, rule := range objs.canaries {

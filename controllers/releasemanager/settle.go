@@ -24,6 +24,8 @@ type settled struct {
 	// externalSecretsMissing are the clusters where a build had
 	// ExternalSecrets to copy and the cluster does not serve them.
 	externalSecretsMissing []string
+	// legacyRemoved are the original's leftovers the run deleted.
+	legacyRemoved []string
 }
 
 // settledBuild is the step one build settled on.
@@ -42,7 +44,7 @@ type settledBuild struct {
 // settle settles every build's step on what the clusters took of the run.
 func settle(s *snapshot, a acted) settled {
 	out := settled{clusters: s.clusterOutcome(a.results), builds: map[string]settledBuild{},
-		externalSecretsMissing: a.externalSecretsMissing}
+		externalSecretsMissing: a.externalSecretsMissing, legacyRemoved: a.legacyRemoved}
 	for _, inc := range s.incarnations {
 		if !inc.step.Drop {
 			out.builds[inc.tag] = s.settleBuild(inc, out.clusters)

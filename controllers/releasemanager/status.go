@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -161,6 +162,10 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 	out.held.tag, out.held.why = heldBy(s, c)
 	c.notOwned = clusters.notOwned
 	due = earliest(due, s.reportConditions(rm, c, settled.externalSecretsMissing))
+	if len(settled.legacyRemoved) > 0 {
+		out.events = append(out.events, statusEvent{kind: corev1.EventTypeNormal, reason: "Migrated",
+			note: "removed what the original operator wrote and Picchu replaces: " + strings.Join(settled.legacyRemoved, "; ")})
+	}
 	// State changes first, then warnings, each in the order of the builds.
 	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
 		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))

@@ -277,9 +277,16 @@ func (c *Cluster) read(ctx context.Context, key objectKey) (*unstructured.Unstru
 // does not hold carries no app label, and is not Picchu's to delete.
 // Objects left alone are logged.
 func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
+	_, err := c.Deleted(ctx, obj)
+	return err
+}
+
+// Deleted is Delete, and says whether it deleted obj: false when it was
+// gone, ignored or not Picchu's.
+func (c *Cluster) Deleted(ctx context.Context, obj client.Object) (bool, error) {
 	gvk, err := apiutil.GVKForObject(obj, c.Client.Scheme())
 	if err != nil {
-		return fmt.Errorf("kind of %T: %w", obj, err)
+		return false, fmt.Errorf("kind of %T: %w", obj, err)
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
@@ -287,9 +294,9 @@ func (c *Cluster) Delete(ctx context.Context, obj client.Object) error {
 	switch err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		c.forget(key)
-		return nil
+		return false, nil
 	case err != nil:
-		return c.failed(key, "reading", err)
+		return false, c.failed(key, "reading", err)
 	}
 	return c.delete(ctx, key, obj.GetLabels(), live)
 }
@@ -311,7 +318,7 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			if err := c.delete(ctx, objectKey{gvk: gvk, namespace: item.GetNamespace(), name: item.GetName()}, labels, item); err != nil {
+			if _, err := c.delete(ctx, objectKey{gvk: gvk, namespace: item.GetNamespace(), name: item.GetName()}, labels, item); err != nil {
 				return err
 			}
 		}
@@ -322,22 +329,26 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 // delete deletes live, the object of key read from the cache, unless it is
 // ignored or not the owner's for an object labelled want. The deletion is
 // conditional on live's UID, so that only the object judged is deleted.
-func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]string, live *unstructured.Unstructured) error {
+func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]string, live *unstructured.Unstructured) (bool, error) {
 	switch {
 	case picchuv1alpha1.Ignored(live.GetLabels()):
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
-		return nil
+		return false, nil
 	case !c.Owner.Owns(want, live.GetLabels()):
 		c.Log.Info("not deleting an object Picchu did not create for this app and target", "object", c.describe(key),
 			"labels", live.GetLabels())
-		return nil
+		return false, nil
 	}
 	uid := live.GetUID()
-	if err := c.Client.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-		return c.failed(key, "deleting", err)
+	switch err := c.Client.Delete(ctx, live, client.Preconditions{UID: &uid}); {
+	case apierrors.IsNotFound(err):
+		c.forget(key)
+		return false, nil
+	case err != nil:
+		return false, c.failed(key, "deleting", err)
 	}
 	c.forget(key)
-	return nil
+	return true, nil
 }
 
 // toApply turns a desired object into the unstructured form server-side

@@ -32,30 +32,13 @@ func TestReleaseManager_MonitoringFollowsTheNewestBuild(t *testing.T) {
 		makeReady(t, target, app, "v1")
 	}
 	buildState(t, 20*time.Second, app, "v1", "released")
-	exists := func(c client.Client, obj client.Object, name, namespace string) error {
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
-		if err != nil {
-			return fmt.Errorf("%T %s/%s: %w", obj, namespace, name, err)
-		}
-		if obj.GetLabels()[picchuv1alpha1.LabelApp] != app {
-			return fmt.Errorf("%T %s/%s without the app label: %v", obj, namespace, name, obj.GetLabels())
-		}
-		return nil
-	}
-	gone := func(c client.Client, obj client.Object, name, namespace string) error {
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("%T %s/%s still there (%v)", obj, namespace, name, err)
-	}
 	for _, target := range env.Targets {
 		kit.Eventually(t, 10*time.Second, target.Name+": v1's monitoring", func() error {
 			for _, check := range []error{
-				exists(target.Client, &monitoringv1.ServiceMonitor{}, app+"-status", ns),
-				exists(target.Client, &monitoringv1.ServiceMonitor{}, app+"-http", ns),
-				exists(target.Client, &monitoringv1.PrometheusRule{}, app+"-slo", ns),
-				exists(target.Client, &slothv1.PrometheusServiceLevel{}, app+"-production-servicelevels", serviceLevelsNamespace),
+				exists(app, target.Client, &monitoringv1.ServiceMonitor{}, app+"-status", ns),
+				exists(app, target.Client, &monitoringv1.ServiceMonitor{}, app+"-http", ns),
+				exists(app, target.Client, &monitoringv1.PrometheusRule{}, app+"-slo", ns),
+				exists(app, target.Client, &slothv1.PrometheusServiceLevel{}, app+"-production-servicelevels", serviceLevelsNamespace),
 			} {
 				if check != nil {
 					return check
@@ -78,7 +61,7 @@ func TestReleaseManager_MonitoringFollowsTheNewestBuild(t *testing.T) {
 	for _, target := range env.Targets {
 		kit.Eventually(t, 20*time.Second, target.Name+": v2's monitoring", func() error {
 			for _, check := range []error{
-				exists(target.Client, &monitoringv1.ServiceMonitor{}, app+"-status", ns),
+				exists(app, target.Client, &monitoringv1.ServiceMonitor{}, app+"-status", ns),
 				gone(target.Client, &monitoringv1.ServiceMonitor{}, app+"-http", ns),
 				gone(target.Client, &monitoringv1.PrometheusRule{}, app+"-slo", ns),
 				gone(target.Client, &slothv1.PrometheusServiceLevel{}, app+"-production-servicelevels", serviceLevelsNamespace),
@@ -93,4 +76,25 @@ func TestReleaseManager_MonitoringFollowsTheNewestBuild(t *testing.T) {
 	// The release settles before the next test counts writes.
 	buildState(t, 20*time.Second, app, "v2", "released")
 	buildState(t, 20*time.Second, app, "v1", "retired")
+}
+
+// exists says whether obj, of app, is on a cluster as name in namespace.
+func exists(app string, c client.Client, obj client.Object, name, namespace string) error {
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj)
+	if err != nil {
+		return fmt.Errorf("%T %s/%s: %w", obj, namespace, name, err)
+	}
+	if obj.GetLabels()[picchuv1alpha1.LabelApp] != app {
+		return fmt.Errorf("%T %s/%s without the app label: %v", obj, namespace, name, obj.GetLabels())
+	}
+	return nil
+}
+
+// gone says whether the object name in namespace is gone from a cluster.
+func gone(c client.Client, obj client.Object, name, namespace string) error {
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("%T %s/%s still there (%v)", obj, namespace, name, err)
 }
