@@ -93,11 +93,10 @@ func Execute(ctx context.Context, c *applier.Cluster, p *Cluster) (Outcome, erro
 			errs.Builds[b.Tag] = err
 		}
 	}
-	st := &buildState{served: true}
 	for _, steps := range [][]Step{p.Routes, p.Waypoint, p.Monitoring} {
+		st := &buildState{served: true}
 		err := run(ctx, c, steps, st)
 		out.LegacyRemoved = append(out.LegacyRemoved, st.legacy...)
-		st.legacy = nil
 		if err != nil {
 			errs.App = err
 			return out, errs
