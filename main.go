@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ type config struct {
 	kubeconfig              string
 	metricsAddr             string
 	probeAddr               string
+	pprofAddr               string
 	enableLeaderElection    bool
 	leaderElectionNamespace string
 	enableWebhooks          bool
@@ -127,6 +129,7 @@ func (c *config) bindManager(fs *flag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the delivery cluster (default: in-cluster config or $KUBECONFIG)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", ":8383", "address the Prometheus metrics endpoint binds to (0 turns it off)")
 	fs.StringVar(&c.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
+	fs.StringVar(&c.pprofAddr, "pprof-bind-address", "0", "address Go's profiler (/debug/pprof/, with block and mutex profiles) binds to, such as 127.0.0.1:6060; it shows the operator's internals, so bind it to loopback (0 turns it off)")
 	fs.BoolVar(&c.enableLeaderElection, "enable-leader-election", false, "elect a leader so that only one replica acts")
 	fs.StringVar(&c.leaderElectionNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the leader-election lease (default: $POD_NAMESPACE, or the in-cluster namespace)")
 	fs.BoolVar(&c.enableWebhooks, "enable-webhooks", os.Getenv("ENABLE_WEBHOOKS") != "false", "serve the admission webhooks (off when $ENABLE_WEBHOOKS is false; run without them locally)")
@@ -508,6 +511,12 @@ func (c *config) newManager(ctx context.Context) (ctrl.Manager, error) {
 	if c.operator.Shards, err = c.shards.coordinator(cfg, scheme, c.leaderElectionNamespace); err != nil {
 		return nil, err
 	}
+	if c.pprofAddr != "" && c.pprofAddr != "0" {
+		// Sample the waits of blocked goroutines (those over 1 ms) and one
+		// in 100 contended locks, for the block and mutex profiles.
+		goruntime.SetBlockProfileRate(int(time.Millisecond))
+		goruntime.SetMutexProfileFraction(100)
+	}
 	mgr, err := ctrl.NewManager(cfg, c.managerOptions(ctx, scheme))
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -526,6 +535,7 @@ func (c *config) managerOptions(ctx context.Context, scheme *runtime.Scheme) ctr
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: c.metricsAddr},
 		HealthProbeBindAddress:  c.probeAddr,
+		PprofBindAddress:        c.pprofAddr,
 		LeaderElection:          c.enableLeaderElection,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: c.leaderElectionNamespace,

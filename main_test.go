@@ -75,7 +75,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	metricsAddr, probeAddr := freePort(t), freePort(t)
+	metricsAddr, probeAddr, pprofAddr := freePort(t), freePort(t), freePort(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{
@@ -86,6 +86,7 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 			"--leader-election-namespace", env.Namespace,
 			"--metrics-addr", metricsAddr,
 			"--health-probe-bind-address", probeAddr,
+			"--pprof-bind-address", pprofAddr,
 			// Missing: the builds Datadog would judge are unobserved, and
 			// the operator runs.
 			"--datadog-secret", env.Namespace + "/datadog-keys",
@@ -122,6 +123,12 @@ func TestRun_ServesProbesMetricsAndLeadsAgainstADeliveryCluster(t *testing.T) {
 	}
 	if !strings.Contains(body, "leader_election_master_status") {
 		t.Errorf("metrics lack controller-runtime's leader election gauge:\n%.500s", body)
+	}
+	// The profiler, with contention sampled, for a benchmark to read.
+	for _, profile := range []string{"profile?seconds=1", "block", "mutex"} {
+		if code, body, err := get("http://" + pprofAddr + "/debug/pprof/" + profile); err != nil || code != http.StatusOK || body == "" {
+			t.Errorf("pprof %s: %d %v", profile, code, err)
+		}
 	}
 	// The waits on the rate limits of the delivery cluster's client and of
 	// the target's, which the Cluster controller has used by now.
