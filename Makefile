@@ -83,11 +83,13 @@ bench: k8s-binaries ## Run the benchmarks.
 APPS ?= 100
 CLUSTERS ?= 3
 OPERATOR_ARGS ?=
+# PROFILE, when set, is a directory for the operator's CPU, block and mutex profiles of each release.
+PROFILE ?=
 
 .PHONY: bench-fleet
 bench-fleet: k8s-binaries prometheus-binary ## Release APPS apps twice on a kwok fleet of CLUSTERS clusters (delivery included) and print the fleet figures.
 	@hack/go-build.sh "the fleet benchmark" "./hack/bench-fleet" go build -v -o bin/picchu-bench-fleet ./hack/bench-fleet
-	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS) -operator-args "$(OPERATOR_ARGS)"
+	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS) -operator-args "$(OPERATOR_ARGS)" $(if $(PROFILE),-profile $(PROFILE))
 
 ##@ Local fleet and demo
 

@@ -41,6 +41,8 @@ type bench struct {
 	fleet *fleet.Fleet
 	// rms reads the ReleaseManagers from a watch.
 	rms client.Reader
+	// profiler fetches the operator's profiles of each phase, when set.
+	profiler *profiler
 }
 
 // phase is one release of every app.
@@ -124,6 +126,7 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	if err != nil {
 		return p, err
 	}
+	profiled := b.profiler.start(ctx, tag)
 	commit := time.Now()
 	start := time.Now()
 	jobs := make(chan int)
@@ -177,6 +180,9 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	rm := func(l map[string]string) bool { return l["controller"] == "releasemanager" }
 	p.runs = after.histogram("controller_runtime_reconcile_time_seconds", rm).minus(before.histogram("controller_runtime_reconcile_time_seconds", rm))
 	logf("%s released in every app in %s", tag, p.took.Round(time.Millisecond))
+	if err := profiled(); err != nil {
+		return p, err
+	}
 	serversAfter, err := b.apiServerWrites(ctx)
 	if err != nil {
 		return p, err

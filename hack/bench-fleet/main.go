@@ -61,6 +61,8 @@ type config struct {
 	quiet, settle  time.Duration
 	timeout        time.Duration
 	operatorArgs   string
+	profileDir     string
+	profileSeconds int
 }
 
 func parse(args []string) (config, error) {
@@ -74,11 +76,13 @@ func parse(args []string) (config, error) {
 	fs.DurationVar(&c.settle, "settle", 15*time.Second, "how long after every app is Ready the quiet spell starts (the last events are written meanwhile)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take")
 	fs.StringVar(&c.operatorArgs, "operator-args", "", "more flags for the operator, space-separated (say \"--kube-api-qps=200 --kube-api-burst=400\")")
+	fs.StringVar(&c.profileDir, "profile", "", "directory to write the operator's CPU, block and mutex profiles of each phase to (its first -profile-seconds); none when empty")
+	fs.IntVar(&c.profileSeconds, "profile-seconds", 30, "how long each phase's profiles last from its start")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.apps < 1 || c.clusters < 2 || c.quiet <= 0 || c.timeout <= 0 || c.settle < 0 {
-		return c, errors.New("-apps must be at least 1, -clusters at least 2, -quiet and -timeout positive, -settle not negative")
+	if c.apps < 1 || c.clusters < 2 || c.quiet <= 0 || c.timeout <= 0 || c.settle < 0 || c.profileSeconds < 1 {
+		return c, errors.New("-apps must be at least 1, -clusters at least 2, -quiet, -timeout and -profile-seconds positive, -settle not negative")
 	}
 	return c, nil
 }
@@ -110,7 +114,21 @@ func run(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	// No Prometheus runs: the builds have no SLO, and nothing is queried.
-	if err := f.StartOperator(ctx, binary, append([]string{"--prometheus-enabled=false"}, strings.Fields(c.operatorArgs)...)...); err != nil {
+	operatorArgs := append([]string{"--prometheus-enabled=false"}, strings.Fields(c.operatorArgs)...)
+	var prof *profiler
+	if c.profileDir != "" {
+		port, err := kit.FreePort()
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			return err
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		operatorArgs = append(operatorArgs, "--pprof-bind-address="+addr)
+		prof = &profiler{url: "http://" + addr + "/debug/pprof/", dir: c.profileDir, seconds: c.profileSeconds}
+	}
+	if err := f.StartOperator(ctx, binary, operatorArgs...); err != nil {
 		return err
 	}
 	// The benchmark watches the ReleaseManagers rather than list a
@@ -121,7 +139,7 @@ func run(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer stop()
-	b := &bench{config: c, fleet: f, rms: watched}
+	b := &bench{config: c, fleet: f, rms: watched, profiler: prof}
 	res, err := b.run(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (the operator's log: %s)", err, f.OperatorLog())
