@@ -14,6 +14,16 @@ GO_TEST_FLAGS ?= -race -timeout 40m
 TEST_PARALLEL ?= 3
 PKGS ?= ./...
 
+# What the targets write stays in the repository, but for Go's own caches:
+# envtest's port locks (under XDG_CACHE_HOME), golangci-lint's cache and
+# kubectl's go to bin/cache (hack/check-writes.sh checks it). Go's build
+# cache is pinned first, as XDG_CACHE_HOME would move it.
+GOCACHE := $(or $(GOCACHE),$(shell go env GOCACHE))
+export GOCACHE
+export XDG_CACHE_HOME := $(CURDIR)/bin/cache
+export GOLANGCI_LINT_CACHE := $(CURDIR)/bin/cache/golangci-lint
+export KUBECACHEDIR := $(CURDIR)/bin/cache/kube
+
 .PHONY: all
 all: build
 
