@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,15 +123,9 @@ func TestReleaseManager_RemovesTheOriginalsPerBuildServiceLevels(t *testing.T) {
 	}
 	for _, target := range env.Targets {
 		kit.Eventually(t, 30*time.Second, target.Name+": the per-build service levels replaced", func() error {
-			for _, check := range []error{
+			return errors.Join(
 				exists(app, target.Client, &slothv1.PrometheusServiceLevel{}, app+"-production-servicelevels", serviceLevelsNamespace),
-				gone(target.Client, &slothv1.PrometheusServiceLevel{}, stale.Name, serviceLevelsNamespace),
-			} {
-				if check != nil {
-					return check
-				}
-			}
-			return nil
+				gone(target.Client, &slothv1.PrometheusServiceLevel{}, stale.Name, serviceLevelsNamespace))
 		})
 		for _, psl := range kept {
 			if err := exists(psl.Labels[picchuv1alpha1.LabelApp], target.Client, &slothv1.PrometheusServiceLevel{}, psl.Name, serviceLevelsNamespace); err != nil {
