@@ -101,6 +101,11 @@ bench-fleet: k8s-binaries prometheus-binary ## Release APPS apps twice on a kwok
 	@hack/go-build.sh "the fleet benchmark" "./hack/bench-fleet" go build -v -o bin/picchu-bench-fleet ./hack/bench-fleet
 	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS) -operator-args "$(OPERATOR_ARGS)" $(if $(PROFILE),-profile $(PROFILE))
 
+.PHONY: bench-peer
+bench-peer: k8s-binaries prometheus-binary ## Release APPS apps with Argo Rollouts (built once from the Go module proxy), then with Picchu on one target, and print both and the ratios.
+	@hack/go-build.sh "the fleet benchmark" "./hack/bench-fleet" go build -v -o bin/picchu-bench-fleet ./hack/bench-fleet
+	@bin/picchu-bench-fleet -peer -apps $(APPS) -clusters 2 -operator-args "$(OPERATOR_ARGS)" $(if $(PROFILE),-profile $(PROFILE))
+
 ##@ Local fleet and demo
 
 .PHONY: demo

@@ -34,6 +34,9 @@ const (
 	// probeWrites is how many objects the write-rate probe creates.
 	probeWrites = 400
 	pollEvery   = time.Second
+	// watchPoll is how often a phase looks at the objects a watch keeps
+	// (no request): the resolution of its times.
+	watchPoll = 200 * time.Millisecond
 )
 
 type bench struct {
@@ -47,7 +50,10 @@ type bench struct {
 
 // phase is one release of every app.
 type phase struct {
-	took     time.Duration
+	took time.Duration
+	// routed is when every app's build took all of its traffic: at once
+	// for a first build, at the end of its ramp for the others.
+	routed   time.Duration
 	cpu      time.Duration // the operator's CPU time (user and system)
 	requests requests
 	lateness histogram // ramp steps' lateness
@@ -57,6 +63,8 @@ type phase struct {
 	// controller managers, the schedulers, the benchmark) to every API
 	// server of the fleet, from the API servers' own counters.
 	allWrites float64
+	// clusterWrites are allWrites by cluster name.
+	clusterWrites map[string]float64
 }
 
 // result is what the benchmark measured.
@@ -155,10 +163,13 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 		return p, err
 	}
 	logf("%s of %d apps applied in %s; waiting until every app has it released", tag, b.apps, time.Since(start).Round(time.Millisecond))
-	if err := kit.Poll(ctx, pollEvery, b.timeout, tag+" released in every app", func(ctx context.Context) error {
-		n, err := b.released(ctx, tag)
-		if err == nil && n < b.apps {
-			err = fmt.Errorf("%d of %d apps have %s released", n, b.apps, tag)
+	if err := kit.Poll(ctx, watchPoll, b.timeout, tag+" released in every app", func(ctx context.Context) error {
+		routed, released, err := b.released(ctx, tag)
+		if err == nil && routed == b.apps && p.routed == 0 {
+			p.routed = time.Since(start)
+		}
+		if err == nil && released < b.apps {
+			err = fmt.Errorf("%d of %d apps have %s released", released, b.apps, tag)
 		}
 		return err
 	}); err != nil {
@@ -184,9 +195,11 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	if err != nil {
 		return p, err
 	}
+	p.clusterWrites = map[string]float64{}
 	for name, after := range serversAfter {
 		for k, n := range after {
 			p.allWrites += n - serversBefore[name][k]
+			p.clusterWrites[name] += n - serversBefore[name][k]
 		}
 		logf("%s: writes to %s by every client, by verb and resource: %s", tag, name, topWrites(after, serversBefore[name]))
 	}
@@ -229,21 +242,27 @@ func topWrites(after, before map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// released counts the apps whose ReleaseManager records tag released.
-func (b *bench) released(ctx context.Context, tag string) (int, error) {
+// released counts the apps whose ReleaseManager records tag at 100 % of
+// the traffic (routed), and those that record it released.
+func (b *bench) released(ctx context.Context, tag string) (routed, released int, err error) {
 	rms := &picchuv1alpha1.ReleaseManagerList{}
 	if err := b.rms.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
 	for _, rm := range rms.Items {
 		for _, st := range rm.Status.Revisions {
-			if st.Tag == tag && st.State.Current == "released" {
-				n++
+			if st.Tag != tag {
+				continue
+			}
+			if st.CurrentPercent == 100 {
+				routed++
+			}
+			if st.State.Current == "released" {
+				released++
 			}
 		}
 	}
-	return n, nil
+	return routed, released, nil
 }
 
 // settled fails until every app's ReleaseManager is Ready: every build in a
@@ -440,6 +459,9 @@ func (r *result) table() string {
 		name string
 		p    phase
 	}{{"first build of every app released", r.first}, {"second build of every app released", r.second}} {
+		if p.p.routed > 0 && p.p.routed < p.p.took {
+			fmt.Fprintf(&sb, "| %s at 100 %% of its traffic | %s |\n", strings.TrimSuffix(p.name, " released"), p.p.routed.Round(100*time.Millisecond))
+		}
 		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it; operator CPU %s) |\n", p.name, p.p.took.Round(100*time.Millisecond),
 			byCluster(p.p.requests.writes, r.hosts), bound(p.p).Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(bound(p.p).Seconds(), 1e-9),
 			p.p.cpu.Round(100*time.Millisecond))

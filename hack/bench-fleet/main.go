@@ -63,6 +63,8 @@ type config struct {
 	operatorArgs   string
 	profileDir     string
 	profileSeconds int
+	// peer runs Argo Rollouts on the same apps first, and compares.
+	peer bool
 }
 
 func parse(args []string) (config, error) {
@@ -78,6 +80,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.operatorArgs, "operator-args", "", "more flags for the operator, space-separated (say \"--kube-api-qps=200 --kube-api-burst=400\")")
 	fs.StringVar(&c.profileDir, "profile", "", "directory to write the operator's CPU, block and mutex profiles of each phase to (its first -profile-seconds); none when empty")
 	fs.IntVar(&c.profileSeconds, "profile-seconds", 30, "how long each phase's profiles last from its start")
+	fs.BoolVar(&c.peer, "peer", false, "first release the same apps with Argo Rollouts "+peerVersion+" on a fleet of its own (one cluster), then with Picchu, and print both and the ratios")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -91,6 +94,14 @@ func run(ctx context.Context, args []string) (err error) {
 	c, err := parse(args)
 	if err != nil {
 		return err
+	}
+	var peer *peerResult
+	if c.peer {
+		r, err := runPeer(ctx, c)
+		if err != nil {
+			return fmt.Errorf("the peer, Argo Rollouts %s: %w", peerVersion, err)
+		}
+		peer = &r
 	}
 	var targets []string
 	for i := 1; i < c.clusters; i++ {
@@ -145,6 +156,9 @@ func run(ctx context.Context, args []string) (err error) {
 		return fmt.Errorf("%w (the operator's log: %s)", err, f.OperatorLog())
 	}
 	fmt.Print(res.table())
+	if peer != nil {
+		fmt.Print(compare(*peer, res))
+	}
 	return nil
 }
 
