@@ -55,7 +55,11 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	}
 	st.Rejected = rejected
 	if out.changed {
-		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, displayState(inc.status.State.Current), state)
+		path := []string{displayState(inc.status.State.Current)}
+		for _, p := range append(inc.passedTo(state), state) {
+			path = append(path, string(p))
+		}
+		note(corev1.EventTypeNormal, "StateChanged", "%s %s", inc.tag, strings.Join(path, " → "))
 		switch {
 		case state.IsRollingBack():
 			note(corev1.EventTypeWarning, "RollingBack", "%s failed; its traffic goes back to the previous release on every cluster", inc.tag)
@@ -94,6 +98,15 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	return out
 }
 
+// passedTo are the states the build passed through this run on its way
+// to state, when state is its step's (not its step's Then).
+func (inc *incarnation) passedTo(state release.State) []release.State {
+	if state != inc.step.State {
+		return nil
+	}
+	return inc.passed
+}
+
 func displayState(s string) string {
 	if s == "" {
 		return "new"
@@ -113,13 +126,16 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 	if string(state) != st.State.Current {
 		st.State.Current = string(state)
 		st.State.LastUpdated = &now
-		switch {
-		case state.IsRollingOut():
-			st.DeployingStartTimestamp = &now
-		case state.IsPendingRelease():
-			st.PendingReleaseStartTimestamp = &now
-		case state.IsRamping():
-			st.ReleaseStartTimestamp = &now
+		// The states passed through on the way were entered now too.
+		for _, entered := range append(inc.passedTo(state), state) {
+			switch {
+			case entered.IsRollingOut():
+				st.DeployingStartTimestamp = &now
+			case entered.IsPendingRelease():
+				st.PendingReleaseStartTimestamp = &now
+			case entered.IsRamping():
+				st.ReleaseStartTimestamp = &now
+			}
 		}
 	}
 	st.State.Target = string(state)

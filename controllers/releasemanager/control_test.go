@@ -163,7 +163,8 @@ func TestControl_PauseStopsTheCanarysTimer(t *testing.T) {
 	c.ask("v2", picchuv1alpha1.AnnotationPause, "")
 	c.expect(0, "v2 canarying 10, v1 released 90", "Resumed: v2 resumed at 10% in production by alice")
 	c.expect(29*time.Second, "v2 canarying 10, v1 released 90")
-	c.expect(time.Second, "v2 canaried 0, v1 released 100")
+	// Its canary over, it passes and, its schedule open, is released at once.
+	c.expect(time.Second, "v2 releasing 25, v1 released 75")
 }
 
 // TestControl_Promote: a promotion ends the canary at once and is acted on
@@ -175,11 +176,11 @@ func TestControl_Promote(t *testing.T) {
 	c.expect(0, "v2 canarying 10, v1 released 90")
 	req := picchuv1alpha1.PromoteRequest(false, c.s.now)
 	c.ask("v2", picchuv1alpha1.AnnotationPromote, req)
-	c.expect(0, "v2 canaried 0, v1 released 100", "Promoted: v2 promoted (next) from canarying in production by alice")
+	// It passes its canary and, its schedule open, is released in the same run.
+	c.expect(0, "v2 releasing 25, v1 released 75", "Promoted: v2 promoted (next) from canarying in production by alice")
 	if v2.status.Promoted != req {
 		t.Fatalf("status.promoted %q, want %q", v2.status.Promoted, req)
 	}
-	c.expect(0, "v2 pendingrelease 0, v1 released 100", []string{}...)
 	c.expect(0, "v2 releasing 25, v1 released 75", []string{}...)
 	c.ask("v2", picchuv1alpha1.AnnotationPromote, picchuv1alpha1.PromoteRequest(true, c.s.now))
 	c.expect(time.Second, "v2 releasing 100, v1 released 0", "Promoted: v2 promoted (full) from releasing in production by alice")

@@ -28,6 +28,9 @@ type decision struct {
 	// its ramp's decision.
 	ramping bool
 	ramp    release.RampStep
+	// passed are the states the build went through this run on its way
+	// to its step's (release.Advance).
+	passed []release.State
 	// recommissioned says the build was brought back to serve.
 	recommissioned bool
 	// verdict is what the build's alerts say, and firing the alerts that
@@ -64,7 +67,10 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 		f := s.facts(inc, cal)
 		// A rollback takes the build out of release, deploying or not.
 		f.Eligible = f.Eligible && !inc.superseded
-		inc.step = release.Next(f, t)
+		inc.step, inc.passed = release.Advance(f, t, inc.mayEnter)
+		if len(inc.passed) > 0 && inc.step.State.IsRamping() {
+			inc.rampFromNothing(s.now)
+		}
 		inc.eligible, inc.peak = f.Eligible, inc.status.PeakPercent
 		incs[i] = release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent}
 	}
@@ -108,6 +114,25 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			inc.scale = s.scale(inc)
 		}
 	}
+}
+
+// mayEnter says the build may pass on to state in this run: a state in
+// which builds are judged only once its alerts were checked (it was in
+// one already), or when nothing could judge it.
+func (inc *incarnation) mayEnter(state release.State) bool {
+	return !state.IsJudged() || release.State(inc.status.State.Current).IsJudged() || inc.unjudgeable
+}
+
+// rampFromNothing records, for a build that passed on to its release
+// this run, what the runs of the states it passed through would have: a
+// build waiting between its canary and its release takes no traffic of its
+// own (Allocate gives it none), so its ramp starts from nothing, now. Its
+// first step comes at once, on a clock of its own: a canary's percent is
+// never counted as a ramp step held.
+func (inc *incarnation) rampFromNothing(now time.Time) {
+	stamp := picchuv1alpha1.NewTimestamp(now)
+	inc.status.CurrentPercent, inc.status.LastUpdated = 0, &stamp
+	inc.status.WavePercents = make([]int32, len(inc.status.WavePercents))
 }
 
 // ramps are a build's ramp steps in each wave: it waits out the bake of

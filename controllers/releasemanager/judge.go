@@ -113,6 +113,7 @@ type namedSource struct {
 // in the snapshot; problems says which checks could not run.
 func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 	for _, inc := range s.incarnations {
+		inc.unjudgeable = inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs || len(r.sources(inc.target)) == 0
 		if !s.judged(inc, r.ProvenPercent) {
 			continue
 		}

@@ -98,6 +98,10 @@ type incarnation struct {
 	// migratedFrom is the legacy state of the original's its status
 	// recorded, read as today's (release.Migrated); "" when none.
 	migratedFrom string
+	// unjudgeable says no alert check could ever apply to it (no alert
+	// source for its target, ignoreSLOs, failed, no Revision): a state
+	// judged builds are in may be entered without a check (judge).
+	unjudgeable bool
 
 	// The decision of this run.
 	decision

@@ -41,7 +41,9 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 	rm.Status = rep.status
 	for i := range rep.transitions {
 		tr := &rep.transitions[i]
-		observeLatencies(rm, tr.inc, &rm.Status.Revisions[tr.index], tr.state, s.now)
+		for _, state := range append(tr.inc.passedTo(tr.state), tr.state) {
+			observeLatencies(rm, tr.inc, &rm.Status.Revisions[tr.index], state, s.now)
+		}
 	}
 	if !sameStatus(before, &rm.Status) {
 		now := metav1.NewTime(s.now)

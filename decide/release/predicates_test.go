@@ -22,7 +22,7 @@ func TestStates_AnswerEveryPredicate(t *testing.T) {
 			Canarying, Canaried, PendingRelease, Releasing}},
 		"IsInProgress": {State.IsInProgress, []State{Created, Deploying, PendingTest, Testing,
 			Canarying, Canaried, PendingRelease, Releasing, Retiring, Failing, Deleting}},
-		"ConsultsSchedule": {State.ConsultsSchedule, []State{Deployed, Tested, Canaried, PendingRelease}},
+		"ConsultsSchedule": {State.ConsultsSchedule, []State{Deployed, Tested, Canarying, Canaried, PendingRelease}},
 		"WaitsForTTL":      {State.WaitsForTTL, []State{Deployed, Tested}},
 		"IsFinished":       {State.IsFinished, []State{Retired, Failed, Deleting, Deleted}},
 		"HasStartTime":     {State.HasStartTime, []State{Deploying, Canarying, PendingRelease, Releasing}},

@@ -40,7 +40,7 @@ var stateTraits = map[State]traits{
 	PendingTest:    {serving: true, routable: true, inProgress: true, entering: true},
 	Testing:        {serving: true, routable: true, inProgress: true, entering: true},
 	Tested:         {serving: true, routable: true, entering: true, scheduled: true, ttlBound: true},
-	Canarying:      {serving: true, routable: true, judged: true, inProgress: true, entering: true, stamped: true},
+	Canarying:      {serving: true, routable: true, judged: true, inProgress: true, entering: true, scheduled: true, stamped: true},
 	Canaried:       {serving: true, routable: true, judged: true, inProgress: true, entering: true, scheduled: true},
 	PendingRelease: {serving: true, routable: true, judged: true, inProgress: true, entering: true, scheduled: true, stamped: true},
 	Releasing:      {serving: true, routable: true, judged: true, inProgress: true, entering: true, stamped: true},
@@ -78,7 +78,8 @@ func (s State) IsEntering() bool { return stateTraits[s].entering }
 func (s State) IsInProgress() bool { return stateTraits[s].inProgress }
 
 // ConsultsSchedule says the release schedule is read for a build in this
-// state: it waits for its release, or may move on to wait for it now.
+// state: it waits for its release, or may move on to wait for it now (a
+// canary that ends passes on to its release in the same tick: Advance).
 func (s State) ConsultsSchedule() bool { return stateTraits[s].scheduled }
 
 // WaitsForTTL says a build that is not eligible for release waits in this
