@@ -8,7 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -74,6 +78,15 @@ func (o *Operator) Stop() error {
 	}
 	if errors.Is(err, context.Canceled) {
 		return nil
+	}
+	if err != nil && strings.Contains(err.Error(), "grace period") {
+		// Something did not stop: say what, with every goroutine's stack.
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("picchu-stop-%d.txt", time.Now().UnixNano()))
+		if f, ferr := os.Create(path); ferr == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+			err = fmt.Errorf("%w (every goroutine's stack: %s)", err, path)
+		}
 	}
 	return err
 }
