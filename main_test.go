@@ -229,8 +229,8 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 	if c.shards.n != 0 || c.shards.leaseDuration != 15*time.Second || c.shards.renewDeadline != 10*time.Second || c.shards.retryPeriod != 2*time.Second {
 		t.Errorf("shards: %+v, want none, with controller-runtime's lease timings", c.shards)
 	}
-	if c.kubeAPIQPS != 50 || c.kubeAPIBurst != 300 || c.operator.ClusterQPS != 50 || c.operator.ClusterBurst != 300 {
-		t.Errorf("rate limits: delivery %v/%d, clusters %v/%d; want 50/300 (Flux's) for both",
+	if c.kubeAPIQPS != 200 || c.kubeAPIBurst != 400 || c.operator.ClusterQPS != 200 || c.operator.ClusterBurst != 400 {
+		t.Errorf("rate limits: delivery %v/%d, clusters %v/%d; want 200/400 for both",
 			c.kubeAPIQPS, c.kubeAPIBurst, c.operator.ClusterQPS, c.operator.ClusterBurst)
 	}
 	if !slices.Equal(c.operator.Namespaces, []string{"picchu"}) {
