@@ -55,11 +55,7 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	}
 	st.Rejected = rejected
 	if out.changed {
-		path := []string{displayState(inc.status.State.Current)}
-		for _, p := range append(inc.passedTo(state), state) {
-			path = append(path, string(p))
-		}
-		note(corev1.EventTypeNormal, "StateChanged", "%s %s", inc.tag, strings.Join(path, " → "))
+		note(corev1.EventTypeNormal, "StateChanged", "%s %s", inc.tag, inc.statePath(state))
 		switch {
 		case state.IsRollingBack():
 			note(corev1.EventTypeWarning, "RollingBack", "%s failed; its traffic goes back to the previous release on every cluster", inc.tag)
@@ -96,6 +92,17 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	}
 	out.status = &st
 	return out
+}
+
+// statePath is the way the build went this run: its recorded state, the
+// states it passed through and state ("v2 deployed → pendingrelease →
+// releasing").
+func (inc *incarnation) statePath(state release.State) string {
+	path := []string{displayState(inc.status.State.Current)}
+	for _, p := range append(inc.passedTo(state), state) {
+		path = append(path, string(p))
+	}
+	return strings.Join(path, " → ")
 }
 
 // passedTo are the states the build passed through this run on its way

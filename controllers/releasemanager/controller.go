@@ -427,6 +427,7 @@ func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 	if prev, ok := r.lastRun.Swap(key, snap.now); ok {
 		releasemetrics.ObserveReconcileInterval(rm.Spec.App, rm.Spec.Target, snap.now.Sub(prev.(time.Time)))
 	}
+	r.markUnjudgeable(snap)
 	r.judge(ctx, snap)
 	r.checkPreflight(ctx, snap)
 	snap.decide(r.Timeouts, r.Calendar)

@@ -113,7 +113,6 @@ type namedSource struct {
 // in the snapshot; problems says which checks could not run.
 func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 	for _, inc := range s.incarnations {
-		inc.unjudgeable = inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs || len(r.sources(inc.target)) == 0
 		if !s.judged(inc, r.ProvenPercent) {
 			continue
 		}
@@ -168,6 +167,13 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 		if inc.verdict == release.Healthy {
 			r.compareBaselines(ctx, s, inc, srcs)
 		}
+	}
+}
+
+// markUnjudgeable marks the builds no alert check could ever apply to.
+func (r *Reconciler) markUnjudgeable(s *snapshot) {
+	for _, inc := range s.incarnations {
+		inc.unjudgeable = inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs || len(r.sources(inc.target)) == 0
 	}
 }
 
