@@ -137,30 +137,14 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	profiled := b.profiler.start(ctx, tag)
 	commit := time.Now()
 	start := time.Now()
-	jobs := make(chan int)
-	errs := make(chan error, b.apps)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range jobs {
-				rev, err := manifest(appName(i), tag, commit)
-				if err == nil {
-					err = kit.Apply(ctx, b.fleet.Delivery.Client, rev)
-				}
-				if err != nil {
-					errs <- fmt.Errorf("applying %s %s: %w", appName(i), tag, err)
-				}
-			}
-		})
-	}
-	for i := range b.apps {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	if err, failed := <-errs; failed {
-		return p, err
+	if err := applyApps(b.apps, func(app string) error {
+		rev, err := manifest(app, tag, commit)
+		if err != nil {
+			return err
+		}
+		return kit.Apply(ctx, b.fleet.Delivery.Client, rev)
+	}); err != nil {
+		return p, fmt.Errorf("applying %s: %w", tag, err)
 	}
 	logf("%s of %d apps applied in %s; waiting until every app has it released", tag, b.apps, time.Since(start).Round(time.Millisecond))
 	if err := kit.Poll(ctx, watchPoll, b.timeout, tag+" released in every app", func(ctx context.Context) error {
@@ -206,6 +190,30 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	// Waited for last: a profile outlasting the release must not stretch
 	// the span whose writes are counted.
 	return p, profiled()
+}
+
+// applyApps runs apply for every app, workers at a time, and returns the
+// first error.
+func applyApps(apps int, apply func(app string) error) error {
+	jobs := make(chan int)
+	errs := make(chan error, apps)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				if err := apply(appName(i)); err != nil {
+					errs <- fmt.Errorf("%s: %w", appName(i), err)
+				}
+			}
+		})
+	}
+	for i := range apps {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // apiServerWrites are the writes each API server of the fleet counted, by

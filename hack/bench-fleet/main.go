@@ -145,7 +145,7 @@ func run(ctx context.Context, args []string) (err error) {
 	// The benchmark watches the ReleaseManagers rather than list a
 	// thousand of them every second, which would load the API server it
 	// measures.
-	watched, stop, err := watchReleaseManagers(ctx, f)
+	watched, stop, err := watch(ctx, f.Delivery, f.Namespace, &picchuv1alpha1.ReleaseManager{}, "release managers")
 	if err != nil {
 		return err
 	}
@@ -166,30 +166,28 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench-fleet: "+format+"\n", args...)
 }
 
-// watchReleaseManagers returns a cache of the fleet's ReleaseManagers, kept
-// by a watch until stop is called.
-func watchReleaseManagers(ctx context.Context, f *fleet.Fleet) (client.Reader, func(), error) {
+// watch returns a cache of the objects of obj's kind in namespace of
+// cluster c, kept by a watch until stop is called.
+func watch(ctx context.Context, c *fleet.Cluster, namespace string, obj client.Object, what string) (client.Reader, func(), error) {
 	ctx, stop := context.WithCancel(ctx)
-	c, err := cache.New(f.Delivery.Config, cache.Options{
-		Scheme:            f.Delivery.Client.Scheme(),
-		DefaultNamespaces: map[string]cache.Config{f.Namespace: {}},
-	})
-	if err != nil {
+	fail := func(err error) (client.Reader, func(), error) {
 		stop()
-		return nil, nil, fmt.Errorf("watching release managers: %w", err)
+		return nil, nil, fmt.Errorf("watching %s: %w", what, err)
 	}
-	if _, err := c.GetInformer(ctx, &picchuv1alpha1.ReleaseManager{}); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("watching release managers: %w", err)
+	rc, err := cache.New(c.Config, cache.Options{Scheme: c.Client.Scheme(), DefaultNamespaces: map[string]cache.Config{namespace: {}}})
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := rc.GetInformer(ctx, obj); err != nil {
+		return fail(err)
 	}
 	go func() {
-		if err := c.Start(ctx); err != nil {
-			logf("watching release managers: %v", err)
+		if err := rc.Start(ctx); err != nil {
+			logf("watching %s: %v", what, err)
 		}
 	}()
-	if !c.WaitForCacheSync(ctx) {
-		stop()
-		return nil, nil, errors.New("watching release managers: the cache did not sync")
+	if !rc.WaitForCacheSync(ctx) {
+		return fail(errors.New("the cache did not sync"))
 	}
-	return c, stop, nil
+	return rc, stop, nil
 }

@@ -9,14 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -44,9 +42,9 @@ var (
 
 // peerPhase is one release of every app by the peer.
 type peerPhase struct {
-	// promoted is when every Rollout had the build stable (at 100 %);
-	// took when every one was also Healthy again (its old pods gone, after
-	// Argo's scale-down delay).
+	// promoted is when every Rollout had the build stable (at 100 %); took
+	// when every one was also Healthy (its pods available, its old pods
+	// gone after Argo's scale-down delay).
 	promoted, took time.Duration
 	// writes are every client's writes to the peer's cluster, from its
 	// API server's counters (the benchmark's own applies among them, as
@@ -110,7 +108,9 @@ func runPeer(ctx context.Context, c config) (res peerResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	rollouts, stop, err := watchRollouts(ctx, cluster)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(rolloutGVK)
+	rollouts, stop, err := watch(ctx, cluster, peerNamespace, u, "rollouts")
 	if err != nil {
 		return res, err
 	}
@@ -150,26 +150,8 @@ func (p *peer) release(ctx context.Context, tag string) (peerPhase, error) {
 		return ph, err
 	}
 	start := time.Now()
-	jobs := make(chan int)
-	errs := make(chan error, p.apps)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := p.apply(ctx, appName(i), tag); err != nil {
-					errs <- fmt.Errorf("applying %s %s: %w", appName(i), tag, err)
-				}
-			}
-		})
-	}
-	for i := range p.apps {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	if err, failed := <-errs; failed {
-		return ph, err
+	if err := applyApps(p.apps, func(app string) error { return p.apply(ctx, app, tag) }); err != nil {
+		return ph, fmt.Errorf("applying %s: %w", tag, err)
 	}
 	logf("peer: %s of %d apps applied in %s; waiting until every Rollout is Healthy with it", tag, p.apps, time.Since(start).Round(time.Millisecond))
 	if err := kit.Poll(ctx, watchPoll, p.timeout, tag+" healthy in every Rollout", func(ctx context.Context) error {
@@ -302,33 +284,6 @@ func object(gvk schema.GroupVersionKind, name string, spec map[string]any) *unst
 	return u
 }
 
-// watchRollouts returns a cache of the cluster's Rollouts, kept by a watch
-// until stop is called.
-func watchRollouts(ctx context.Context, c *fleet.Cluster) (client.Reader, func(), error) {
-	ctx, stop := context.WithCancel(ctx)
-	rc, err := cache.New(c.Config, cache.Options{Scheme: c.Client.Scheme(), DefaultNamespaces: map[string]cache.Config{peerNamespace: {}}})
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("watching rollouts: %w", err)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(rolloutGVK)
-	if _, err := rc.GetInformer(ctx, u); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("watching rollouts: %w", err)
-	}
-	go func() {
-		if err := rc.Start(ctx); err != nil {
-			logf("watching rollouts: %v", err)
-		}
-	}()
-	if !rc.WaitForCacheSync(ctx) {
-		stop()
-		return nil, nil, errors.New("watching rollouts: the cache did not sync")
-	}
-	return rc, stop, nil
-}
-
 // compare prints the peer's figures beside Picchu's, and their ratios.
 func compare(peer peerResult, r *result) string {
 	var sb strings.Builder
@@ -338,7 +293,10 @@ func compare(peer peerResult, r *result) string {
 	row := func(name string, argo, picchu time.Duration) {
 		fmt.Fprintf(&sb, "| %s | %s | %s | %s |\n", name, argo.Round(100*time.Millisecond), picchu.Round(100*time.Millisecond), ratio(picchu.Seconds(), argo.Seconds()))
 	}
-	row("first build of every app at 100 %", peer.first.promoted, r.first.routed)
+	// A Rollout's first ReplicaSet is stable from the start, before any
+	// of its pods runs: its first build counts once it is Healthy, as
+	// Picchu's counts once its pods run and it takes the traffic.
+	row("first build of every app at 100 % (Argo: Healthy)", peer.first.took, r.first.routed)
 	row("second build of every app released (Argo: promoted, at 100 %)", peer.second.promoted, r.second.took)
 	row("second build of every app released (Argo: Healthy, its old pods gone)", peer.second.took, r.second.took)
 	for _, p := range []struct {
