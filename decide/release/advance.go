@@ -16,10 +16,11 @@ const maxPassed = 2
 // step with anything but Sync to do, and before any state may refuses:
 // the caller refuses a state whose checks it did not make this tick (a
 // judged state, for a build whose alerts were not checked). It returns
-// the step and the states passed through on the way to it, in order. Advance saves the controller
-// a run per state passed, each of which waits its turn in the queue
-// behind every other app's runs; what it decides is what those runs
-// would decide, but for the times each state was entered: now, for all.
+// the step and the states passed through on the way to it, in order.
+// Advance saves the controller a run per state passed, each of which
+// waits its turn in the queue behind every other app's runs; what it
+// decides is what those runs would decide, but for the times each state
+// was entered: now, for all.
 func Advance(f Facts, t Timeouts, may func(State) bool) (Step, []State) {
 	step := Next(f, t)
 	var passed []State
