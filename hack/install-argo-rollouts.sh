@@ -10,15 +10,19 @@
 # caches, and nothing needs root. A second run builds nothing.
 set -euo pipefail
 
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/progress.sh
+source "$root/hack/lib/progress.sh"
+PROGRESS_PREFIX=install-argo-rollouts
+
 version=v1.10.0
 module=github.com/argoproj/argo-rollouts
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir="$root/bin/argo-rollouts/$version"
 binary="$dir/rollouts-controller"
 
-log() { echo "install-argo-rollouts: $*" >&2; }
-die() { log "error: $*"; exit 1; }
+die() { progress_log "error: $*"; exit 1; }
 
+# runs checks that a candidate binary executes.
 runs() { "$1" --help >/dev/null 2>&1; }
 
 if [ -x "$binary" ] && runs "$binary" && [ -f "$dir/crds/rollout-crd.yaml" ]; then
@@ -27,20 +31,21 @@ if [ -x "$binary" ] && runs "$binary" && [ -f "$dir/crds/rollout-crd.yaml" ]; th
 fi
 
 command -v go >/dev/null || die "no go on PATH to build Argo Rollouts $version with"
-tmp=$(mktemp -d)
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-log "building Argo Rollouts $version from the Go module proxy (once, about 4 minutes)"
-src=$(cd "$tmp" && GOFLAGS= go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+mkdir -p "$dir"
+# Build in a fresh directory, then move into place, so that a build cut
+# short (or a concurrent run) never leaves a binary that looks whole.
+out=$(mktemp -d "$dir/.build.XXXXXX")
+trap 'chmod -R u+w "$out" 2>/dev/null; rm -rf "$out"' EXIT
+progress_log "building Argo Rollouts $version into bin/: the first time, about 4 minutes on 2 cores"
+src=$(cd "$out" && GOFLAGS= go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -n "$src" ] && [ -d "$src" ] || die "go mod download $module@$version failed (is the Go module proxy reachable?)"
-cp -r "$src" "$tmp/src"
-chmod -R u+w "$tmp/src"
-(cd "$tmp/src" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o "$tmp/rollouts-controller" ./cmd/rollouts-controller >&2) ||
-  die "building $module@$version ./cmd/rollouts-controller failed"
-runs "$tmp/rollouts-controller" || die "the Argo Rollouts controller just built does not run"
+cp -r "$src" "$out/src"
+chmod -R u+w "$out/src"
+(cd "$out/src" && GOFLAGS=-mod=mod CGO_ENABLED=0 progress_build "Argo Rollouts $version" 0 \
+  go build -v -o "$out/rollouts-controller" ./cmd/rollouts-controller) || die "building $module@$version ./cmd/rollouts-controller failed"
+runs "$out/rollouts-controller" || die "the Argo Rollouts controller just built does not run"
 mkdir -p "$dir/crds"
-cp "$tmp/src"/manifests/crds/*-crd.yaml "$dir/crds/"
-# Copy, then rename, so that a concurrent run never sees half a binary.
-cp "$tmp/rollouts-controller" "$binary.tmp.$$"
-mv -f "$binary.tmp.$$" "$binary"
-log "installed Argo Rollouts $version in $dir"
+cp "$out/src"/manifests/crds/*-crd.yaml "$dir/crds/"
+mv -f "$out/rollouts-controller" "$binary"
+progress_log "installed Argo Rollouts $version in $dir"
 echo "$dir"

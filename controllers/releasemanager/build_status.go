@@ -99,7 +99,7 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 // releasing").
 func (inc *incarnation) statePath(state release.State) string {
 	path := []string{displayState(inc.status.State.Current)}
-	for _, p := range append(inc.passedTo(state), state) {
+	for _, p := range inc.entered(state) {
 		path = append(path, string(p))
 	}
 	return strings.Join(path, " → ")
@@ -112,6 +112,12 @@ func (inc *incarnation) passedTo(state release.State) []release.State {
 		return nil
 	}
 	return inc.passed
+}
+
+// entered are the states the build entered this run on its way to state,
+// in order, state last: a slice of its own.
+func (inc *incarnation) entered(state release.State) []release.State {
+	return append(slices.Clone(inc.passedTo(state)), state)
 }
 
 func displayState(s string) string {
@@ -134,7 +140,7 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 		st.State.Current = string(state)
 		st.State.LastUpdated = &now
 		// The states passed through on the way were entered now too.
-		for _, entered := range append(inc.passedTo(state), state) {
+		for _, entered := range inc.entered(state) {
 			switch {
 			case entered.IsRollingOut():
 				st.DeployingStartTimestamp = &now

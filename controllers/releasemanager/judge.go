@@ -41,7 +41,7 @@ var errNoDatadog = errors.New("the revision enables datadogMonitoring but Picchu
 // being released, is neither failed nor ignoring its SLOs, and has not
 // proven itself.
 func (s *snapshot) judged(inc *incarnation, provenPercent int32) bool {
-	if inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs {
+	if inc.exempt() {
 		return false
 	}
 	if !release.State(inc.status.State.Current).IsJudged() {
@@ -170,10 +170,17 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 	}
 }
 
-// markUnjudgeable marks the builds no alert check could ever apply to.
+// exempt says no alert check applies to the build: its Revision is gone,
+// failed, or ignores its SLOs.
+func (inc *incarnation) exempt() bool {
+	return inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs
+}
+
+// markUnjudgeable marks the builds no alert check could ever apply to:
+// exempt, or with no alert source for their target.
 func (r *Reconciler) markUnjudgeable(s *snapshot) {
 	for _, inc := range s.incarnations {
-		inc.unjudgeable = inc.revision == nil || inc.revision.Spec.Failed || inc.revision.Spec.IgnoreSLOs || len(r.sources(inc.target)) == 0
+		inc.unjudgeable = inc.exempt() || len(r.sources(inc.target)) == 0
 	}
 }
 

@@ -41,7 +41,7 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 	rm.Status = rep.status
 	for i := range rep.transitions {
 		tr := &rep.transitions[i]
-		for _, state := range append(tr.inc.passedTo(tr.state), tr.state) {
+		for _, state := range tr.inc.entered(tr.state) {
 			observeLatencies(rm, tr.inc, &rm.Status.Revisions[tr.index], state, s.now)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -79,8 +78,9 @@ func (o *Operator) Stop() error {
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
-	if err != nil && strings.Contains(err.Error(), "grace period") {
-		// Something did not stop: say what, with every goroutine's stack.
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Something did not stop within the manager's grace period: say
+		// what, with every goroutine's stack.
 		path := filepath.Join(os.TempDir(), fmt.Sprintf("picchu-stop-%d.txt", time.Now().UnixNano()))
 		if f, ferr := os.Create(path); ferr == nil {
 			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
