@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/quick"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -208,8 +209,8 @@ func TestReport(t *testing.T) {
 				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonClustersUnavailable,
 				events: []string{
 					"Normal StateChanged v2 failing → failed",
-					"Warning Rejected v3 rejected by east: ReplicaSet.apps \"shop-v3\" is invalid: spec.template: Invalid value: \"x\": bad port name",
-					"Warning Rejected v2 rejected by east: ReplicaSet.apps \"shop-v2\" is invalid: spec.template: Invalid value: \"x\": bad port name",
+					"Warning Rejected v3 rejected by east: ReplicaSet.apps \"shop-v3\" is invalid: spec.template: Invalid value: \"x\": bad port name; " +
+						"v2 rejected by east: ReplicaSet.apps \"shop-v2\" is invalid: spec.template: Invalid value: \"x\": bad port name",
 					"Warning RolledBack v2 failed and was rolled back",
 				},
 				next: again, unsynced: []string{"east"},
@@ -339,6 +340,51 @@ func TestReport(t *testing.T) {
 // TestReport_RecordsEachClustersWeight: each build's record says what
 // each cluster last took and when; a cluster that did not answer keeps its
 // entry, stamped when it last changed.
+func TestMergeEvents(t *testing.T) {
+	long := strings.Repeat("é", maxEventNote)
+	for _, tc := range []struct {
+		name string
+		in   []statusEvent
+		want []statusEvent
+	}{
+		{name: "none", in: nil, want: []statusEvent{}},
+		{
+			name: "two builds' state changes in one run make one event naming both, in order",
+			in: []statusEvent{
+				{kind: "Normal", reason: "StateChanged", note: "v2 releasing → released"},
+				{kind: "Warning", reason: "RollingBack", note: "v3 failed"},
+				{kind: "Normal", reason: "StateChanged", note: "v1 released → retiring"},
+			},
+			want: []statusEvent{
+				{kind: "Normal", reason: "StateChanged", note: "v2 releasing → released; v1 released → retiring"},
+				{kind: "Warning", reason: "RollingBack", note: "v3 failed"},
+			},
+		},
+		{
+			name: "a reason of two kinds makes two events",
+			in:   []statusEvent{{kind: "Normal", reason: "R", note: "a"}, {kind: "Warning", reason: "R", note: "b"}},
+			want: []statusEvent{{kind: "Normal", reason: "R", note: "a"}, {kind: "Warning", reason: "R", note: "b"}},
+		},
+		{
+			name: "a note is cut to the API server's limit, on a rune",
+			in:   []statusEvent{{kind: "Normal", reason: "R", note: "a"}, {kind: "Normal", reason: "R", note: long}},
+			want: []statusEvent{{kind: "Normal", reason: "R", note: truncate("a; "+long, maxEventNote)}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mergeEvents(tc.in)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("mergeEvents = %q, want %q", got, tc.want)
+			}
+			for _, e := range got {
+				if len(e.note) > maxEventNote || !utf8.ValidString(e.note) {
+					t.Errorf("note of %d bytes (valid UTF-8: %t), over the limit of %d", len(e.note), utf8.ValidString(e.note), maxEventNote)
+				}
+			}
+		})
+	}
+}
+
 func TestReport_RecordsEachClustersWeight(t *testing.T) {
 	earlier := picchuv1alpha1.NewTimestamp(reportNow.Add(-time.Minute))
 	v2 := build("v2", release.Failing, 40, release.Step{State: release.Failing, Action: release.Sync}, 0)

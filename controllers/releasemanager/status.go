@@ -172,6 +172,7 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
 		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))
 	})
+	out.events = mergeEvents(out.events)
 	out.status = rm.Status
 	out.next = nextRun(s.now, changed || moved, len(c.unavailable) > 0, c.judging,
 		earliest(due, s.removal.Due), syncPeriod, alertCheck)
@@ -202,6 +203,33 @@ func (s *snapshot) reportConditions(rm *picchuv1alpha1.ReleaseManager, c conditi
 	}
 	setExternalSecretsCondition(rm, s.copiesExternalSecrets(), externalSecretsMissing)
 	return due
+}
+
+// maxEventNote is the API server's limit on an event's note, in bytes.
+const maxEventNote = 1024
+
+// mergeEvents makes one event of the events of a kind and reason, their
+// notes joined in order ("v2 releasing → released; v1 released →
+// retiring"). The event recorder counts events of the same kind, reason
+// and object version as one series and keeps only the first one's note:
+// two builds' state changes in one run would lose the second otherwise.
+// One event per reason is also one write instead of several.
+func mergeEvents(events []statusEvent) []statusEvent {
+	out := make([]statusEvent, 0, len(events))
+	at := map[[2]string]int{}
+	for _, e := range events {
+		key := [2]string{e.kind, e.reason}
+		if i, ok := at[key]; ok {
+			out[i].note += "; " + e.note
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, e)
+	}
+	for i := range out {
+		out[i].note = truncate(out[i].note, maxEventNote)
+	}
+	return out
 }
 
 // eventOrder puts normal events before warnings.
