@@ -177,9 +177,16 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 		}
 	}
 	live := obs.Live(inc.tag)
+	st.Scale.Peak = max(st.Scale.Peak, live.Available)
+	if state.IsFinished() && !state.IsInProgress() {
+		// Retired, failed or deleted: its ReplicaSets were scaled to
+		// nothing, or removed, before the state was recorded. What still
+		// terminates is not counted, so the record is whole with the state
+		// and needs no write of its own once the pods are gone.
+		live = release.Replicas{}
+	}
 	st.Scale.Current = live.Available
 	st.Scale.Desired = live.Desired
-	st.Scale.Peak = max(st.Scale.Peak, live.Available)
 	return st
 }
 

@@ -337,9 +337,8 @@ func TestReport(t *testing.T) {
 	}
 }
 
-// TestReport_RecordsEachClustersWeight: each build's record says what
-// each cluster last took and when; a cluster that did not answer keeps its
-// entry, stamped when it last changed.
+// TestMergeEvents: a run's events of one kind and reason make one event,
+// whose note names them all, within the API server's limit.
 func TestMergeEvents(t *testing.T) {
 	long := strings.Repeat("é", maxEventNote)
 	for _, tc := range []struct {
@@ -385,6 +384,83 @@ func TestMergeEvents(t *testing.T) {
 	}
 }
 
+// TestReport_RetiredBuildCountsNoReplicas: a build recorded retired or
+// failed counts no replica, whatever still terminates (its ReplicaSets were
+// scaled to nothing before the state was recorded); its peak stays. One
+// still retiring counts what runs.
+func TestReport_RetiredBuildCountsNoReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		step             release.Step
+		current, desired int32
+	}{
+		{release.Step{State: release.Retiring, Action: release.Retire, Then: release.Retired}, 0, 0},
+		{release.Step{State: release.Failing, Action: release.Retire, Then: release.Failed}, 0, 0},
+		{release.Step{State: release.Retiring, Action: release.Sync}, 4, 4},
+	} {
+		inc := build("v1", tc.step.State, 0, tc.step, 0)
+		inc.status.Scale.Peak = 6
+		s := reportSnapshot(inc)
+		for i := range s.observation {
+			s.observation[i].Tags = map[string]release.Replicas{"v1": {Desired: 2, Available: 2}}
+		}
+		out := report(s, settle(s, acted{}), reportSyncPeriod, reportAlertCheck)
+		got := out.status.Revisions[0]
+		want := picchuv1alpha1.ReleaseManagerRevisionScaleStatus{Current: tc.current, Desired: tc.desired, Peak: 6}
+		if got.Scale != want {
+			t.Errorf("%s: scale %+v, want %+v", got.State.Current, got.Scale, want)
+		}
+	}
+}
+
+// TestScaleOnlyWait: a status that moved only in builds' replica counts
+// waits for the next write, at most scaleRefresh after the last; any other
+// change, or a status not written for scaleRefresh, is written at once.
+func TestScaleOnlyWait(t *testing.T) {
+	written := metav1.NewTime(reportNow.Add(-10 * time.Second))
+	before := picchuv1alpha1.ReleaseManagerStatus{LastUpdated: &written, Revisions: []picchuv1alpha1.ReleaseManagerRevisionStatus{
+		{Tag: "v2", State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "deploying"}},
+		{Tag: "v1", State: picchuv1alpha1.ReleaseManagerRevisionStateStatus{Current: "released"}, CurrentPercent: 100,
+			Scale: picchuv1alpha1.ReleaseManagerRevisionScaleStatus{Current: 4, Desired: 4, Peak: 4}},
+	}}
+	for _, tc := range []struct {
+		name   string
+		change func(*picchuv1alpha1.ReleaseManagerStatus)
+		now    time.Time
+		want   time.Duration
+	}{
+		{"nothing moved: nothing to write", func(*picchuv1alpha1.ReleaseManagerStatus) {}, reportNow, 0},
+		{"a ReplicaSet asked for: with the next write", func(st *picchuv1alpha1.ReleaseManagerStatus) { st.Revisions[0].Scale.Desired = 2 }, reportNow, 20 * time.Second},
+		{"an autoscaler's step: with the next write", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+			st.Revisions[1].Scale.Desired, st.Revisions[1].Scale.Current = 6, 5
+		}, reportNow, 20 * time.Second},
+		{"replicas moved, and written scaleRefresh ago: now", func(st *picchuv1alpha1.ReleaseManagerStatus) { st.Revisions[0].Scale.Desired = 2 },
+			written.Add(scaleRefresh), 0},
+		{"a new peak: now", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+			st.Revisions[1].Scale.Current, st.Revisions[1].Scale.Peak = 5, 5
+		}, reportNow, 0},
+		{"replicas and a state moved: now", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+			st.Revisions[0].Scale.Desired, st.Revisions[0].State.Current = 2, "deployed"
+		}, reportNow, 0},
+		{"a new build: now", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+			st.Revisions = append(st.Revisions, picchuv1alpha1.ReleaseManagerRevisionStatus{Tag: "v3"})
+		}, reportNow, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			after := before.DeepCopy()
+			tc.change(after)
+			if got := scaleOnlyWait(&before, after, tc.now); got != tc.want {
+				t.Errorf("waits %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if got := scaleOnlyWait(&picchuv1alpha1.ReleaseManagerStatus{}, &before, reportNow); got != 0 {
+		t.Errorf("a status never written waits %s", got)
+	}
+}
+
+// TestReport_RecordsEachClustersWeight: each build's record says what
+// each cluster last took and when; a cluster that did not answer keeps its
+// entry, stamped when it last changed.
 func TestReport_RecordsEachClustersWeight(t *testing.T) {
 	earlier := picchuv1alpha1.NewTimestamp(reportNow.Add(-time.Minute))
 	v2 := build("v2", release.Failing, 40, release.Step{State: release.Failing, Action: release.Sync}, 0)

@@ -45,7 +45,11 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 			observeLatencies(rm, tr.inc, &rm.Status.Revisions[tr.index], state, s.now)
 		}
 	}
-	if !sameStatus(before, &rm.Status) {
+	next := rep.next
+	if wait := scaleOnlyWait(before, &rm.Status, s.now); wait > 0 {
+		// Only replica counts moved: they go with the next write.
+		next = min(next, wait)
+	} else if !sameStatus(before, &rm.Status) {
 		now := metav1.NewTime(s.now)
 		rm.Status.LastUpdated = &now
 		err := r.write(rm, func() error { return r.Client.Status().Update(ctx, rm) })
@@ -79,7 +83,42 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 	for _, due := range rep.stepsDue {
 		releasemetrics.ObserveStepLateness(rm.Spec.Target, due, applied)
 	}
-	return ctrl.Result{RequeueAfter: rep.next}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// scaleRefresh is how long a change of builds' replica counts alone may
+// wait for the next write of the status.
+const scaleRefresh = 30 * time.Second
+
+// scaleOnlyWait is how long the write of after may wait, when it differs
+// from before only in builds' current and desired replicas and before was
+// written less than scaleRefresh ago; zero when it may not wait. Replica
+// counts are a view (no decision reads them back: each run observes the
+// clusters), and they move on their own, with every pod that becomes
+// available and every autoscaler's step: written with the state change
+// that follows them, or at most every scaleRefresh, they cost no write of
+// their own while a build deploys.
+func scaleOnlyWait(before, after *picchuv1alpha1.ReleaseManagerStatus, now time.Time) time.Duration {
+	if before.LastUpdated == nil {
+		return 0
+	}
+	wait := before.LastUpdated.Add(scaleRefresh).Sub(now)
+	if wait <= 0 || sameStatus(before, after) {
+		return 0
+	}
+	unscaled := after.DeepCopy()
+	for i := range unscaled.Revisions {
+		st := &unscaled.Revisions[i]
+		j := slices.IndexFunc(before.Revisions, func(b picchuv1alpha1.ReleaseManagerRevisionStatus) bool { return b.Tag == st.Tag })
+		if j < 0 {
+			return 0
+		}
+		st.Scale.Current, st.Scale.Desired = before.Revisions[j].Scale.Current, before.Revisions[j].Scale.Desired
+	}
+	if !sameStatus(before, unscaled) {
+		return 0
+	}
+	return wait
 }
 
 // outcome is what a run of the ReleaseManager comes to, computed by report.
