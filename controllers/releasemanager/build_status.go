@@ -106,18 +106,25 @@ func (inc *incarnation) statePath(state release.State) string {
 }
 
 // passedTo are the states the build passed through this run on its way
-// to state, when state is its step's (not its step's Then).
+// to state, in order, a slice of its own: those Advance passed, when
+// state is its step's, and its step's state as well, when state is its
+// step's Then and the step's state was not the recorded one (a first
+// build released at once passes through releasing).
 func (inc *incarnation) passedTo(state release.State) []release.State {
-	if state != inc.step.State {
-		return nil
+	step := inc.step
+	switch {
+	case state == step.State:
+		return slices.Clone(inc.passed)
+	case step.Then != "" && state == step.Then && string(step.State) != inc.status.State.Current:
+		return append(slices.Clone(inc.passed), step.State)
 	}
-	return inc.passed
+	return nil
 }
 
 // entered are the states the build entered this run on its way to state,
 // in order, state last: a slice of its own.
 func (inc *incarnation) entered(state release.State) []release.State {
-	return append(slices.Clone(inc.passedTo(state)), state)
+	return append(inc.passedTo(state), state)
 }
 
 func displayState(s string) string {

@@ -63,10 +63,12 @@ type decision struct {
 func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 	s.rollBack()
 	incs := make([]release.Incarnation, len(s.incarnations))
+	facts := make([]release.Facts, len(s.incarnations))
 	for i, inc := range s.incarnations {
 		f := s.facts(inc, cal)
 		// A rollback takes the build out of release, deploying or not.
 		f.Eligible = f.Eligible && !inc.superseded
+		facts[i] = f
 		inc.step, inc.passed = release.Advance(f, t, inc.mayEnter)
 		if len(inc.passed) > 0 && inc.step.State.IsRamping() {
 			inc.rampFromNothing(s.now)
@@ -109,10 +111,35 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 	if !s.bringBack() {
 		s.recommission()
 	}
+	s.afterTraffic(t, facts)
 	for _, inc := range s.incarnations {
 		if inc.target != nil {
 			inc.scale = s.scale(inc)
 		}
+	}
+}
+
+// afterTraffic carries each build's step on from what this run's traffic
+// records (release.AfterTraffic), in this run rather than the next: a ramp
+// that reaches its maximum is released once the clusters take it, and the
+// build it took the last traffic from leaves. A target that releases in
+// waves reaches its maximum wave by wave: its builds' peaks are not
+// passed on. A build brought back or recommissioned this run keeps its step.
+func (s *snapshot) afterTraffic(t release.Timeouts, facts []release.Facts) {
+	waves := s.waveCount() > 1
+	for i, inc := range s.incarnations {
+		if inc.target == nil || inc.recommissioned || inc.rollbackTarget {
+			continue
+		}
+		peak := inc.weight
+		if waves {
+			peak = 0
+		}
+		step := release.AfterTraffic(facts[i], t, inc.step, peak, inc.eligible)
+		if step.Then != "" && !inc.mayEnter(step.Then) {
+			continue
+		}
+		inc.step = step
 	}
 }
 

@@ -38,13 +38,12 @@ func notices(s *snapshot, transitions []transition, controls []controlAction, st
 	for _, tr := range transitions {
 		st := &statuses[tr.index]
 		// A state passed through on the way tells what reaching it tells.
-		for _, passed := range tr.inc.passedTo(tr.state) {
-			if kind, ok := stateNotices[passed]; ok {
+		from := release.State(tr.inc.status.State.Current)
+		for _, to := range tr.inc.entered(tr.state) {
+			if kind, ok := noticeKind(from, to, st.PeakPercent); ok {
 				notice(tr.inc, kind, st)
 			}
-		}
-		if kind, ok := noticeKind(release.State(tr.inc.status.State.Current), tr.state, st.PeakPercent); ok {
-			notice(tr.inc, kind, st)
+			from = to
 		}
 	}
 	for _, inc := range s.incarnations {

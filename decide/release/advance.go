@@ -50,3 +50,38 @@ func Advance(f Facts, t Timeouts, may func(State) bool) (Step, []State) {
 func passable(s Step) bool {
 	return s.Action == Sync && s.Then == "" && !s.Restart && !s.Unknown && !s.Drop
 }
+
+// AfterTraffic is a build's step once the tick's traffic is shared
+// (Allocate), carried on as the next tick would decide from what the
+// sharing records: the build's new peak (peak) and its eligibility
+// (eligible, lost to a newer build that took all of its traffic). A
+// build whose ramp reaches its release's maximum this tick is released
+// once every live cluster takes the weights (its step's Then, so a
+// cluster that lags keeps it releasing); a build left with no traffic and
+// no eligibility leaves now, as Next decides from a state it stays in.
+// Anything but a Sync step that only moves the build on, into released or
+// out of a state it stayed in, is left as it is. It saves the
+// ReleaseManager a run, and its status a write, at the end of every
+// release. The caller passes no new peak for a target that releases in
+// waves, whose maximum is reached wave by wave.
+func AfterTraffic(f Facts, t Timeouts, step Step, peak int32, eligible bool) Step {
+	if !passable(step) || (peak <= f.PeakPercent && eligible == f.Eligible) {
+		return step
+	}
+	g := f
+	if step.State != f.State {
+		g.State, g.Since = step.State, f.Now
+	}
+	g.PeakPercent, g.Eligible = max(f.PeakPercent, peak), eligible
+	next := Next(g, t)
+	switch {
+	case next.State == step.State || !passable(next):
+		return step
+	case step.State.IsRamping() && next.State.IsReleased():
+		step.Then = next.State
+		return step
+	case !eligible && step.State == f.State && next.State == Retiring:
+		return next
+	}
+	return step
+}

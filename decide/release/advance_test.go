@@ -107,3 +107,96 @@ func FuzzAdvance(f *testing.F) {
 		}
 	})
 }
+
+// TestAfterTraffic: a build whose ramp reaches its maximum this tick is
+// released once the clusters take it, and the build it took the last
+// traffic from leaves; any other step stays as it is.
+func TestAfterTraffic(t *testing.T) {
+	ramping := Facts{Now: t0, State: Releasing, Since: t0.Add(-time.Minute), RevisionExists: true, Deployment: IsDeployed,
+		Eligible: true, Percent: 50, PeakPercent: 50}
+	released := Facts{Now: t0, State: Released, Since: t0.Add(-time.Hour), RevisionExists: true, Deployment: IsDeployed,
+		Eligible: true, Percent: 50, PeakPercent: 100}
+	with := func(f Facts, change func(*Facts)) Facts {
+		change(&f)
+		return f
+	}
+	sync := func(s State) Step { return Step{State: s, Action: Sync} }
+	for _, tc := range []struct {
+		name     string
+		f        Facts
+		step     Step
+		peak     int32
+		eligible bool
+		want     Step
+	}{
+		{"a ramp that reaches 100 % is released once the clusters take it",
+			ramping, sync(Releasing), 100, true, Step{State: Releasing, Action: Sync, Then: Released}},
+		{"a ramp that reaches its max is released once the clusters take it",
+			with(ramping, func(f *Facts) { f.MaxPercent = 80 }), sync(Releasing), 80, true, Step{State: Releasing, Action: Sync, Then: Released}},
+		{"a first build that passes into its release at 100 % is released with it",
+			with(ramping, func(f *Facts) { f.State, f.Percent, f.PeakPercent = Deployed, 0, 0 }), sync(Releasing), 100, true,
+			Step{State: Releasing, Action: Sync, Then: Released}},
+		{"a ramp short of its max goes on",
+			ramping, sync(Releasing), 75, true, sync(Releasing)},
+		{"a ramp whose waves are not done goes on",
+			with(ramping, func(f *Facts) { f.WavesLeft = true }), sync(Releasing), 100, true, sync(Releasing)},
+		{"the build that lost its last traffic leaves now",
+			released, sync(Released), 0, false, sync(Retiring)},
+		{"a failed build that lost its traffic fails, as before",
+			with(released, func(f *Facts) { f.Failed = true }), sync(Failing), 0, false, sync(Failing)},
+		{"nothing new: the step stays",
+			released, sync(Released), 0, true, sync(Released)},
+		{"a step with a Then stays",
+			with(ramping, func(f *Facts) { f.State = Deploying }), Step{State: Deploying, Action: Sync, Then: Deployed}, 100, false,
+			Step{State: Deploying, Action: Sync, Then: Deployed}},
+		{"a build that retires stays retiring",
+			with(released, func(f *Facts) { f.State, f.Eligible, f.Percent = Retiring, false, 0 }), Step{State: Retiring, Action: Retire, Then: Retired}, 0, false,
+			Step{State: Retiring, Action: Retire, Then: Retired}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := AfterTraffic(tc.f, DefaultTimeouts, tc.step, tc.peak, tc.eligible); got != tc.want {
+				t.Fatalf("AfterTraffic = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzAfterTraffic checks AfterTraffic against Next: the step it returns
+// is the one given, or the given one released once taken, where Next from
+// the new peak goes to released, or where Next goes from the step's state
+// without eligibility; and what it returns only moves the build on.
+func FuzzAfterTraffic(f *testing.F) {
+	f.Add("releasing", uint16(0x0003), int32(50), int32(100))
+	f.Add("released", uint16(0x0001), int32(100), int32(0))
+	f.Fuzz(func(t *testing.T, state string, flags uint16, recorded, peak int32) {
+		bit := func(n uint) bool { return flags&(1<<n) != 0 }
+		facts := Facts{
+			Now: t0, State: State(state), Since: t0.Add(-time.Minute), RevisionExists: !bit(9),
+			Deployment: Deployment(flags>>10) % 3, Percent: recorded, PeakPercent: recorded, Failed: bit(2), Eligible: bit(0),
+			MaxPercent: int32(flags>>4) % 101, WavesLeft: bit(3), Window: Window{Open: bit(7)}, Control: Control{Paused: bit(8)},
+		}
+		step, _ := Advance(facts, DefaultTimeouts, nil)
+		eligible := facts.Eligible && bit(1)
+		got := AfterTraffic(facts, DefaultTimeouts, step, peak, eligible)
+		if got == step {
+			return
+		}
+		if !passable(step) {
+			t.Fatalf("a step %+v that does more than Sync became %+v", step, got)
+		}
+		g := facts
+		if step.State != facts.State {
+			g.State, g.Since = step.State, facts.Now
+		}
+		g.PeakPercent, g.Eligible = max(facts.PeakPercent, peak), eligible
+		next := Next(g, DefaultTimeouts)
+		switch {
+		case got.Then != "":
+			if got.State != step.State || got.Then != next.State || !got.Then.IsReleased() {
+				t.Fatalf("%+v became %+v, where Next from the new peak goes to %+v", step, got, next)
+			}
+		case got != next || eligible:
+			t.Fatalf("%+v became %+v, where Next without eligibility goes to %+v", step, got, next)
+		}
+	})
+}
