@@ -213,8 +213,8 @@ type ReleaseManagerRevisionStatus struct {
 	Deleted bool `json:"deleted,omitempty"`
 	// scale counts the build's replicas over the live clusters: none once
 	// it is retired, failed or deleted (pods still terminating are not
-	// counted). A change of current or desired alone is recorded with the
-	// next other change of the status, or within 30 seconds.
+	// counted). A change of these counts alone is recorded with the next
+	// other change of the status, or within 30 seconds.
 	// +optional
 	Scale ReleaseManagerRevisionScaleStatus `json:"scale,omitempty"`
 	// paused is when the build was paused (its Revision's pause

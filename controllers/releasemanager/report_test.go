@@ -435,9 +435,10 @@ func TestScaleOnlyWait(t *testing.T) {
 		}, reportNow, 20 * time.Second},
 		{"replicas moved, and written scaleRefresh ago: now", func(st *picchuv1alpha1.ReleaseManagerStatus) { st.Revisions[0].Scale.Desired = 2 },
 			written.Add(scaleRefresh), 0},
-		{"a new peak: now", func(st *picchuv1alpha1.ReleaseManagerStatus) {
+		{"a new peak: with the next write", func(st *picchuv1alpha1.ReleaseManagerStatus) {
 			st.Revisions[1].Scale.Current, st.Revisions[1].Scale.Peak = 5, 5
-		}, reportNow, 0},
+		}, reportNow, 20 * time.Second},
+		{"a percent moved: now", func(st *picchuv1alpha1.ReleaseManagerStatus) { st.Revisions[1].CurrentPercent = 75 }, reportNow, 0},
 		{"replicas and a state moved: now", func(st *picchuv1alpha1.ReleaseManagerStatus) {
 			st.Revisions[0].Scale.Desired, st.Revisions[0].State.Current = 2, "deployed"
 		}, reportNow, 0},

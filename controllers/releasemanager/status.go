@@ -91,8 +91,9 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 const scaleRefresh = 30 * time.Second
 
 // scaleOnlyWait is how long the write of after may wait, when it differs
-// from before only in builds' current and desired replicas and before was
-// written less than scaleRefresh ago; zero when it may not wait. Replica
+// from before only in builds' replica counts (current, desired, peak) and
+// before was written less than scaleRefresh ago; zero when it may not
+// wait. Replica
 // counts are a view (no decision reads them back: each run observes the
 // clusters), and they move on their own, with every pod that becomes
 // available and every autoscaler's step: written with the state change
@@ -113,7 +114,7 @@ func scaleOnlyWait(before, after *picchuv1alpha1.ReleaseManagerStatus, now time.
 		if j < 0 {
 			return 0
 		}
-		st.Scale.Current, st.Scale.Desired = before.Revisions[j].Scale.Current, before.Revisions[j].Scale.Desired
+		st.Scale = before.Revisions[j].Scale
 	}
 	if !sameStatus(before, unscaled) {
 		return 0
