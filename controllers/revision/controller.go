@@ -1,10 +1,12 @@
 package revision
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,6 +53,10 @@ type Reconciler struct {
 	// Revision's mirrored status (DefaultMirrorInterval when 0): the
 	// changes of its ReleaseManagers within it are written together.
 	MirrorInterval time.Duration
+	// ProgressInterval is the least time between two writes of one
+	// Revision's mirrored status when only its progress moved
+	// (DefaultProgressInterval when 0): see mirrorWait.
+	ProgressInterval time.Duration
 	// ProtectedNamespaces are the namespaces no app is deployed in
 	// (picchuv1alpha1.ProtectedNamespaces): a target whose "<app>-<target>"
 	// is one gets no ReleaseManager, and the Revision is held there.
@@ -67,6 +73,13 @@ type Reconciler struct {
 // is where the engine records each change as it happens; the Revisions
 // show it within this interval.
 const DefaultMirrorInterval = 2 * time.Second
+
+// DefaultProgressInterval is the default ProgressInterval. The states,
+// percents and replicas of a release move at every step, in two builds at
+// once; the Revisions show them within this interval, and what a person
+// or a GitOps tool acts on (a condition's status or reason, a hold, alerts
+// firing, a pause) within MirrorInterval.
+const DefaultProgressInterval = 10 * time.Second
 
 // SetupWithManager watches Revisions and the ReleaseManagers of their apps.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -418,8 +431,9 @@ func (e *collisionError) Error() string {
 // mirrorStatus copies each target's state, traffic and scale for this tag
 // from its ReleaseManager, sets the Ready, Reconciling and Stalled
 // conditions from them (SetConditions), and writes the status only when it
-// changed, at most once per MirrorInterval: a change within it is written
-// when it ends.
+// changed, at most once per MirrorInterval, or per ProgressInterval when
+// only the release's progress moved (mirrorWait): a change within it is
+// written when it ends.
 func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager,
 	held map[string]*picchuv1alpha1.RevisionHold) (ctrl.Result, error) {
 	before := rev.DeepCopy()
@@ -432,7 +446,7 @@ func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revis
 	}
 	key, now := client.ObjectKeyFromObject(rev), time.Now()
 	if last, ok := r.mirrored.Load(key); ok {
-		if wait := r.mirrorInterval() - now.Sub(last.(time.Time)); wait > 0 {
+		if wait := r.mirrorWait(&before.Status, &rev.Status, last.(time.Time), now); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -443,11 +457,42 @@ func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revis
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) mirrorInterval() time.Duration {
-	if r.MirrorInterval > 0 {
-		return r.MirrorInterval
+// mirrorWait is how long the write of a Revision's status, from before
+// to after, waits when it was last written at last: until MirrorInterval
+// has passed when what a person or a GitOps tool acts on changed
+// (acted), else until ProgressInterval has.
+func (r *Reconciler) mirrorWait(before, after *picchuv1alpha1.RevisionStatus, last, now time.Time) time.Duration {
+	interval := cmp.Or(r.MirrorInterval, DefaultMirrorInterval)
+	if !acted(before, after) {
+		interval = max(interval, cmp.Or(r.ProgressInterval, DefaultProgressInterval))
 	}
-	return DefaultMirrorInterval
+	return interval - now.Sub(last)
+}
+
+// acted says a Revision's status changed in what a person or a GitOps
+// tool acts on: the generation observed, a condition's presence, status or
+// reason (kstatus: Ready, Reconciling, Stalled), or a target's presence,
+// hold, alerts, pause or ignored rollback. Anything else is the release's
+// progress: states, percents, replicas and the messages that say them.
+func acted(before, after *picchuv1alpha1.RevisionStatus) bool {
+	if before.ObservedGeneration != after.ObservedGeneration || len(before.Conditions) != len(after.Conditions) ||
+		len(before.Targets) != len(after.Targets) {
+		return true
+	}
+	for _, c := range after.Conditions {
+		b := meta.FindStatusCondition(before.Conditions, c.Type)
+		if b == nil || b.Status != c.Status || b.Reason != c.Reason {
+			return true
+		}
+	}
+	for i, t := range after.Targets {
+		b := before.Targets[i]
+		if b.Name != t.Name || !equality.Semantic.DeepEqual(b.Held, t.Held) || !slices.Equal(b.TriggeredAlerts, t.TriggeredAlerts) ||
+			b.Paused != t.Paused || b.IgnoredRollback != t.IgnoredRollback {
+			return true
+		}
+	}
+	return false
 }
 
 // TargetStatuses returns, per ReleaseManager, what it records for the

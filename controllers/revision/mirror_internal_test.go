@@ -1,0 +1,70 @@
+package revision
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
+
+// TestMirrorWait: a change of what a person or a GitOps tool acts on is
+// written MirrorInterval after the last write; the release's progress
+// alone, ProgressInterval after it.
+func TestMirrorWait(t *testing.T) {
+	last := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	before := picchuv1alpha1.RevisionStatus{
+		ObservedGeneration: 1,
+		Summary:            "production=releasing 25%",
+		Conditions: []metav1.Condition{
+			{Type: picchuv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: picchuv1alpha1.ReasonProgressing, Message: "production: releasing 25%"},
+			{Type: picchuv1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonProgressing, Message: "production: releasing 25%"},
+		},
+		Targets: []picchuv1alpha1.RevisionTargetStatus{{Name: "production", State: "releasing",
+			Release: picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: 25, PeakPercent: 25}}},
+	}
+	r := &Reconciler{}
+	for _, tc := range []struct {
+		name   string
+		change func(*picchuv1alpha1.RevisionStatus)
+		want   time.Duration
+	}{
+		{"a step of the ramp is progress", func(st *picchuv1alpha1.RevisionStatus) {
+			st.Targets[0].Release.CurrentPercent, st.Targets[0].Release.PeakPercent, st.Summary = 50, 50, "production=releasing 50%"
+			st.Conditions[0].Message, st.Conditions[1].Message = "production: releasing 50%", "production: releasing 50%"
+		}, DefaultProgressInterval},
+		{"a state and replicas are progress", func(st *picchuv1alpha1.RevisionStatus) {
+			st.Targets[0].State, st.Targets[0].Scale.Current = "canarying", 3
+		}, DefaultProgressInterval},
+		{"ready", func(st *picchuv1alpha1.RevisionStatus) {
+			st.Conditions[0].Status, st.Conditions[0].Reason = metav1.ConditionTrue, picchuv1alpha1.ReasonReleased
+		}, DefaultMirrorInterval},
+		{"a condition's reason", func(st *picchuv1alpha1.RevisionStatus) { st.Conditions[1].Reason = "Waiting" }, DefaultMirrorInterval},
+		{"a condition gone", func(st *picchuv1alpha1.RevisionStatus) { st.Conditions = st.Conditions[:1] }, DefaultMirrorInterval},
+		{"a new generation", func(st *picchuv1alpha1.RevisionStatus) { st.ObservedGeneration = 2 }, DefaultMirrorInterval},
+		{"a new target", func(st *picchuv1alpha1.RevisionStatus) {
+			st.Targets = append(st.Targets, picchuv1alpha1.RevisionTargetStatus{Name: "staging"})
+		}, DefaultMirrorInterval},
+		{"alerts firing", func(st *picchuv1alpha1.RevisionStatus) { st.Targets[0].TriggeredAlerts = []string{"errors"} }, DefaultMirrorInterval},
+		{"a hold", func(st *picchuv1alpha1.RevisionStatus) {
+			st.Targets[0].Held = &picchuv1alpha1.RevisionHold{Reason: picchuv1alpha1.ReasonNotOwned}
+		}, DefaultMirrorInterval},
+		{"a pause", func(st *picchuv1alpha1.RevisionStatus) { st.Targets[0].Paused = true }, DefaultMirrorInterval},
+		{"an ignored rollback", func(st *picchuv1alpha1.RevisionStatus) { st.Targets[0].IgnoredRollback = "clock" }, DefaultMirrorInterval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			after := before.DeepCopy()
+			tc.change(after)
+			if got := r.mirrorWait(&before, after, last, last); got != tc.want {
+				t.Errorf("waits %s after a write, want %s", got, tc.want)
+			}
+			if got := r.mirrorWait(&before, after, last, last.Add(time.Minute)); got > 0 {
+				t.Errorf("waits %s a minute after a write", got)
+			}
+		})
+	}
+	if got := (&Reconciler{MirrorInterval: time.Second, ProgressInterval: 5 * time.Second}).mirrorWait(&before, &before, last, last); got != 5*time.Second {
+		t.Errorf("configured intervals: progress waits %s, want 5s", got)
+	}
+}
