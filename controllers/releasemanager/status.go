@@ -93,12 +93,11 @@ const scaleRefresh = 30 * time.Second
 // scaleOnlyWait is how long the write of after may wait, when it differs
 // from before only in builds' replica counts (current, desired, peak) and
 // before was written less than scaleRefresh ago; zero when it may not
-// wait. Replica
-// counts are a view (no decision reads them back: each run observes the
-// clusters), and they move on their own, with every pod that becomes
-// available and every autoscaler's step: written with the state change
-// that follows them, or at most every scaleRefresh, they cost no write of
-// their own while a build deploys.
+// wait. Replica counts are a view (no decision reads them back: each run
+// observes the clusters), and they move on their own, with every pod that
+// becomes available and every autoscaler's step: written with the state
+// change that follows them, or at most every scaleRefresh, they cost no
+// write of their own while a build deploys.
 func scaleOnlyWait(before, after *picchuv1alpha1.ReleaseManagerStatus, now time.Time) time.Duration {
 	if before.LastUpdated == nil {
 		return 0
