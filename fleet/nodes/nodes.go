@@ -150,7 +150,9 @@ func (p *Cache) Platforms(ctx context.Context, key types.NamespacedName, remote 
 // Capacity is what the room of a cluster is counted from: its nodes and
 // the pods bound to them that have not ended, reduced (Reduce,
 // ReducePod). The first call starts the cluster's pod cache and waits,
-// within ctx, for it to have listed the pods once.
+// within ctx, for it to have listed the pods once. Its nodes and pods are
+// the cache's own, shared and not copied (a cluster of thousands of pods
+// is read at every run that checks room): they are read-only.
 type Capacity struct {
 	Nodes []corev1.Node
 	Pods  []corev1.Pod
@@ -171,7 +173,7 @@ func (p *Cache) Capacity(ctx context.Context, key types.NamespacedName, remote c
 		return Capacity{}, fmt.Errorf("cluster %s: the pods are not listed: %w", key, err)
 	}
 	pods := &corev1.PodList{}
-	if err := nc.cache.List(ctx, pods); err != nil {
+	if err := nc.cache.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return Capacity{}, fmt.Errorf("cluster %s: listing pods: %w", key, err)
 	}
 	return Capacity{Nodes: nodes, Pods: pods.Items}, nil
@@ -192,7 +194,7 @@ func (p *Cache) nodes(ctx context.Context, key types.NamespacedName, remote clus
 		return nil, nil, fmt.Errorf("cluster %s: the nodes are not listed: %w", key, err)
 	}
 	list := &corev1.NodeList{}
-	if err := nc.cache.List(ctx, list); err != nil {
+	if err := nc.cache.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("cluster %s: listing nodes: %w", key, err)
 	}
 	sig := signatureOf(list.Items)
@@ -330,7 +332,7 @@ func (p *Cache) check(key types.NamespacedName, nc *nodeCache) {
 	}
 	// Of read the cache once it was synced: listing it does not wait.
 	list := &corev1.NodeList{}
-	if err := nc.cache.List(context.Background(), list); err != nil {
+	if err := nc.cache.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	sig := signatureOf(list.Items)
