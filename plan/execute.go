@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
@@ -84,6 +87,7 @@ type Outcome struct {
 func Execute(ctx context.Context, c *applier.Cluster, p *Cluster) (Outcome, error) {
 	var out Outcome
 	errs := &Errors{Builds: map[string]error{}}
+	c.Warm(ctx, p.kinds(c.Client.Scheme()))
 	if err := run(ctx, c, p.App, nil); err != nil {
 		errs.App = err
 		return out, errs
@@ -103,6 +107,38 @@ func Execute(ctx context.Context, c *applier.Cluster, p *Cluster) (Outcome, erro
 		}
 	}
 	return out, errs.orNil()
+}
+
+// kinds are the kinds of the objects p's steps apply, delete or select,
+// each once, in the order met. An object whose kind scheme does not know is
+// left out (its step fails with that).
+func (p *Cluster) kinds(scheme *runtime.Scheme) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	seen := map[schema.GroupVersionKind]bool{}
+	add := func(gvk schema.GroupVersionKind) {
+		if !gvk.Empty() && !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	steps := slices.Concat(p.App, p.Routes, p.Waypoint, p.Monitoring)
+	for _, b := range p.Builds {
+		steps = append(steps, b.Steps...)
+	}
+	for _, s := range steps {
+		for _, obj := range append([]client.Object{s.Object, s.Unserved}, s.Objects...) {
+			if obj == nil || reflect.ValueOf(obj).IsNil() {
+				continue
+			}
+			if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
+				add(gvk)
+			}
+		}
+		for _, gvk := range s.Kinds {
+			add(gvk)
+		}
+	}
+	return out
 }
 
 // executeBuild takes a build's steps, its error naming the build.

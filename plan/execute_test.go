@@ -14,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -172,5 +174,63 @@ func TestExecute_Errors(t *testing.T) {
 	}
 	if !errors.Is(err, routes) || strings.Contains(err.Error(), "not reached") {
 		t.Errorf("error %v: want the routes' error, and nothing after it", err)
+	}
+}
+
+// askedInformers records the kinds Warm asks for, and the writes made by
+// then.
+type askedInformers struct {
+	cache.Informers
+	c      *fakeCluster
+	asked  []schema.GroupVersionKind
+	writes int
+}
+
+func (a *askedInformers) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	a.asked = append(a.asked, obj.GetObjectKind().GroupVersionKind())
+	a.writes = max(a.writes, len(a.c.writes))
+	return nil, nil
+}
+
+// TestExecute_WarmsEveryKindFirst: before its first step, Execute asks the
+// cluster's cache for every kind its steps apply, delete or select, so a
+// new cluster lists them all at once rather than one after the other.
+func TestExecute_WarmsEveryKindFirst(t *testing.T) {
+	c := newFakeCluster(t)
+	asked := &askedInformers{c: c}
+	c.Informers = asked
+	ns := "shop-production"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns, Labels: maps.Clone(labels)}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns, Labels: maps.Clone(labels)}}
+	hpa := schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}
+	p := &plan.Cluster{Name: "east",
+		App: []plan.Step{{Op: plan.Apply, Object: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: maps.Clone(labels)}}}},
+		Builds: []plan.Build{{Tag: "v1", Action: plan.Sync, Steps: []plan.Step{
+			{Op: plan.Apply, Object: cm},
+			{Op: plan.ScaleReplicaSet, Object: replicaSet(nil, nil), Replicas: &plan.Replicas{Set: true, To: 1, CreateAt: 1}},
+			{Op: plan.RemoveAll, Namespace: ns, Selector: labels, Kinds: []schema.GroupVersionKind{hpa}},
+		}}},
+		Routes: []plan.Step{{Op: plan.Apply, Object: svc}, {Op: plan.Apply, Object: cm}},
+	}
+	if _, err := plan.Execute(context.Background(), c.Cluster, p); err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.GroupVersionKind{
+		corev1.SchemeGroupVersion.WithKind("Namespace"), corev1.SchemeGroupVersion.WithKind("Service"),
+		corev1.SchemeGroupVersion.WithKind("ConfigMap"), appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), hpa,
+	}
+	if !slices.Equal(asked.asked, want) {
+		t.Errorf("kinds warmed %v, want %v", asked.asked, want)
+	}
+	if asked.writes != 0 || len(c.writes) == 0 {
+		t.Errorf("warmed after %d writes (of %d): want before the first", asked.writes, len(c.writes))
+	}
+	// A second run has nothing left to warm.
+	asked.asked = nil
+	if _, err := plan.Execute(context.Background(), c.Cluster, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked.asked) != 0 {
+		t.Errorf("a second run warmed %v again", asked.asked)
 	}
 }

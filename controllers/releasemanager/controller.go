@@ -611,10 +611,9 @@ func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cl
 	if h, ok := r.clusters[key]; ok && h.remote == remoteCluster {
 		return h.conn
 	}
-	h := &clusterHandle{
-		remote: remoteCluster,
-		conn:   applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan")),
-	}
+	conn := applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan"))
+	conn.Informers = remoteCluster.GetCache()
+	h := &clusterHandle{remote: remoteCluster, conn: conn}
 	r.clusters[key] = h
 	return h.conn
 }

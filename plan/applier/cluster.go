@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -76,9 +77,14 @@ type Cluster struct {
 	Owner Owner
 	// Log is keyed by cluster.
 	Log logr.Logger
+	// Informers, when set, is the cache Client reads from: Warm starts its
+	// informers.
+	Informers cache.Informers
 
 	mu      sync.Mutex
 	applied map[objectKey]appliedObject
+	// warmed are the kinds Warm asked Informers for.
+	warmed map[schema.GroupVersionKind]bool
 }
 
 // NewCluster binds a cached client and an API server reader of a target
@@ -96,6 +102,40 @@ func NewCluster(cluster *picchuv1alpha1.Cluster, c client.Client, live client.Re
 
 // Name is the Cluster's name.
 func (c *Cluster) Name() string { return c.Cluster.Name }
+
+// Warm starts the informers of the kinds given that Informers has not
+// started yet, all at once and without waiting for them to list. A cache
+// starts an informer at the first read of its kind and waits for its list:
+// a plan reads a dozen kinds one after the other, and without Warm a new
+// cluster's first runs wait for each kind's list in turn (seconds each on
+// a busy API server). Each kind is asked for once; a kind the cluster does
+// not serve is skipped (its reads fail as before). Without Informers,
+// Warm does nothing.
+func (c *Cluster) Warm(ctx context.Context, kinds []schema.GroupVersionKind) {
+	if c.Informers == nil {
+		return
+	}
+	var todo []schema.GroupVersionKind
+	c.mu.Lock()
+	if c.warmed == nil {
+		c.warmed = map[schema.GroupVersionKind]bool{}
+	}
+	for _, gvk := range kinds {
+		if !c.warmed[gvk] {
+			c.warmed[gvk] = true
+			todo = append(todo, gvk)
+		}
+	}
+	c.mu.Unlock()
+	for _, gvk := range todo {
+		// Unstructured, as Apply, Delete and the plans read them.
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if _, err := c.Informers.GetInformer(ctx, u, cache.BlockUntilSynced(false)); err != nil {
+			c.Log.V(1).Info("not watching a kind ahead of its first read", "kind", gvk.String(), "error", err.Error())
+		}
+	}
+}
 
 type objectKey struct {
 	gvk             schema.GroupVersionKind

@@ -81,9 +81,9 @@ func clusters(t *testing.T) ([]*applier.Cluster, *writes) {
 	return out, w
 }
 
-// wiredClusters binds each target as the operator does: the client and
-// API reader of a access.Registry, whose cache holds only objects labelled
-// with an app, for instance "picchu-test". The writes are counted.
+// wiredClusters binds each target as the operator does: the client, API
+// reader and cache of a access.Registry, whose cache holds only objects
+// labelled with an app, for instance "picchu-test". The writes are counted.
 func wiredClusters(t *testing.T) ([]*applier.Cluster, *writes) {
 	t.Helper()
 	ctx := context.Background()
@@ -105,7 +105,9 @@ func wiredClusters(t *testing.T) ([]*applier.Cluster, *writes) {
 		if !ok {
 			t.Fatalf("cluster %s not registered", key)
 		}
-		out = append(out, applier.NewCluster(target.Cluster, rc.GetClient(), rc.GetAPIReader(), "picchu-test", log.Log))
+		c := applier.NewCluster(target.Cluster, rc.GetClient(), rc.GetAPIReader(), "picchu-test", log.Log)
+		c.Informers = rc.GetCache()
+		out = append(out, c)
 	}
 	return out, w
 }
