@@ -331,6 +331,9 @@ func (b *bench) measureQuiet(ctx context.Context, res *result) error {
 	if res.rssBefore, err = rss(pid); err != nil {
 		return err
 	}
+	if err := b.profiler.heap(ctx); err != nil {
+		return err
+	}
 	start := time.Now()
 	select {
 	case <-ctx.Done():

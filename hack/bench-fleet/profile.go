@@ -50,6 +50,21 @@ func (p *profiler) start(ctx context.Context, tag string) (wait func() error) {
 	}
 }
 
+// heap writes the operator's heap profile, at the moment the benchmark
+// reads its resident memory after both releases, to heap.pprof (read it
+// with go tool pprof -sample_index=inuse_space -top FILE).
+func (p *profiler) heap(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	path := filepath.Join(p.dir, "heap.pprof")
+	if err := p.fetch(ctx, p.url+"heap?gc=1", path); err != nil {
+		return fmt.Errorf("profiling the heap: %w", err)
+	}
+	logf("the operator's heap after both releases in %s", path)
+	return nil
+}
+
 // fetch writes what url answers to path.
 func (p *profiler) fetch(ctx context.Context, url, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(p.seconds)*time.Second+time.Minute)
