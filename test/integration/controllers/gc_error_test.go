@@ -59,7 +59,9 @@ func TestReleaseManager_AFailedGarbageCollectionHoldsNoRelease(t *testing.T) {
 	for _, target := range env.Targets {
 		makeReady(t, target, app, "v2")
 	}
-	kit.Eventually(t, 30*time.Second, "a warning that the garbage was not collected", func() error {
+	// A minute: the build deploys on two targets first, and under the
+	// whole suite's load that took more than 30 s once.
+	kit.Eventually(t, time.Minute, "a warning that the garbage was not collected", func() error {
 		events := &eventsv1.EventList{}
 		if err := env.Delivery.Client.List(ctx, events, client.InNamespace(env.Namespace)); err != nil {
 			return err
