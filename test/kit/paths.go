@@ -100,6 +100,8 @@ var thirdPartyCRDs = []struct {
 	}},
 	{"sigs.k8s.io/gateway-api", "sigs.k8s.io/gateway-api", []string{
 		"config/crd/standard/gateway.networking.k8s.io_gateways.yaml",
+		"config/crd/standard/gateway.networking.k8s.io_httproutes.yaml",
+		"config/crd/standard/gateway.networking.k8s.io_grpcroutes.yaml",
 	}},
 }
 
