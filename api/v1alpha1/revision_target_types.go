@@ -7,11 +7,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Router is what splits an app's traffic between its builds.
+// +kubebuilder:validation:Enum=istio;gatewayAPI
+type Router string
+
+// The routers.
+const (
+	// RouterIstio routes with Istio's VirtualService and DestinationRule.
+	RouterIstio Router = "istio"
+	// RouterGatewayAPI routes with the Gateway API's HTTPRoute and GRPCRoute.
+	RouterGatewayAPI Router = "gatewayAPI"
+)
+
 // RevisionTarget says how a build is delivered to one target: the fleet of
 // clusters it runs on, its ports and routing, its release plan and scaling,
 // its SLOs, and its pod.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultIngressPorts) || self.defaultIngressPorts.all(k, has(self.ports) && self.ports.exists(p, p.name == self.defaultIngressPorts[k] && (!has(p.ingresses) || size(p.ingresses) == 0 || k in p.ingresses)))",message="each defaultIngressPorts entry must name a port of this target that is exposed on that ingress",fieldPath=".defaultIngressPorts"
+// +kubebuilder:validation:XValidation:rule="!has(self.router) || self.router != 'gatewayAPI' || !has(self.istio)",message="istio settings (a build's traffic policy, the sidecar's egress hosts) are Istio's: remove them, or route this target with router istio",fieldPath=".istio"
+// +kubebuilder:validation:XValidation:rule="!has(self.router) || self.router != 'gatewayAPI' || !has(self.ports) || self.ports.all(p, !has(p.istio) || !has(p.istio.http) || !has(p.istio.http.retries))",message="a port's istio.http.retries are Istio's: the Gateway API's standard routes have no retries; remove them, or route this target with router istio",fieldPath=".ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.karpenterDoNotDisrupt) || !has(self.podAnnotations) || !('karpenter.sh/do-not-disrupt' in self.podAnnotations)",message="set karpenterDoNotDisrupt or the karpenter.sh/do-not-disrupt pod annotation, not both",fieldPath=".karpenterDoNotDisrupt"
 type RevisionTarget struct {
 	// name of the target, such as "production". The app runs in namespace
@@ -124,6 +138,18 @@ type RevisionTarget struct {
 	// aws holds AWS settings for the pods, such as an IAM role.
 	// +optional
 	AWS AWSInfo `json:"aws,omitempty"`
+	// router is what splits the app's traffic between its builds on the
+	// clusters of this target. "istio" (the default) writes an Istio
+	// VirtualService and DestinationRule. "gatewayAPI" writes Gateway API
+	// HTTPRoutes (GRPCRoutes for ports named grpc or grpc-*) that weigh a
+	// Service per build, attached to the app's Service for traffic inside
+	// the cluster (GAMMA) and to the Gateways the Cluster's ingresses name
+	// ("<namespace>/<name>"). Settings only Istio has (istio, a port's
+	// istio.http.retries) are refused with gatewayAPI. Changed on a live
+	// app, the new router's routes are written with the current weights
+	// before the old router's are removed.
+	// +optional
+	Router Router `json:"router,omitempty"`
 	// istio holds mesh settings: the traffic policy of the build's subset and
 	// the sidecar's egress hosts.
 	// +optional
