@@ -15,6 +15,7 @@ import (
 var (
 	replicaSetKind            = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 	configMapKind             = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	serviceKind               = corev1.SchemeGroupVersion.WithKind("Service")
 	secretKind                = corev1.SchemeGroupVersion.WithKind("Secret")
 	hpaKind                   = autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler")
 	scaledObjectKind          = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}

@@ -375,9 +375,10 @@ func autoscalerObjects(sp release.ScalePlan, sc manifests.Scaler) (map[schema.Gr
 	return want, nil
 }
 
-// routeSteps apply the app's Service, PDB and Istio objects on a cluster,
-// and delete the Istio objects that are no longer wanted. A
-// DestinationRule's subsets exist before routes send traffic to them.
+// routeSteps apply the app's Service and PDB on a cluster, then its routes
+// as the newest build's router writes them (routerOf), which delete the
+// routes no longer wanted. A DestinationRule's subsets, or the builds'
+// Services, exist before routes send traffic to them.
 func (s *snapshot) routeSteps(fc *fleetCluster, newest *incarnation) []plan.Step {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
 	routing := s.routing(newest, fc.wave)
@@ -386,19 +387,7 @@ func (s *snapshot) routeSteps(fc *fleetCluster, newest *incarnation) []plan.Step
 		applyOrDelete(nilIfNil(manifests.Service(app, target, routing.Ports)), manifests.ServiceObject(app, target)),
 		{Op: plan.Apply, Object: manifests.PodDisruptionBudget(app, target, newest.target.PodDisruptionBudget)},
 	}
-	dr, err := manifests.DestinationRule(routing)
-	if err != nil {
-		return append(steps, plan.Step{Op: plan.Fail, Err: err})
-	}
-	vs, err := manifests.VirtualService(routing, fc.obj)
-	if err != nil {
-		return append(steps, plan.Step{Op: plan.Fail, Err: err})
-	}
-	istio := func(kind string) client.Object { return manifests.IstioObject(app, target, kind) }
-	return append(steps,
-		applyOrDelete(nilIfNil(dr), istio("DestinationRule")),
-		applyOrDelete(nilIfNil(vs), istio("VirtualService")),
-		applyOrDelete(nilIfNil(manifests.Sidecar(routing)), istio("Sidecar")))
+	return append(steps, routerOf(newest.target).steps(routing, fc.obj)...)
 }
 
 // routing is what the app's Istio objects are built from, in the clusters

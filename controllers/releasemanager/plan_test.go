@@ -113,6 +113,12 @@ var planScenarios = map[string]func(p *planScene){
 		p.add("v1", release.Released, 75)
 		p.add("v2", release.Releasing, 25)
 	},
+	"gateway-api": func(p *planScene) {
+		for _, inc := range []*incarnation{p.add("v1", release.Released, 75), p.add("v2", release.Releasing, 25)} {
+			inc.target.Router = picchuv1alpha1.RouterGatewayAPI
+			inc.revision.Spec.TagRoutingHeader = "Shop-Tag"
+		}
+	},
 	"retire": func(p *planScene) {
 		gone := p.add("v0", release.Retired, 0)
 		gone.revision, gone.target = nil, nil

@@ -24,6 +24,23 @@ import (
 // traffic inside the cluster (GAMMA) and each ingress Gateway the port is
 // exposed on, with that ingress's hosts.
 
+// LabelBuildService marks the Services of builds, which the Gateway API's
+// routes weigh, apart from the app's own Service and any other.
+const LabelBuildService = "picchu.medium.engineering/build-service"
+
+// The kinds of the Gateway API's routes.
+var (
+	HTTPRouteKind = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
+	GRPCRouteKind = gatewayv1.SchemeGroupVersion.WithKind("GRPCRoute")
+)
+
+// BuildServiceSelector selects the build Services of an app in a target.
+func BuildServiceSelector(app, target string) map[string]string {
+	l := appLabels(app, target)
+	l[LabelBuildService] = "true"
+	return l
+}
+
 // BuildServiceName names the Service of the build tag of app: "<app>-<tag>"
 // when that is a valid Service name, otherwise a name made from it (its
 // dots as dashes, cut short) and a hash of the tag, so that two tags never
@@ -49,9 +66,11 @@ func BuildService(app, target, tag string, ports []picchuv1alpha1.PortInfo) *cor
 	if len(servicePorts) == 0 {
 		return nil
 	}
+	labels := tagLabels(app, target, tag)
+	labels[LabelBuildService] = "true"
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: BuildServiceName(app, tag), Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: tagLabels(app, target, tag),
+			Name: BuildServiceName(app, tag), Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: labels,
 		},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{picchuv1alpha1.LabelApp: app, picchuv1alpha1.LabelTarget: target, picchuv1alpha1.LabelPodTag: tag},
