@@ -40,6 +40,8 @@ type build struct {
 	clustered bool
 	// baseline compares the canary with its baseline on the SLO.
 	baseline *picchuv1alpha1.SLIBaseline
+	// router routes the target (istio when empty).
+	router picchuv1alpha1.Router
 }
 
 // revision is a realistic Revision: a public HTTP port, two replicas over
@@ -81,6 +83,7 @@ func (b build) revision() *picchuv1alpha1.Revision {
 		canary.Enabled, canary.Baseline = false, b.baseline
 	}
 	rev.Spec.Targets[0].DatadogMonitoring.Enabled = b.datadog
+	rev.Spec.Targets[0].Router = b.router
 	if b.hpa {
 		four, cpu := int32(4), int32(70)
 		rev.Spec.Targets[0].Scale = picchuv1alpha1.ScaleInfo{Min: &four, Max: 12, TargetCPUUtilizationPercentage: &cpu}

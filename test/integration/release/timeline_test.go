@@ -11,7 +11,9 @@ import (
 	"time"
 
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/medium/picchu/test/integration/harness"
 	"github.com/medium/picchu/test/kit"
@@ -25,6 +27,9 @@ type timeline struct {
 	// routes holds, per cluster, each distinct weights of its release
 	// route in the order they were seen.
 	routes map[string][]string
+	// gaps counts, per cluster, the looks that found neither an HTTPRoute
+	// nor a VirtualService for the app after it had one.
+	gaps map[string]int
 	// steps are the distinct (percent, stamp) of the watched build, and
 	// states its distinct (state, entered).
 	steps  []stamp
@@ -36,7 +41,7 @@ type stamp = kit.Stamp
 // watch polls app every 20 ms until the test ends, following tag's states
 // and steps.
 func watch(t *testing.T, app, tag string) *timeline {
-	tl := &timeline{routes: map[string][]string{}}
+	tl := &timeline{routes: map[string][]string{}, gaps: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -58,13 +63,17 @@ func watch(t *testing.T, app, tag string) *timeline {
 
 func (tl *timeline) poll(ctx context.Context, app, tag string) {
 	for _, target := range env.Targets {
-		if w, err := routeWeights(ctx, target, app); err == nil && w != "" {
-			tl.mu.Lock()
+		w, err := routeWeights(ctx, target, app)
+		tl.mu.Lock()
+		switch {
+		case err == nil && w != "":
 			if r := tl.routes[target.Name]; len(r) == 0 || r[len(r)-1] != w {
 				tl.routes[target.Name] = append(r, w)
 			}
-			tl.mu.Unlock()
+		case apierrors.IsNotFound(err) && len(tl.routes[target.Name]) > 0:
+			tl.gaps[target.Name]++
 		}
+		tl.mu.Unlock()
 	}
 	rm, err := releaseManager(ctx, app)
 	if err != nil {
@@ -92,8 +101,17 @@ func (tl *timeline) poll(ctx context.Context, app, tag string) {
 }
 
 // routeWeights reads the weights of app's release route on a target, as
-// "tag=percent" sorted by tag, zeros left out.
+// "tag=percent" sorted by tag, zeros left out: from its HTTPRoute when the
+// Gateway API routes it, else from its VirtualService.
 func routeWeights(ctx context.Context, target *harness.Target, app string) (string, error) {
+	route := &gatewayv1.HTTPRoute{}
+	err := target.Client.Get(ctx, client.ObjectKey{Namespace: app + "-production", Name: app + "-http"}, route)
+	switch {
+	case err == nil:
+		return httpRouteWeights(route, app), nil
+	case !apierrors.IsNotFound(err):
+		return "", err
+	}
 	vs := &istionetworking.VirtualService{}
 	if err := target.Client.Get(ctx, client.ObjectKey{Namespace: app + "-production", Name: app}, vs); err != nil {
 		return "", err
@@ -112,6 +130,23 @@ func routeWeights(ctx context.Context, target *harness.Target, app string) (stri
 	return formatWeights(weights), nil
 }
 
+// httpRouteWeights are the weights of an HTTPRoute's rule without
+// headers, by the tag of each build Service ("<app>-<tag>").
+func httpRouteWeights(route *gatewayv1.HTTPRoute, app string) string {
+	weights := map[string]int32{}
+	for _, rule := range route.Spec.Rules {
+		if len(rule.Matches) == 0 || len(rule.Matches[0].Headers) > 0 {
+			continue
+		}
+		for _, ref := range rule.BackendRefs {
+			if ref.Weight != nil {
+				weights[strings.TrimPrefix(string(ref.Name), app+"-")] = *ref.Weight
+			}
+		}
+	}
+	return formatWeights(weights)
+}
+
 func formatWeights(w map[string]int32) string {
 	var parts []string
 	for _, tag := range slices.Sorted(maps.Keys(w)) {
@@ -127,6 +162,13 @@ func (tl *timeline) routesOf(cluster string) []string {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	return slices.Clone(tl.routes[cluster])
+}
+
+// gapsOf returns how many looks found no route on a cluster that had one.
+func (tl *timeline) gapsOf(cluster string) int {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.gaps[cluster]
 }
 
 // stepsOf returns the watched build's traffic steps.
