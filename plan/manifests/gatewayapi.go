@@ -83,13 +83,19 @@ func BuildService(app, target, tag string, ports []picchuv1alpha1.PortInfo) *cor
 // route inside the cluster (its parent the app's Service) and one per
 // ingress it is exposed on whose Gateway the cluster names, each with a
 // rule per tagged build matching its tag header and a rule weighing the
-// builds with traffic. A port named "grpc" or "grpc-…" (Istio's convention
-// for gRPC) gets GRPCRoutes, the others HTTPRoutes. A port's istio.http
+// builds with traffic, and first, on a cluster with dev routes, a rule
+// sending requests with the dev header to the developer service. A port
+// named "grpc" or "grpc-…" (Istio's convention for gRPC) gets GRPCRoutes,
+// the others HTTPRoutes. A port's istio.http
 // retries and faults cannot be said in the standard channel: they are
 // refused, naming the field, rather than dropped.
 func GatewayRoutes(r Routing, cluster *picchuv1alpha1.Cluster) ([]*gatewayv1.HTTPRoute, []*gatewayv1.GRPCRoute, error) {
 	var httpRoutes []*gatewayv1.HTTPRoute
 	var grpcRoutes []*gatewayv1.GRPCRoute
+	dev, err := r.gatewayDevRoute(cluster)
+	if err != nil {
+		return nil, nil, err
+	}
 	for i := range r.Ports {
 		p := &r.Ports[i]
 		timeout, err := r.gatewayPolicy(p)
@@ -100,17 +106,48 @@ func GatewayRoutes(r Routing, cluster *picchuv1alpha1.Cluster) ([]*gatewayv1.HTT
 			meta := r.objectMeta()
 			meta.Name = r.App + "-" + p.Name + parent.suffix
 			if isGRPC(p) {
-				if route := r.grpcRoute(p, parent, meta); route != nil {
+				if route := r.grpcRoute(p, parent, meta, dev); route != nil {
 					grpcRoutes = append(grpcRoutes, route)
 				}
 				continue
 			}
-			if route := r.httpRoute(p, parent, meta, timeout); route != nil {
+			if route := r.httpRoute(p, parent, meta, timeout, dev); route != nil {
 				httpRoutes = append(httpRoutes, route)
 			}
 		}
 	}
 	return httpRoutes, grpcRoutes, nil
+}
+
+// gatewayDev is where dev routes send: the header that asks for them, and
+// the developer service.
+type gatewayDev struct {
+	header  string
+	backend gatewayv1.BackendRef
+}
+
+// gatewayDevRoute is the dev route of a cluster that enables them, when the
+// developer service is set, as VirtualService's devRoute: nil otherwise. The
+// service is named "<service>.<namespace>[.svc[.<domain>]]" (a Service,
+// which a route can weigh); another host is an error naming the flag. A
+// route in the app's namespace may send to a Service of another namespace
+// only where a ReferenceGrant there allows it (the developer service's
+// owners grant it).
+func (r Routing) gatewayDevRoute(cluster *picchuv1alpha1.Cluster) (*gatewayDev, error) {
+	if cluster == nil || !cluster.Spec.EnableDevRoutes || r.DevRoutes.Host == "" || r.DevRoutes.Port <= 0 {
+		return nil, nil
+	}
+	header, err := cluster.DevRouteHeader(r.App, r.Target, r.Fleet)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
+	}
+	parts := strings.Split(r.DevRoutes.Host, ".")
+	if len(parts) < 2 || (len(parts) > 2 && parts[2] != "svc") || len(validation.IsDNS1035Label(parts[0])) > 0 {
+		return nil, fmt.Errorf("--dev-routes-service-host %q: the Gateway API routes to a Service, named <service>.<namespace>[.svc.cluster.local]", r.DevRoutes.Host)
+	}
+	return &gatewayDev{header: header, backend: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{
+		Name: gatewayv1.ObjectName(parts[0]), Namespace: ptr.To(gatewayv1.Namespace(parts[1])), Port: ptr.To(int32(r.DevRoutes.Port)),
+	}}}, nil
 }
 
 // isGRPC says a port carries gRPC, by Istio's naming convention.
@@ -245,7 +282,7 @@ func (r Routing) headerRouted() []Release {
 
 // httpRoute is the port's HTTPRoute at parent: nil when no build takes
 // its traffic.
-func (r Routing) httpRoute(p *picchuv1alpha1.PortInfo, parent gatewayParent, meta metav1.ObjectMeta, timeout *gatewayv1.Duration) *gatewayv1.HTTPRoute {
+func (r Routing) httpRoute(p *picchuv1alpha1.PortInfo, parent gatewayParent, meta metav1.ObjectMeta, timeout *gatewayv1.Duration, dev *gatewayDev) *gatewayv1.HTTPRoute {
 	prefix := func() *gatewayv1.HTTPPathMatch {
 		return &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/")}
 	}
@@ -266,6 +303,12 @@ func (r Routing) httpRoute(p *picchuv1alpha1.PortInfo, parent gatewayParent, met
 		}}}, []gatewayv1.BackendRef{r.backendRef(p, rel.Tag, 1)}))
 	}
 	if weighted := r.weighted(p); len(weighted) > 0 {
+		if dev != nil {
+			// The dev header present, any value: before the weights.
+			rules = append([]gatewayv1.HTTPRouteRule{rule(gatewayv1.HTTPRouteMatch{Path: prefix(), Headers: []gatewayv1.HTTPHeaderMatch{{
+				Type: ptr.To(gatewayv1.HeaderMatchRegularExpression), Name: gatewayv1.HTTPHeaderName(dev.header), Value: ".*",
+			}}}, []gatewayv1.BackendRef{dev.backend})}, rules...)
+		}
 		rules = append(rules, rule(gatewayv1.HTTPRouteMatch{Path: prefix()}, weighted))
 	}
 	if len(rules) == 0 {
@@ -283,7 +326,7 @@ func (r Routing) httpRoute(p *picchuv1alpha1.PortInfo, parent gatewayParent, met
 
 // grpcRoute is the port's GRPCRoute at parent: nil when no build takes
 // its traffic.
-func (r Routing) grpcRoute(p *picchuv1alpha1.PortInfo, parent gatewayParent, meta metav1.ObjectMeta) *gatewayv1.GRPCRoute {
+func (r Routing) grpcRoute(p *picchuv1alpha1.PortInfo, parent gatewayParent, meta metav1.ObjectMeta, dev *gatewayDev) *gatewayv1.GRPCRoute {
 	rule := func(matches []gatewayv1.GRPCRouteMatch, refs []gatewayv1.BackendRef) gatewayv1.GRPCRouteRule {
 		out := gatewayv1.GRPCRouteRule{Matches: matches}
 		for _, ref := range refs {
@@ -298,6 +341,11 @@ func (r Routing) grpcRoute(p *picchuv1alpha1.PortInfo, parent gatewayParent, met
 		}}}}, []gatewayv1.BackendRef{r.backendRef(p, rel.Tag, 1)}))
 	}
 	if weighted := r.weighted(p); len(weighted) > 0 {
+		if dev != nil {
+			rules = append([]gatewayv1.GRPCRouteRule{rule([]gatewayv1.GRPCRouteMatch{{Headers: []gatewayv1.GRPCHeaderMatch{{
+				Type: ptr.To(gatewayv1.GRPCHeaderMatchRegularExpression), Name: gatewayv1.GRPCHeaderName(dev.header), Value: ".*",
+			}}}}, []gatewayv1.BackendRef{dev.backend})}, rules...)
+		}
 		rules = append(rules, rule(nil, weighted))
 	}
 	if len(rules) == 0 {

@@ -10,12 +10,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/plan/applier"
 	"github.com/medium/picchu/plan/manifests"
+	"github.com/medium/picchu/test/kit"
 )
 
 // gatewayRouting is routing() as the Gateway API can route it: without the
@@ -73,7 +75,11 @@ func backends[R gatewayv1.HTTPBackendRef | gatewayv1.GRPCBackendRef](refs []R) [
 		case gatewayv1.GRPCBackendRef:
 			ref = b.BackendRef
 		}
-		out = append(out, fmt.Sprintf("%s:%d=%d", ref.Name, *ref.Port, *ref.Weight))
+		weight := int32(1)
+		if ref.Weight != nil {
+			weight = *ref.Weight
+		}
+		out = append(out, fmt.Sprintf("%s:%d=%d", ref.Name, *ref.Port, weight))
 	}
 	return out
 }
@@ -239,6 +245,66 @@ func Test_GatewayRoutes_RefusesWhatOnlyIstioSays(t *testing.T) {
 	}
 }
 
+// Test_GatewayRoutes_DevRoute: on a cluster with dev routes, each route
+// with weights first sends requests carrying the dev header (any value) to
+// the developer service; elsewhere, or without the service, there is no
+// such rule, and a developer service that is not a Service is an error
+// naming the flag.
+func Test_GatewayRoutes_DevRoute(t *testing.T) {
+	r := gatewayRouting()
+	r.DevRoutes = manifests.DevRoutes{Host: "dev-router.dev.svc.cluster.local", Port: 8080}
+	c := cluster()
+	c.Spec.EnableDevRoutes = true
+	c.Spec.DevRouteTagTemplate = "X-Dev-{{.Namespace}}"
+	httpRoutes, grpcRoutes, err := manifests.GatewayRoutes(r, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, route := range httpRoutes {
+		dev := route.Spec.Rules[0]
+		h := dev.Matches[0].Headers
+		if len(h) != 1 || h[0].Name != "x-dev-shop-production" || *h[0].Type != gatewayv1.HeaderMatchRegularExpression || h[0].Value != ".*" {
+			t.Errorf("%s: first rule matches %v, want the dev header with any value", route.Name, dev.Matches)
+		}
+		ref := dev.BackendRefs[0]
+		if len(dev.BackendRefs) != 1 || ref.Name != "dev-router" || ref.Namespace == nil || *ref.Namespace != "dev" || *ref.Port != 8080 {
+			t.Errorf("%s: the dev rule goes to %v", route.Name, dev.BackendRefs)
+		}
+		if len(route.Spec.Rules) != 4 {
+			t.Errorf("%s: %d rules, want dev, two header rules, weights", route.Name, len(route.Spec.Rules))
+		}
+	}
+	for _, route := range grpcRoutes {
+		if h := route.Spec.Rules[0].Matches[0].Headers; len(h) != 1 || h[0].Name != "x-dev-shop-production" || h[0].Value != ".*" {
+			t.Errorf("%s: first rule matches %v, want the dev header", route.Name, route.Spec.Rules[0].Matches)
+		}
+	}
+
+	for name, change := range map[string]func(*manifests.Routing, *picchuv1alpha1.Cluster){
+		"cluster without dev routes": func(_ *manifests.Routing, c *picchuv1alpha1.Cluster) { c.Spec.EnableDevRoutes = false },
+		"no service host":            func(r *manifests.Routing, _ *picchuv1alpha1.Cluster) { r.DevRoutes.Host = "" },
+		"no service port":            func(r *manifests.Routing, _ *picchuv1alpha1.Cluster) { r.DevRoutes.Port = 0 },
+	} {
+		r, c := gatewayRouting(), cluster()
+		r.DevRoutes = manifests.DevRoutes{Host: "dev-router.dev", Port: 80}
+		c.Spec.EnableDevRoutes = true
+		change(&r, c)
+		hs, _, err := manifests.GatewayRoutes(r, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, route := range hs {
+			if n := len(route.Spec.Rules); n != 3 {
+				t.Errorf("%s: %s has %d rules, want no dev rule", name, route.Name, n)
+			}
+		}
+	}
+	r.DevRoutes.Host = "dev.example.com"
+	if _, _, err := manifests.GatewayRoutes(r, c); err == nil || !strings.Contains(err.Error(), "--dev-routes-service-host") {
+		t.Errorf("a developer service that is no Service: error %v, want one naming --dev-routes-service-host", err)
+	}
+}
+
 // Test_BuildServiceName: a build's Service is "<app>-<tag>" when that is a
 // Service name, and otherwise a valid name no other tag gets.
 func Test_BuildServiceName(t *testing.T) {
@@ -268,8 +334,11 @@ func TestGatewayRoutes_ApplyToARealCluster(t *testing.T) {
 	tgt := env.Targets[0]
 	r := gatewayRouting()
 	r.App = "basket"
+	r.DevRoutes = manifests.DevRoutes{Host: "dev-router.dev.svc.cluster.local", Port: 8080}
+	c0 := cluster()
+	c0.Spec.EnableDevRoutes = true
 	objects := func() []client.Object {
-		hs, gs, err := manifests.GatewayRoutes(r, cluster())
+		hs, gs, err := manifests.GatewayRoutes(r, c0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,6 +400,69 @@ func TestGatewayRoutes_ApplyToARealCluster(t *testing.T) {
 		}
 		if v := versions[obj.GetName()]; got.GetResourceVersion() != v {
 			t.Errorf("%T %s changed on the second apply: resourceVersion %s, was %s", obj, obj.GetName(), got.GetResourceVersion(), v)
+		}
+	}
+}
+
+// TestGatewayRoutes_ExperimentalChannel applies the same routes to an API
+// server of its own with the Gateway API's experimental CRDs (which a
+// cluster running a Gateway implementation's newest features has), which
+// validate them too, and which store them as built.
+func TestGatewayRoutes_ExperimentalChannel(t *testing.T) {
+	ctx := context.Background()
+	paths, err := kit.GatewayAPICRDPaths(ctx, "experimental")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets, err := kit.Assets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testEnv := &envtest.Environment{Scheme: env.Scheme, BinaryAssetsDirectory: assets,
+		CRDInstallOptions: envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}}
+	cfg, err := testEnv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := testEnv.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gatewayRouting()
+	r.DevRoutes = manifests.DevRoutes{Host: "dev-router.dev", Port: 8080}
+	withDev := cluster()
+	withDev.Spec.EnableDevRoutes = true
+	hs, gs, err := manifests.GatewayRoutes(r, withDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{manifests.AppNamespace(r.App, r.Target, manifests.MeshSidecar)}
+	for _, h := range hs {
+		objs = append(objs, h)
+	}
+	for _, g := range gs {
+		objs = append(objs, g)
+	}
+	applied := applier.NewCluster(env.Targets[0].Cluster, c, c, "", log.Log)
+	for _, obj := range objs {
+		if err := applied.Apply(ctx, obj); err != nil {
+			t.Fatalf("the experimental channel rejected %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+	for _, h := range hs {
+		got := &gatewayv1.HTTPRoute{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(h), got); err != nil {
+			t.Fatal(err)
+		}
+		for i, rule := range h.Spec.Rules {
+			if g, w := backends(got.Spec.Rules[i].BackendRefs), backends(rule.BackendRefs); !slices.Equal(g, w) {
+				t.Errorf("%s rule %d: stored backends %v, want %v", h.Name, i, g, w)
+			}
 		}
 	}
 }

@@ -144,6 +144,34 @@ func ThirdPartyCRDPaths(ctx context.Context) ([]string, error) {
 	return crdPaths, crdErr
 }
 
+// GatewayAPICRDPaths returns the CRD files of the Gateway API's channel
+// ("standard" or "experimental") for the kinds Picchu writes (Gateway,
+// HTTPRoute, GRPCRoute), from its module at the version go.mod pins. The
+// test clusters get the standard channel (ThirdPartyCRDPaths); a test that
+// checks the experimental one starts an API server of its own with them.
+func GatewayAPICRDPaths(ctx context.Context, channel string) ([]string, error) {
+	version, err := goCommand(ctx, "list", "-m", "-f", "{{.Version}}", "sigs.k8s.io/gateway-api")
+	if err != nil {
+		return nil, err
+	}
+	out, err := goCommand(ctx, "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+version)
+	if err != nil {
+		return nil, err
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		return nil, fmt.Errorf("decoding go mod download output for sigs.k8s.io/gateway-api: %w", err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		return nil, fmt.Errorf("downloading sigs.k8s.io/gateway-api@%s: %s", version, info.Error)
+	}
+	var paths []string
+	for _, kind := range []string{"gateways", "httproutes", "grpcroutes"} {
+		paths = append(paths, filepath.Join(info.Dir, "config", "crd", channel, "gateway.networking.k8s.io_"+kind+".yaml"))
+	}
+	return paths, nil
+}
+
 func goCommand(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = RepoRoot()
