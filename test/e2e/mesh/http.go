@@ -22,6 +22,7 @@ import (
 //	                   with ?cluster=C, those in effect on cluster C
 //	PUT /quiet         ?app=A&tag=T&quiet=true|false: A's tag T receives no request, or its share again
 //	GET /weights       the weights last read, as JSON {"<cluster>": {"<app>": {"<tag>": weight}}}
+//	GET /unrouted      the requests that found no route, as JSON {"<cluster>": {"<app>": requests}}
 //	GET /healthz       200 "ok"
 //
 // A bad request gets 400 and says what is wrong; another method, 405.
@@ -42,6 +43,9 @@ func (m *Mesh) newHandler() http.Handler {
 			return
 		}
 		writeJSON(w, m.ErrorRatios())
+	})
+	mux.HandleFunc("GET /unrouted", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, m.Unrouted())
 	})
 	mux.HandleFunc("GET /weights", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, m.Weights())
@@ -166,4 +170,30 @@ func SetErrorRatioIn(ctx context.Context, baseURL, cluster, app, tag string, rat
 	q.Set("ratio", strconv.FormatFloat(ratio, 'g', -1, 64))
 	return put(ctx, strings.TrimSuffix(baseURL, "/")+"/error-ratio?"+q.Encode(),
 		fmt.Sprintf("setting the error ratio of %s/%s on cluster %s at %s", app, tag, cluster, baseURL))
+}
+
+// Unrouted asks the mesh serving at baseURL how many requests to app found
+// no route, on every cluster together (GET /unrouted).
+func Unrouted(ctx context.Context, baseURL, app string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/unrouted", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("asking %s for unrouted requests: %w", baseURL, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("asking %s for unrouted requests: %s", baseURL, resp.Status)
+	}
+	var byCluster map[string]map[string]float64
+	if err := json.NewDecoder(resp.Body).Decode(&byCluster); err != nil {
+		return 0, fmt.Errorf("decoding %s/unrouted: %w", baseURL, err)
+	}
+	var n float64
+	for _, apps := range byCluster {
+		n += apps[app]
+	}
+	return n, nil
 }

@@ -65,6 +65,8 @@ type Mesh struct {
 	ratiosIn map[string]map[string]map[string]float64 // error ratios on one cluster, by cluster, app and tag
 	quiet    map[string]map[string]bool               // tags no request is sent to, by app
 	weights  map[string]appWeights                    // weights last read, by cluster
+	routed   map[string]map[string]bool               // apps that had a route, by cluster
+	unrouted map[string]map[string]float64            // requests that found no route, by cluster and app
 }
 
 // New checks opts and returns a Mesh serving no traffic until Run.
@@ -87,6 +89,8 @@ func New(opts Options) (*Mesh, error) {
 		ratiosIn: map[string]map[string]map[string]float64{},
 		quiet:    map[string]map[string]bool{},
 		weights:  map[string]appWeights{},
+		routed:   map[string]map[string]bool{},
+		unrouted: map[string]map[string]float64{},
 	}
 	if m.rps == 0 {
 		m.rps = DefaultRequestsPerSecond
@@ -178,7 +182,18 @@ func (m *Mesh) step(ctx context.Context, report *kit.Reporter) {
 	previous := m.weights
 	m.setRatesLocked(read)
 	m.weights = read
+	unrouted := m.unroutedLocked(read)
+	requests := m.rps * m.interval.Seconds()
+	for _, u := range unrouted {
+		if m.unrouted[u.cluster] == nil {
+			m.unrouted[u.cluster] = map[string]float64{}
+		}
+		m.unrouted[u.cluster][u.app] += requests
+	}
 	m.mu.Unlock()
+	for _, u := range unrouted {
+		m.metrics.unrouted.WithLabelValues(u.cluster, u.app).Add(requests)
+	}
 
 	m.logChanges(previous, read)
 	m.metrics.setWeights(read)
@@ -209,6 +224,39 @@ func (m *Mesh) setRatesLocked(weights map[string]appWeights) {
 			}
 		}
 	}
+}
+
+// unroutedLocked returns, of the clusters read, the apps that had a route
+// there and have none now: their users' requests of this interval find no
+// route (a VirtualService and an HTTPRoute both gone, or weighing nothing).
+// Call it with mu held.
+func (m *Mesh) unroutedLocked(read map[string]appWeights) []weightSeries {
+	var out []weightSeries
+	for _, cluster := range sortedKeys(read) {
+		apps := read[cluster]
+		if m.routed[cluster] == nil {
+			m.routed[cluster] = map[string]bool{}
+		}
+		for app, tags := range apps {
+			if sumWeights(tags) > 0 {
+				m.routed[cluster][app] = true
+			}
+		}
+		for _, app := range sortedKeys(m.routed[cluster]) {
+			if sumWeights(apps[app]) == 0 {
+				out = append(out, weightSeries{cluster: cluster, app: app})
+			}
+		}
+	}
+	return out
+}
+
+func sumWeights(tags map[string]int32) int32 {
+	var n int32
+	for _, w := range tags {
+		n += w
+	}
+	return n
 }
 
 // logChanges logs the weights of each cluster and app that differ from
@@ -339,6 +387,19 @@ func (m *Mesh) SetQuiet(app, tag string, quiet bool) error {
 	}
 	m.quiet[app][tag] = quiet
 	return nil
+}
+
+// Unrouted returns the requests that found no route, by cluster and app:
+// those sent to an app on a cluster that had a route for it and had none
+// (mesh_unrouted_requests_total).
+func (m *Mesh) Unrouted() map[string]map[string]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]map[string]float64, len(m.unrouted))
+	for cluster, apps := range m.unrouted {
+		out[cluster] = maps.Clone(apps)
+	}
+	return out
 }
 
 // ErrorRatios returns the error ratios set for every cluster, by app and

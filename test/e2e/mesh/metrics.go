@@ -13,6 +13,8 @@ type metrics struct {
 	registry *prometheus.Registry
 	// weights are the weights last read.
 	weights *prometheus.GaugeVec
+	// unrouted counts the requests that found no route.
+	unrouted *prometheus.CounterVec
 
 	mu     sync.Mutex            // serializes setWeights
 	series map[weightSeries]bool // series of weights set
@@ -28,11 +30,15 @@ func newMetrics(traffic *kit.Traffic) (*metrics, error) {
 		registry: prometheus.NewRegistry(),
 		weights: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mesh_route_weight",
-			Help: "Weight in percent of the release route to each tag of each app, as last read from the cluster's VirtualService.",
+			Help: "Weight in percent of the release route to each tag of each app, as last read from the cluster's VirtualService or HTTPRoute.",
 		}, []string{"destination_cluster", "destination_app", "destination_version"}),
+		unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mesh_unrouted_requests_total",
+			Help: "Requests sent to an app on a cluster that had a route for it and has none (neither a VirtualService nor an HTTPRoute with weights).",
+		}, []string{"destination_cluster", "destination_app"}),
 		series: map[weightSeries]bool{},
 	}
-	for _, c := range []prometheus.Collector{traffic, m.weights} {
+	for _, c := range []prometheus.Collector{traffic, m.weights, m.unrouted} {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}

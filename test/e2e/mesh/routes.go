@@ -4,15 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // releaseRoutePrefix starts the name of the weighted route of each port of a
@@ -30,10 +38,109 @@ var virtualServiceList = schema.GroupVersionKind{
 // appWeights are the weights of an app's tags, in percent, by app and tag.
 type appWeights map[string]map[string]int32
 
-// readWeights lists every VirtualService on a cluster, in all namespaces, and
-// returns the weights of each app's release route. When two VirtualServices
-// name the same app, the first in namespace/name order wins.
+// readWeights returns the weights of each app's release route on a
+// cluster: those of its VirtualService (readIstioWeights) and, for an app
+// that has none, those of its Gateway API HTTPRoute (readGatewayWeights).
 func readWeights(ctx context.Context, c client.Client) (appWeights, error) {
+	weights, err := readIstioWeights(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	gateway, err := readGatewayWeights(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for app, tags := range gateway {
+		if _, ok := weights[app]; !ok {
+			weights[app] = tags
+		}
+	}
+	return weights, nil
+}
+
+// httpRouteList is the Gateway API's HTTPRoute, listed as unstructured.
+var httpRouteList = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRouteList"}
+
+// readGatewayWeights lists every HTTPRoute on a cluster, and the build
+// Services, and returns the weights of each app's release rule (the first
+// rule without header matches, of the app's routes in namespace/name
+// order), by the tag of each Service it weighs. A cluster that does not
+// serve HTTPRoutes has none.
+func readGatewayWeights(ctx context.Context, c client.Client) (appWeights, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(httpRouteList)
+	if err := c.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return appWeights{}, nil
+		}
+		return nil, fmt.Errorf("listing HTTPRoutes: %w", err)
+	}
+	services := &corev1.ServiceList{}
+	if err := c.List(ctx, services, client.HasLabels{manifests.LabelBuildService}); err != nil {
+		return nil, fmt.Errorf("listing build Services: %w", err)
+	}
+	tags := map[string]string{}
+	for _, svc := range services.Items {
+		tags[svc.Namespace+"/"+svc.Name] = svc.Labels[picchuv1alpha1.LabelTag]
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := &list.Items[i], &list.Items[j]
+		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
+	})
+	weights := appWeights{}
+	for i := range list.Items {
+		u := &list.Items[i]
+		app := u.GetLabels()[picchuv1alpha1.LabelApp]
+		if _, seen := weights[app]; seen || app == "" {
+			continue
+		}
+		route := &gatewayv1.HTTPRoute{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, route); err != nil {
+			return nil, fmt.Errorf("decoding HTTPRoute %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+		if w := ruleWeights(route, tags); w != nil {
+			weights[app] = w
+		}
+	}
+	return weights, nil
+}
+
+// ruleWeights are the weights by tag of an HTTPRoute's first rule without
+// header matches, or nil when it has none. A backend weighs 1 when it
+// states no weight, as the Gateway API defaults it; a backend that is not
+// a build Service names no tag and is left out.
+func ruleWeights(route *gatewayv1.HTTPRoute, tags map[string]string) map[string]int32 {
+	for _, rule := range route.Spec.Rules {
+		if slices.ContainsFunc(rule.Matches, func(m gatewayv1.HTTPRouteMatch) bool { return len(m.Headers) > 0 }) {
+			continue
+		}
+		var total int32
+		for _, ref := range rule.BackendRefs {
+			total += ptr.Deref(ref.Weight, 1)
+		}
+		out := map[string]int32{}
+		for _, ref := range rule.BackendRefs {
+			ns := route.Namespace
+			if ref.Namespace != nil {
+				ns = string(*ref.Namespace)
+			}
+			tag, ok := tags[ns+"/"+string(ref.Name)]
+			if !ok || total <= 0 {
+				continue
+			}
+			// In percent, as the VirtualService's weights are.
+			out[tag] += ptr.Deref(ref.Weight, 1) * 100 / total
+		}
+		return out
+	}
+	return nil
+}
+
+// readIstioWeights lists every VirtualService on a cluster, in all
+// namespaces, and returns the weights of each app's release route. When two
+// VirtualServices name the same app, the first in namespace/name order
+// wins.
+func readIstioWeights(ctx context.Context, c client.Client) (appWeights, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(virtualServiceList)
 	if err := c.List(ctx, list); err != nil {
