@@ -49,6 +49,9 @@ func comparedInWaves(app string, bake, stepDelay time.Duration) func(*picchuv1al
 	return func(r *picchuv1alpha1.Revision) {
 		tg := &r.Spec.Targets[0]
 		tg.Fleet = "waves"
+		// Routed by the Gateway API: the mesh sends each build the share
+		// its HTTPRoutes weigh it.
+		tg.Router = picchuv1alpha1.RouterGatewayAPI
 		tg.Canary.TTL = 5
 		tg.Release.GeometricScaling = picchuv1alpha1.GeometricScaling{Start: 10, Factor: 10, Delay: &metav1.Duration{Duration: stepDelay}}
 		tg.Release.Waves = []picchuv1alpha1.ReleaseWave{
@@ -66,8 +69,8 @@ func comparedInWaves(app string, bake, stepDelay time.Duration) func(*picchuv1al
 	}
 }
 
-// TestWaveFailureNamedByCluster: app "rift" releases in two waves, east
-// then west, its SLO counted by cluster and compared against its baseline
+// TestWaveFailureNamedByCluster: app "rift", routed by the Gateway API,
+// releases in two waves, east then west, its SLO counted by cluster and compared against its baseline
 // at each gate. v1 is released in both. v2 canaries and is released in
 // east, where it errs no more than v1; the mesh fails 40 % of its requests
 // in west alone, so when it takes its first step there the comparison at

@@ -12,6 +12,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/e2e/fleet"
+	"github.com/medium/picchu/test/e2e/mesh"
 	"github.com/medium/picchu/test/e2e/story"
 	"github.com/medium/picchu/test/kit"
 )
@@ -59,8 +60,10 @@ func weightsIn(ctx context.Context, c *fleet.Cluster, app string) (map[string]in
 // TestReleaseInWaves: app "waves" releases in two waves, east (bake 10 s)
 // then west. v2 canaries in east alone, ramps and is released there while
 // west stays on v1; west starts its ramp no sooner than the bake after, and
-// v2 is released once west has it all. A v3 failed while it ramps in west
-// is rolled back in both.
+// v2 is released once west has it all. v1 routes through Istio, v2 and v3
+// through the Gateway API: v2 moves the app's routes from one to the
+// other, and the mesh counts no request without a route meanwhile. A v3
+// failed while it ramps in west is rolled back in both.
 func TestReleaseInWaves(t *testing.T) {
 	ctx := context.Background()
 	const app = "waves"
@@ -80,11 +83,21 @@ func TestReleaseInWaves(t *testing.T) {
 			}
 		}
 	}
+	gatewayAPI := func(stepDelay time.Duration) func(*picchuv1alpha1.Revision) {
+		return func(r *picchuv1alpha1.Revision) {
+			inWaves(stepDelay)(r)
+			r.Spec.Targets[0].Router = picchuv1alpha1.RouterGatewayAPI
+		}
+	}
 	apply(t, app, "v1", inWaves(3*time.Second))
 	until(t, 3*time.Minute, app, "v1 released", releasedEverywhere("v1", east.Name, west.Name))
+	unroutedBefore, err := mesh.Unrouted(ctx, lab.MeshURL, app)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// v2: while it canaries and ramps in east, west routes v1 alone.
-	apply(t, app, "v2", inWaves(3*time.Second))
+	apply(t, app, "v2", gatewayAPI(3*time.Second))
 	var canaried bool
 	var eastDone *picchuv1alpha1.ReleaseManagerRevisionStatus
 	if err := kit.Poll(ctx, pollInterval, 3*time.Minute, app+": v2 released in east", func(ctx context.Context) error {
@@ -147,9 +160,19 @@ func TestReleaseInWaves(t *testing.T) {
 		t.Errorf("west ramped %s after v2 entered its wave, sooner than the bake of %s", waited, bake)
 	}
 	until(t, 2*time.Minute, app, "v2 released", releasedEverywhere("v2", east.Name, west.Name))
+	for _, c := range []*fleet.Cluster{east, west} {
+		if err := story.ObserveGatewayRoute(ctx, c, app); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+	}
+	if after, err := mesh.Unrouted(ctx, lab.MeshURL, app); err != nil {
+		t.Error(err)
+	} else if after > unroutedBefore {
+		t.Errorf("the mesh counted %.0f requests to %s without a route while its routes moved to the Gateway API", after-unroutedBefore, app)
+	}
 
 	// v3, failed while it ramps in west, is rolled back in both waves.
-	apply(t, app, "v3", inWaves(5*time.Second))
+	apply(t, app, "v3", gatewayAPI(5*time.Second))
 	if err := kit.Poll(ctx, pollInterval, 3*time.Minute, app+": v3 ramping in west", func(ctx context.Context) error {
 		inWest, err := weightsIn(ctx, west, app)
 		if err != nil {
@@ -162,7 +185,7 @@ func TestReleaseInWaves(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v\n%s", err, recordOf(app))
 	}
-	apply(t, app, "v3", func(r *picchuv1alpha1.Revision) { inWaves(5 * time.Second)(r); r.Spec.Failed = true })
+	apply(t, app, "v3", func(r *picchuv1alpha1.Revision) { gatewayAPI(5 * time.Second)(r); r.Spec.Failed = true })
 	took := routesAlone(t, time.Minute, app, "v2", east, west)
 	t.Logf("v3 failed while ramping in west: east and west route v2 alone %s later", took.Round(time.Millisecond))
 	until(t, time.Minute, app, "v3 failed", func(s story.Snapshot) error {

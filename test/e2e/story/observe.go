@@ -14,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/plan/manifests"
 	"github.com/medium/picchu/test/e2e/fleet"
 )
 
@@ -97,7 +99,7 @@ func (c Cluster) Routes() string {
 }
 
 // Observe reads app's state from the fleet: the ReleaseManager and
-// Revisions on the delivery cluster, the VirtualService, ReplicaSets and
+// Revisions on the delivery cluster, the HTTPRoute or VirtualService, ReplicaSets and
 // pods on every target. A cluster that cannot be read is reported in its Err.
 func Observe(ctx context.Context, f *fleet.Fleet, app string) Snapshot {
 	s := Snapshot{At: time.Now()}
@@ -145,10 +147,13 @@ func builds(ctx context.Context, f *fleet.Fleet, app string) ([]Build, error) {
 
 func observeTarget(ctx context.Context, c client.Client, app string) (map[string]int32, map[string]Pods, error) {
 	ns := app + "-" + Target
-	weights := map[string]int32{}
+	weights, routed, err := gatewayWeights(ctx, c, app)
+	if err != nil {
+		return nil, nil, err
+	}
 	vs := &istionetworking.VirtualService{}
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, vs); {
-	case apierrors.IsNotFound(err):
+	case routed || apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, nil, fmt.Errorf("reading the VirtualService of %s: %w", app, err)
 	default:
@@ -190,6 +195,57 @@ func observeTarget(ctx context.Context, c client.Client, app string) (map[string
 		pods[tag] = p
 	}
 	return weights, pods, nil
+}
+
+// ObserveGatewayRoute says whether app is routed on c by the Gateway API
+// alone: its HTTPRoute for the "http" port there, and neither a
+// VirtualService nor a DestinationRule left.
+func ObserveGatewayRoute(ctx context.Context, c *fleet.Cluster, app string) error {
+	if _, routed, err := gatewayWeights(ctx, c.Client, app); err != nil || !routed {
+		return fmt.Errorf("no HTTPRoute %s-http for %s: %v", app, app, err)
+	}
+	ns := app + "-" + Target
+	for _, obj := range []client.Object{&istionetworking.VirtualService{}, &istionetworking.DestinationRule{}} {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, obj); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%T %s/%s still there, or unreadable: %v", obj, ns, app, err)
+		}
+	}
+	return nil
+}
+
+// gatewayWeights reads the weights of app's release rule in its HTTPRoute
+// for the "http" port (the rule without header matches), by the tag of
+// each build Service it weighs, and whether the app has that route.
+func gatewayWeights(ctx context.Context, c client.Client, app string) (map[string]int32, bool, error) {
+	ns := app + "-" + Target
+	weights := map[string]int32{}
+	route := &gatewayv1.HTTPRoute{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app + "-http"}, route); {
+	case apierrors.IsNotFound(err):
+		return weights, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("reading the HTTPRoute of %s: %w", app, err)
+	}
+	services := &corev1.ServiceList{}
+	if err := c.List(ctx, services, client.InNamespace(ns), client.HasLabels{manifests.LabelBuildService}); err != nil {
+		return nil, false, fmt.Errorf("listing the build Services of %s: %w", app, err)
+	}
+	tags := map[string]string{}
+	for _, svc := range services.Items {
+		tags[svc.Name] = svc.Labels[picchuv1alpha1.LabelTag]
+	}
+	for _, rule := range route.Spec.Rules {
+		if len(rule.Matches) == 0 || len(rule.Matches[0].Headers) > 0 {
+			continue
+		}
+		for _, ref := range rule.BackendRefs {
+			if tag, ok := tags[string(ref.Name)]; ok && ref.Weight != nil && *ref.Weight > 0 {
+				weights[tag] = *ref.Weight
+			}
+		}
+		break
+	}
+	return weights, true, nil
 }
 
 func podReady(pod *corev1.Pod) bool {

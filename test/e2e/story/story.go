@@ -71,6 +71,9 @@ type Options struct {
 	Observe func(phase string, s Snapshot)
 	// Logf, when set, narrates the story.
 	Logf func(format string, args ...any)
+	// Router, when set, routes every build of the story with it (the
+	// samples leave it to the default, istio).
+	Router picchuv1alpha1.Router
 }
 
 func (o *Options) defaults() {
@@ -175,6 +178,11 @@ func (r *runner) phase(ctx context.Context, name, tag string, outcome func(Snaps
 	rev, err := Manifest(r.Samples, r.App, tag)
 	if err != nil {
 		return err
+	}
+	if r.Router != "" {
+		for i := range rev.Spec.Targets {
+			rev.Spec.Targets[i].Router = r.Router
+		}
 	}
 	p := Phase{Name: name, Tag: tag}
 	first := !slices.ContainsFunc(Observe(ctx, r.Fleet, r.App).Builds, func(b Build) bool { return b.State == "released" })
