@@ -95,6 +95,8 @@ CLUSTERS ?= 3
 OPERATOR_ARGS ?=
 # PROFILE, when set, is a directory for the operator's CPU, block and mutex profiles of each release.
 PROFILE ?=
+# ROUTER, when set, routes the demo's builds with it: istio (their default) or gatewayAPI.
+ROUTER ?=
 
 .PHONY: bench-fleet
 bench-fleet: k8s-binaries prometheus-binary ## Release APPS apps twice on a kwok fleet of CLUSTERS clusters (delivery included) and print the fleet figures.
@@ -109,10 +111,10 @@ bench-peer: k8s-binaries prometheus-binary ## Release APPS apps with Argo Rollou
 ##@ Local fleet and demo
 
 .PHONY: demo
-demo: k8s-binaries prometheus-binary ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3.
+demo: k8s-binaries prometheus-binary ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3 (ROUTER=gatewayAPI routes them with the Gateway API).
 	@hack/go-build.sh "the operator" "." go build -v -o bin/picchu .
 	@hack/go-build.sh "the demo" "./hack/demo" go build -v -o bin/picchu-demo ./hack/demo
-	@bin/picchu-demo
+	@ROUTER=$(ROUTER) bin/picchu-demo
 
 .PHONY: fleet-up
 fleet-up: ## Start the local fleet: kwok clusters delivery, east and west, Prometheus and the mesh.

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/e2e/fleet"
 	"github.com/medium/picchu/test/e2e/story"
 	"github.com/medium/picchu/test/kit"
@@ -26,6 +27,12 @@ func main() {
 }
 
 func run(ctx context.Context, out *os.File) error {
+	router := picchuv1alpha1.Router(os.Getenv("ROUTER"))
+	switch router {
+	case "", picchuv1alpha1.RouterIstio, picchuv1alpha1.RouterGatewayAPI:
+	default:
+		return fmt.Errorf("ROUTER=%s: want %s or %s", router, picchuv1alpha1.RouterIstio, picchuv1alpha1.RouterGatewayAPI)
+	}
 	start := time.Now()
 	view := story.NewView(out)
 	view.Printf("Picchu demo: bringing up the local fleet (delivery, east, west)")
@@ -42,7 +49,10 @@ func run(ctx context.Context, out *os.File) error {
 		return err
 	}
 	view.Printf("Operator ready (log %s). The story: v1 released; v2 canaried and ramped while v1 retires; v3 fails its canary and is rolled back.", f.OperatorLog())
-	res, runErr := story.Run(ctx, story.Options{Fleet: f, Observe: view.Show, Logf: view.Printf})
+	if router != "" {
+		view.Printf("Every build routes with router %s.", router)
+	}
+	res, runErr := story.Run(ctx, story.Options{Fleet: f, Observe: view.Show, Logf: view.Printf, Router: router})
 	fmt.Fprintln(out)
 	late := summary(out, res, time.Since(start))
 	fmt.Fprintln(out)
