@@ -332,7 +332,7 @@ func replicasOf(live *unstructured.Unstructured) int64 {
 func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, keep []string) ([]string, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
-	if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
 		if isNoKind(err) {
 			return nil, nil
 		}

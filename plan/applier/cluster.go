@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,6 +87,80 @@ type Cluster struct {
 	applied map[objectKey]appliedObject
 	// warmed are the kinds Warm asked Informers for.
 	warmed map[schema.GroupVersionKind]bool
+	// unserved are the kinds the cluster was last found not to serve, and
+	// when (see served).
+	unserved map[schema.GroupVersionKind]time.Time
+	// now is the clock of unserved (time.Now when nil).
+	now func() time.Time
+}
+
+// UnservedFor is how long a kind a cluster was found not to serve is taken
+// as still unserved without asking again. A client asks the API server's
+// discovery about a kind it does not know at every read of it, so that a
+// plan that removes an optional kind (an autoscaler's, another router's)
+// from every app would ask once per app and run; remembered, it asks once
+// per cluster and kind at most this often, and a CRD installed later is
+// seen within it.
+const UnservedFor = time.Minute
+
+// served says whether kind may be served by the cluster: false when it was
+// found unserved less than UnservedFor ago.
+func (c *Cluster) served(kind schema.GroupVersionKind) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.unserved[kind]
+	return !ok || c.clock().Sub(at) >= UnservedFor
+}
+
+// noteServed records what err, of a request about kind, says of whether
+// the cluster serves it, and returns err.
+func (c *Cluster) noteServed(kind schema.GroupVersionKind, err error) error {
+	if !meta.IsNoMatchError(err) {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unserved == nil {
+		c.unserved = map[schema.GroupVersionKind]time.Time{}
+	}
+	c.unserved[kind] = c.clock()
+	return err
+}
+
+func (c *Cluster) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// unservedError is the error of a request about a kind the cluster was
+// found not to serve, made without asking again.
+func unservedError(kind schema.GroupVersionKind) error {
+	return &meta.NoKindMatchError{GroupKind: kind.GroupKind(), SearchedVersions: []string{kind.Version}}
+}
+
+// List lists the objects of list's kind as the client does, but answers a
+// kind the cluster was found not to serve at once (see UnservedFor).
+func (c *Cluster) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	kind, err := apiutil.GVKForObject(list, c.Client.Scheme())
+	if err != nil {
+		return fmt.Errorf("kind of %T: %w", list, err)
+	}
+	kind.Kind = strings.TrimSuffix(kind.Kind, "List")
+	if !c.served(kind) {
+		return unservedError(kind)
+	}
+	return c.noteServed(kind, c.Client.List(ctx, list, opts...))
+}
+
+// get reads obj of kind from the cache, answering a kind the cluster was
+// found not to serve at once.
+func (c *Cluster) get(ctx context.Context, kind schema.GroupVersionKind, key client.ObjectKey, obj client.Object) error {
+	if !c.served(kind) {
+		return unservedError(kind)
+	}
+	return c.noteServed(kind, c.Client.Get(ctx, key, obj))
 }
 
 // NewCluster binds a cached client and an API server reader of a target
@@ -131,7 +207,7 @@ func (c *Cluster) Warm(ctx context.Context, kinds []schema.GroupVersionKind) {
 		// Unstructured, as Apply, Delete and the plans read them.
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		if _, err := c.Informers.GetInformer(ctx, u, cache.BlockUntilSynced(false)); err != nil {
+		if _, err := c.Informers.GetInformer(ctx, u, cache.BlockUntilSynced(false)); c.noteServed(gvk, err) != nil {
 			c.Log.V(1).Info("not watching a kind ahead of its first read", "kind", gvk.String(), "error", err.Error())
 		}
 	}
@@ -294,7 +370,7 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 func (c *Cluster) read(ctx context.Context, key objectKey) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(key.gvk)
-	err := c.Client.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live)
+	err := c.get(ctx, key.gvk, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live)
 	if apierrors.IsNotFound(err) {
 		if c.Live == nil {
 			return nil, fmt.Errorf("reading %s: no reader of the API server to tell whether someone else's object is there", c.describe(key))
@@ -331,7 +407,7 @@ func (c *Cluster) Deleted(ctx context.Context, obj client.Object) (bool, error) 
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
 	key := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
-	switch err := c.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); {
+	switch err := c.get(ctx, gvk, client.ObjectKeyFromObject(obj), live); {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		c.forget(key)
 		return false, nil
@@ -349,7 +425,7 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 	for _, gvk := range kinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := c.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels))
+		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels))
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			continue
 		}
