@@ -19,19 +19,32 @@ import (
 
 // refuseDeletable makes the delivery API server refuse to label app's
 // Revisions deletable in production, as a cluster's own policy could, and
-// returns what lifts the refusal.
+// returns what lifts the refusal once the API server enforces it: a policy
+// takes a moment to reach its admission, and a run that marked a build
+// deletable meanwhile would pass.
 func refuseDeletable(t *testing.T, app string) (lift func()) {
 	t.Helper()
 	name := "refuse-deletable-" + app
 	label := picchuv1alpha1.LabelTargetDeletablePrefix + "production"
-	return kit.AdmissionPolicy(t, env.Delivery.Client, name, admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+	lift = kit.AdmissionPolicy(t, env.Delivery.Client, name, admissionregistrationv1.RuleWithOperations{
+		// Creates too, so that a dry run shows when it is enforced.
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule: admissionregistrationv1.Rule{APIGroups: []string{picchuv1alpha1.GroupVersion.Group},
 			APIVersions: []string{"*"}, Resources: []string{"revisions"}},
 	}, admissionregistrationv1.Validation{
 		Expression: fmt.Sprintf("object.spec.app.name != %q || !has(object.metadata.labels) || !(%q in object.metadata.labels)", app, label),
 		Message:    "revisions of " + app + " stay",
 	})
+	probe := appRevision(app, "probe", env.Fleet)
+	probe.Labels[label] = "true"
+	kit.Eventually(t, 30*time.Second, "the policy refusing deletable revisions of "+app, func() error {
+		err := env.Delivery.Client.Create(context.Background(), probe.DeepCopy(), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "revisions of "+app+" stay") {
+			return fmt.Errorf("a dry run of a deletable revision: %v", err)
+		}
+		return nil
+	})
+	return lift
 }
 
 // TestReleaseManager_AFailedGarbageCollectionHoldsNoRelease makes the
@@ -59,9 +72,7 @@ func TestReleaseManager_AFailedGarbageCollectionHoldsNoRelease(t *testing.T) {
 	for _, target := range env.Targets {
 		makeReady(t, target, app, "v2")
 	}
-	// A minute: the build deploys on two targets first, and under the
-	// whole suite's load that took more than 30 s once.
-	kit.Eventually(t, time.Minute, "a warning that the garbage was not collected", func() error {
+	kit.Eventually(t, 30*time.Second, "a warning that the garbage was not collected", func() error {
 		events := &eventsv1.EventList{}
 		if err := env.Delivery.Client.List(ctx, events, client.InNamespace(env.Namespace)); err != nil {
 			return err
