@@ -85,6 +85,10 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	applied map[objectKey]appliedObject
+
+	// kindsMu guards warmed and unserved, apart from mu: every read asks
+	// served.
+	kindsMu sync.Mutex
 	// warmed are the kinds Warm asked Informers for.
 	warmed map[schema.GroupVersionKind]bool
 	// unserved are the kinds the cluster was last found not to serve, and
@@ -106,8 +110,8 @@ const UnservedFor = time.Minute
 // served says whether kind may be served by the cluster: false when it was
 // found unserved less than UnservedFor ago.
 func (c *Cluster) served(kind schema.GroupVersionKind) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.kindsMu.Lock()
+	defer c.kindsMu.Unlock()
 	at, ok := c.unserved[kind]
 	return !ok || c.clock().Sub(at) >= UnservedFor
 }
@@ -118,8 +122,8 @@ func (c *Cluster) noteServed(kind schema.GroupVersionKind, err error) error {
 	if !meta.IsNoMatchError(err) {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.kindsMu.Lock()
+	defer c.kindsMu.Unlock()
 	if c.unserved == nil {
 		c.unserved = map[schema.GroupVersionKind]time.Time{}
 	}
@@ -192,7 +196,7 @@ func (c *Cluster) Warm(ctx context.Context, kinds []schema.GroupVersionKind) {
 		return
 	}
 	var todo []schema.GroupVersionKind
-	c.mu.Lock()
+	c.kindsMu.Lock()
 	if c.warmed == nil {
 		c.warmed = map[schema.GroupVersionKind]bool{}
 	}
@@ -202,7 +206,7 @@ func (c *Cluster) Warm(ctx context.Context, kinds []schema.GroupVersionKind) {
 			todo = append(todo, gvk)
 		}
 	}
-	c.mu.Unlock()
+	c.kindsMu.Unlock()
 	for _, gvk := range todo {
 		// Unstructured, as Apply, Delete and the plans read them.
 		u := &unstructured.Unstructured{}
