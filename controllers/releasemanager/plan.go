@@ -419,6 +419,9 @@ func (s *snapshot) routing(newest *incarnation, wave int) manifests.Routing {
 		}
 	}
 	for _, inc := range s.incarnations {
+		if inc.revision != nil && inc.step.Action == release.Sync {
+			r.Running = append(r.Running, inc.tag)
+		}
 		tagged := inc.revision != nil && inc.step.State.IsRoutable()
 		weight := inc.weightIn(wave)
 		if !tagged && weight == 0 {

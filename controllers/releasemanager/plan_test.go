@@ -119,6 +119,12 @@ var planScenarios = map[string]func(p *planScene){
 			inc.revision.Spec.TagRoutingHeader = "Shop-Tag"
 		}
 	},
+	"gateway-api-deploying": func(p *planScene) {
+		// v2's Service comes as it deploys, before it takes traffic.
+		for _, inc := range []*incarnation{p.add("v1", release.Released, 100), p.add("v2", release.Deploying, 0)} {
+			inc.target.Router = picchuv1alpha1.RouterGatewayAPI
+		}
+	},
 	"retire": func(p *planScene) {
 		gone := p.add("v0", release.Retired, 0)
 		gone.revision, gone.target = nil, nil

@@ -1,6 +1,8 @@
 package releasemanager
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,8 +62,17 @@ func (gatewayRouter) steps(r manifests.Routing, cluster *picchuv1alpha1.Cluster)
 	const needs = "the target routes with the Gateway API (router gatewayAPI)"
 	var steps []plan.Step
 	var services, httpNames, grpcNames []string
+	// Every build synced here and every build routed: a build's Service is
+	// made as it deploys, so that its endpoints are there when it takes
+	// traffic.
+	tags := slices.Clone(r.Running)
 	for _, rel := range r.Releases {
-		if svc := manifests.BuildService(r.App, r.Target, rel.Tag, r.Ports); svc != nil {
+		if !slices.Contains(tags, rel.Tag) {
+			tags = append(tags, rel.Tag)
+		}
+	}
+	for _, tag := range tags {
+		if svc := manifests.BuildService(r.App, r.Target, tag, r.Ports); svc != nil {
 			steps = append(steps, plan.Step{Op: plan.Apply, Object: svc})
 			services = append(services, svc.Name)
 		}

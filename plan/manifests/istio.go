@@ -22,6 +22,11 @@ type Routing struct {
 	DefaultIngressPorts map[string]string
 	// Releases are the deployed builds, newest first.
 	Releases []Release
+	// Running are the tags of the builds synced on the cluster (deploying
+	// or deployed), newest first: the Gateway API router gives each its
+	// Service before it takes traffic, so that the Service has its
+	// endpoints by then.
+	Running []string
 	// EgressHosts of the newest build's istio.sidecar.egressHosts.
 	EgressHosts []string
 	// Faults are the FaultInjector faults that apply to the app in this
