@@ -26,6 +26,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultIngressPorts) || self.defaultIngressPorts.all(k, has(self.ports) && self.ports.exists(p, p.name == self.defaultIngressPorts[k] && (!has(p.ingresses) || size(p.ingresses) == 0 || k in p.ingresses)))",message="each defaultIngressPorts entry must name a port of this target that is exposed on that ingress",fieldPath=".defaultIngressPorts"
 // +kubebuilder:validation:XValidation:rule="!has(self.router) || self.router != 'gatewayAPI' || !has(self.istio)",message="istio settings (a build's traffic policy, the sidecar's egress hosts) are Istio's: remove them, or route this target with router istio",fieldPath=".istio"
 // +kubebuilder:validation:XValidation:rule="!has(self.router) || self.router != 'gatewayAPI' || !has(self.ports) || self.ports.all(p, !has(p.istio) || !has(p.istio.http) || !has(p.istio.http.retries))",message="a port's istio.http.retries are Istio's: the Gateway API's standard routes have no retries; remove them, or route this target with router istio",fieldPath=".ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.router) || self.router != 'gatewayAPI' || !has(self.ports) || self.ports.all(p, !(p.name == 'grpc' || p.name.startsWith('grpc-')) || !has(p.istio) || !has(p.istio.http) || !has(p.istio.http.timeout) || size(p.istio.http.timeout) == 0 || p.istio.http.timeout == '0')",message="a gRPC port's istio.http.timeout is Istio's: the Gateway API's GRPCRoute has no timeout; remove it, or route this target with router istio",fieldPath=".ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.karpenterDoNotDisrupt) || !has(self.podAnnotations) || !('karpenter.sh/do-not-disrupt' in self.podAnnotations)",message="set karpenterDoNotDisrupt or the karpenter.sh/do-not-disrupt pod annotation, not both",fieldPath=".karpenterDoNotDisrupt"
 type RevisionTarget struct {
 	// name of the target, such as "production". The app runs in namespace
@@ -145,9 +146,10 @@ type RevisionTarget struct {
 	// Service per build, attached to the app's Service for traffic inside
 	// the cluster (GAMMA) and to the Gateways the Cluster's ingresses name
 	// ("<namespace>/<name>"). Settings only Istio has (istio, a port's
-	// istio.http.retries) are refused with gatewayAPI. Changed on a live
-	// app, the new router's routes are written with the current weights
-	// before the old router's are removed.
+	// istio.http.retries, a gRPC port's timeout) are refused with
+	// gatewayAPI. Changed on a live app, the new router's routes are
+	// written with the current weights before the old router's are
+	// removed.
 	// +optional
 	Router Router `json:"router,omitempty"`
 	// istio holds mesh settings: the traffic policy of the build's subset and

@@ -86,9 +86,9 @@ func BuildService(app, target, tag string, ports []picchuv1alpha1.PortInfo) *cor
 // builds with traffic, and first, on a cluster with dev routes, a rule
 // sending requests with the dev header to the developer service. A port
 // named "grpc" or "grpc-…" (Istio's convention for gRPC) gets GRPCRoutes,
-// the others HTTPRoutes. A port's istio.http
-// retries and faults cannot be said in the standard channel: they are
-// refused, naming the field, rather than dropped.
+// the others HTTPRoutes. What the standard channel cannot say (a port's
+// retries, its faults, a gRPC port's timeout) is refused, naming the
+// field, rather than dropped.
 func GatewayRoutes(r Routing, cluster *picchuv1alpha1.Cluster) ([]*gatewayv1.HTTPRoute, []*gatewayv1.GRPCRoute, error) {
 	var httpRoutes []*gatewayv1.HTTPRoute
 	var grpcRoutes []*gatewayv1.GRPCRoute
@@ -206,7 +206,7 @@ func (r Routing) gatewayParents(p *picchuv1alpha1.PortInfo, cluster *picchuv1alp
 }
 
 // gatewayPolicy is the port's request timeout, in the Gateway API's form;
-// its retries and faults are refused.
+// its retries and faults, and a gRPC port's timeout, are refused.
 func (r Routing) gatewayPolicy(p *picchuv1alpha1.PortInfo) (*gatewayv1.Duration, error) {
 	if p.Istio.HTTP.Retries != nil {
 		return nil, fmt.Errorf("istio.http.retries: the Gateway API's standard channel has no retries; route this target through Istio to keep them")
@@ -217,6 +217,9 @@ func (r Routing) gatewayPolicy(p *picchuv1alpha1.PortInfo) (*gatewayv1.Duration,
 		}
 	}
 	d, err := parseRouteDuration(p.Istio.HTTP.Timeout)
+	if err == nil && d != nil && isGRPC(p) {
+		return nil, fmt.Errorf("istio.http.timeout: the Gateway API's GRPCRoute has no timeout; route this target through Istio to keep it")
+	}
 	if err != nil || d == nil {
 		if err != nil {
 			err = fmt.Errorf("istio.http.timeout %q: %w", p.Istio.HTTP.Timeout, err)

@@ -239,6 +239,11 @@ func Test_GatewayRoutes_RefusesWhatOnlyIstioSays(t *testing.T) {
 		}
 	}
 	r = gatewayRouting()
+	r.Ports[1].Istio.HTTP.Timeout = "5s"
+	if _, _, err := manifests.GatewayRoutes(r, cluster()); err == nil || !strings.Contains(err.Error(), "port grpc: istio.http.timeout") {
+		t.Errorf("a gRPC port's timeout: error %v, want one naming port grpc's istio.http.timeout", err)
+	}
+	r = gatewayRouting()
 	r.Ports[0].Istio.HTTP.Timeout = "soon"
 	if _, _, err := manifests.GatewayRoutes(r, cluster()); err == nil || !strings.Contains(err.Error(), "istio.http.timeout") {
 		t.Errorf("a bad timeout: error %v", err)

@@ -89,6 +89,8 @@ func TestRevision_SchemaRejectsInvalidSpecs(t *testing.T) {
 			"spec.targets[0].istio", "istio settings (a build's traffic policy, the sidecar's egress hosts) are Istio's"},
 		{"port retries on a Gateway API target", "Revision", revisionJSON(`"router": "gatewayAPI", "ports": [{"name": "http", "port": 80, "containerPort": 8080, "istio": {"http": {"retries": {"attempts": 3}}}}]`),
 			"spec.targets[0].ports", "a port's istio.http.retries are Istio's"},
+		{"a gRPC port's timeout on a Gateway API target", "Revision", revisionJSON(`"router": "gatewayAPI", "ports": [{"name": "grpc", "port": 9000, "containerPort": 9000, "istio": {"http": {"timeout": "5s"}}}]`),
+			"spec.targets[0].ports", "a gRPC port's istio.http.timeout is Istio's"},
 		{"an unknown router", "Revision", revisionJSON(`"router": "linkerd"`),
 			"spec.targets[0].router", "supported values: \"istio\", \"gatewayAPI\""},
 		{"defaultIngressPorts names an unknown ingress", "Revision", revisionJSON(`"ports": [{"name": "http"}], "defaultIngressPorts": {"internal": "http"}`),
@@ -174,6 +176,30 @@ func TestRevision_SchemaRejectsInvalidSpecs(t *testing.T) {
 			}
 			if !strings.Contains(msg, tt.reason) {
 				t.Errorf("message does not say %q:\n%s", tt.reason, msg)
+			}
+		})
+	}
+}
+
+// TestRevision_SchemaAcceptsWhatEachRouterSays: what the Gateway API
+// refuses is accepted on an Istio target, and a Gateway API target takes
+// an HTTP port's timeout, a gRPC port without one, and no router at all
+// means Istio.
+func TestRevision_SchemaAcceptsWhatEachRouterSays(t *testing.T) {
+	ctx := context.Background()
+	for name, spec := range map[string]string{
+		"istio settings, retries and a gRPC timeout on an Istio target": revisionJSON(`"router": "istio", "istio": {"sidecar": {"egressHosts": ["./*"]}},
+			"ports": [{"name": "http", "port": 80, "containerPort": 8080, "istio": {"http": {"retries": {"attempts": 3}}}},
+			{"name": "grpc", "port": 9000, "containerPort": 9000, "istio": {"http": {"timeout": "5s"}}}]`),
+		"the same without a router": revisionJSON(`"istio": {"sidecar": {"egressHosts": ["./*"]}},
+			"ports": [{"name": "grpc", "port": 9000, "containerPort": 9000, "istio": {"http": {"timeout": "5s"}}}]`),
+		"a Gateway API target with an HTTP timeout and a gRPC port": revisionJSON(`"router": "gatewayAPI",
+			"ports": [{"name": "http", "port": 80, "containerPort": 8080, "istio": {"http": {"timeout": "15s"}}},
+			{"name": "grpc-api", "port": 9000, "containerPort": 9000}]`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := create(ctx, bare.Delivery.Client, object(t, "Revision", spec)); err != nil {
+				t.Fatalf("refused: %v", err)
 			}
 		})
 	}
