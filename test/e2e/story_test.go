@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/e2e/story"
 )
 
@@ -65,16 +66,19 @@ func weightsOf(snaps []story.Snapshot, cluster, tag string) []int32 {
 	return out
 }
 
-// TestStory runs the demo's story and checks, in both target clusters, the
-// VirtualService weights at each step, that every build with traffic has
-// Running pods, and that v3 is rolled back because of its canary alert,
-// fired by the real Prometheus from the rules Picchu wrote; then every
-// query of the Grafana dashboard returns data.
+// TestStory runs the demo's story, routed by the Gateway API (as `make demo
+// ROUTER=gatewayAPI` runs it; the other end-to-end tests route through
+// Istio), and checks, in both target clusters, the HTTPRoute weights at
+// each step, that every build with traffic has Running pods, and that v3
+// is rolled back because of its canary alert, fired by the real Prometheus
+// from the rules Picchu wrote on the mesh's errors; then every query of
+// the Grafana dashboard returns data.
 func TestStory(t *testing.T) {
 	ctx := context.Background()
 	const app = "story"
 	rec := &recorder{}
-	res, err := story.Run(ctx, story.Options{Fleet: lab, App: app, Observe: rec.observe, Logf: t.Logf})
+	res, err := story.Run(ctx, story.Options{Fleet: lab, App: app, Observe: rec.observe, Logf: t.Logf,
+		Router: picchuv1alpha1.RouterGatewayAPI})
 	if err != nil {
 		t.Fatalf("running the story: %v", err)
 	}
