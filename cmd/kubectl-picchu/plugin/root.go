@@ -107,6 +107,13 @@ type runner struct {
 	flags *genericclioptions.ConfigFlags
 }
 
+// The plugin's client rate limit, kubectl's (its discovery client's):
+// unless the kubeconfig sets one.
+const (
+	clientQPS   = 50
+	clientBurst = 300
+)
+
 // session is a connection to the delivery cluster.
 type session struct {
 	client    client.Client
@@ -122,6 +129,13 @@ func (r *runner) connect() (*session, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = FieldManager
+	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
+		// client-go's defaults (5 requests a second, bursts of 10) would
+		// throttle a --watch of a few requests a frame at short
+		// intervals, and a throttled request fails when the wait would
+		// pass its context's deadline: kubectl's own limits instead.
+		cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	}
 	ns, _, err := r.flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
