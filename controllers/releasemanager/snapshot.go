@@ -174,9 +174,26 @@ func (r *Reconciler) incarnations(ctx context.Context, rm *picchuv1alpha1.Releas
 	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		return nil, fmt.Errorf("listing revisions of app %s: %w", rm.Spec.App, err)
 	}
+	out := incarnationsOf(rm, revs.Items)
+	for _, inc := range out {
+		if inc.revision == nil {
+			continue
+		}
+		if err := r.readConfig(ctx, inc); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// incarnationsOf are the app's builds in the target, newest first, from
+// its Revisions (revs, of any app) and its status: each Revision's build
+// as it targets the target, without its config, and each build the status
+// records.
+func incarnationsOf(rm *picchuv1alpha1.ReleaseManager, revs []picchuv1alpha1.Revision) []*incarnation {
 	byTag := map[string]*incarnation{}
-	for i := range revs.Items {
-		rev := &revs.Items[i]
+	for i := range revs {
+		rev := &revs[i]
 		if !rev.DeletionTimestamp.IsZero() || rev.Spec.App.Name != rm.Spec.App {
 			continue
 		}
@@ -185,11 +202,7 @@ func (r *Reconciler) incarnations(ctx context.Context, rm *picchuv1alpha1.Releas
 			continue
 		}
 		target.DefaultRouting()
-		inc := &incarnation{tag: rev.Spec.App.Tag, revision: rev, target: target, order: revisionOrder(rev), control: controlOf(rev)}
-		if err := r.readConfig(ctx, inc); err != nil {
-			return nil, err
-		}
-		byTag[inc.tag] = inc
+		byTag[rev.Spec.App.Tag] = &incarnation{tag: rev.Spec.App.Tag, revision: rev, target: target, order: revisionOrder(rev), control: controlOf(rev)}
 	}
 	for _, st := range rm.Status.Revisions {
 		inc, ok := byTag[st.Tag]
@@ -211,7 +224,7 @@ func (r *Reconciler) incarnations(ctx context.Context, rm *picchuv1alpha1.Releas
 		}
 		return strings.Compare(b.tag, a.tag)
 	})
-	return out, nil
+	return out
 }
 
 // faults are the HTTP faults the app's FaultInjectors of the target (or of
@@ -337,16 +350,10 @@ func (r *Reconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManage
 	var out []*fleetCluster
 	for i := range list.Items {
 		cl := &list.Items[i]
-		if !cl.Spec.Enabled || !cl.DeletionTimestamp.IsZero() {
+		fc, err := fleetMember(cl)
+		if fc == nil {
 			continue
 		}
-		fc := &fleetCluster{obj: cl, live: !cl.Spec.HotStandby}
-		factor := ""
-		if cl.Spec.ScalingFactorString != nil {
-			factor = *cl.Spec.ScalingFactorString
-		}
-		var err error
-		fc.factor, err = release.ScalingFactor(factor)
 		ready := meta.FindStatusCondition(cl.Status.Conditions, picchuv1alpha1.ConditionReady)
 		remoteCluster, registered := r.Registry.Get(client.ObjectKeyFromObject(cl))
 		switch {
@@ -371,6 +378,22 @@ func (r *Reconciler) fleet(ctx context.Context, rm *picchuv1alpha1.ReleaseManage
 	}
 	slices.SortFunc(out, func(a, b *fleetCluster) int { return strings.Compare(a.obj.Name, b.obj.Name) })
 	return out, nil
+}
+
+// fleetMember is cl as a cluster of its fleet, without its client, and why
+// its scaling factor cannot be read; nil when it is disabled or going.
+func fleetMember(cl *picchuv1alpha1.Cluster) (*fleetCluster, error) {
+	if !cl.Spec.Enabled || !cl.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	fc := &fleetCluster{obj: cl, live: !cl.Spec.HotStandby}
+	factor := ""
+	if cl.Spec.ScalingFactorString != nil {
+		factor = *cl.Spec.ScalingFactorString
+	}
+	var err error
+	fc.factor, err = release.ScalingFactor(factor)
+	return fc, err
 }
 
 // observe reads the app's ReplicaSets from every usable cluster's cache at once.

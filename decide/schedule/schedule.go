@@ -156,3 +156,34 @@ func (c *Calendar) humaneEnd(local time.Time) int {
 	}
 	return humaneEnd
 }
+
+// Closed says why schedule s permits no release at t, in words ("Saturday",
+// "holiday Thanksgiving Day", "after 14:00 on a Friday"), or "" when it
+// permits one: the reason Permits has, for people reading a forecast.
+func (c *Calendar) Closed(s picchuv1alpha1.Schedule, t time.Time) string {
+	if c.Permits(s, t) {
+		return ""
+	}
+	if !c.humaneEnabled && s != picchuv1alpha1.ScheduleAlways {
+		return "humane releases are turned off (--humane-releases-enabled=false)"
+	}
+	local := t.In(c.la)
+	if actual, observed, h := c.holidays.IsHoliday(local); (actual || observed) && h != nil {
+		return "holiday " + h.Name
+	}
+	switch local.Weekday() {
+	case time.Saturday, time.Sunday:
+		return local.Weekday().String()
+	}
+	if local.Hour() < humaneStart {
+		return fmt.Sprintf("before %02d:00 %s", humaneStart, zone)
+	}
+	end := c.humaneEnd(local)
+	if end == humaneEarlyEnd && local.Weekday() == time.Friday {
+		return fmt.Sprintf("after %02d:00 %s on a Friday", end, zone)
+	}
+	if end == humaneEarlyEnd {
+		return fmt.Sprintf("after %02d:00 %s on the eve of a holiday", end, zone)
+	}
+	return fmt.Sprintf("after %02d:00 %s", end, zone)
+}

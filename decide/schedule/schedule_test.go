@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -374,5 +375,44 @@ func TestNextWindow_Property(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestClosed_SaysWhyPermitsRefuses(t *testing.T) {
+	c, err := New(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, _ := time.LoadLocation("America/Los_Angeles")
+	at := func(y int, m time.Month, d, h int) time.Time { return time.Date(y, m, d, h, 30, 0, 0, la) }
+	for _, tc := range []struct {
+		s    picchuv1alpha1.Schedule
+		t    time.Time
+		want string
+	}{
+		{picchuv1alpha1.ScheduleHumane, at(2026, 11, 24, 10), ""},
+		{picchuv1alpha1.ScheduleHumane, at(2026, 11, 26, 10), "holiday Thanksgiving Day"},
+		{picchuv1alpha1.ScheduleHumane, at(2026, 11, 27, 10), "holiday Day After Thanksgiving Day"},
+		{picchuv1alpha1.ScheduleHumane, at(2026, 11, 28, 10), "Saturday"},
+		{picchuv1alpha1.ScheduleHumane, at(2026, 11, 30, 5), "before 07:00 America/Los_Angeles"},
+		{picchuv1alpha1.ScheduleHumane, at(2026, 11, 30, 16), "after 16:00 America/Los_Angeles"},
+		{picchuv1alpha1.ScheduleHumane, at(2026, 12, 4, 15), "after 14:00 America/Los_Angeles on a Friday"},
+		{picchuv1alpha1.ScheduleHumane, at(2026, 11, 25, 15), "after 14:00 America/Los_Angeles on the eve of a holiday"},
+		{picchuv1alpha1.ScheduleInhumane, at(2026, 11, 29, 3), "Sunday"},
+		{picchuv1alpha1.ScheduleAlways, at(2026, 11, 26, 3), ""},
+	} {
+		if got := c.Closed(tc.s, tc.t); got != tc.want {
+			t.Errorf("Closed(%s, %s) = %q, want %q", tc.s, tc.t, got, tc.want)
+		}
+		if got := c.Closed(tc.s, tc.t) == ""; got != c.Permits(tc.s, tc.t) {
+			t.Errorf("Closed(%s, %s) and Permits disagree", tc.s, tc.t)
+		}
+	}
+	off, err := New(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := off.Closed(picchuv1alpha1.ScheduleHumane, at(2026, 11, 24, 10)); !strings.Contains(got, "turned off") {
+		t.Errorf("with the kill switch Closed = %q", got)
 	}
 }

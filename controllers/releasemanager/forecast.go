@@ -1,0 +1,377 @@
+package releasemanager
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/forecast"
+	"github.com/medium/picchu/plan/applier"
+)
+
+// ForecastInput is what a forecast is made from: the app's record in one
+// target and what the delivery cluster holds of it, as a run would read them.
+type ForecastInput struct {
+	// ReleaseManager is the app's in the target as recorded (with its
+	// status); for an app the target has not run yet, one with its spec
+	// (app, target, fleet) and namespace alone.
+	ReleaseManager *picchuv1alpha1.ReleaseManager
+	// Revisions are the app's Revisions. One not applied yet (no creation
+	// time) counts as created at Now.
+	Revisions []picchuv1alpha1.Revision
+	// Clusters are the Clusters of the ReleaseManager's namespace: those
+	// of its fleet are the target's.
+	Clusters []picchuv1alpha1.Cluster
+	// Tag is the build to forecast; the newest Revision's when empty.
+	Tag string
+	// Now is when the forecast starts.
+	Now time.Time
+	// Timeouts and Calendar are the operator's (their defaults when zero
+	// or nil).
+	Timeouts release.Timeouts
+	Calendar *schedule.Calendar
+	// Horizon is how far ahead the forecast looks (DefaultForecastHorizon
+	// when 0).
+	Horizon time.Duration
+}
+
+// DefaultForecastHorizon is how far ahead a forecast looks by default: far
+// enough for a release schedule's windows, which open within two weeks.
+const DefaultForecastHorizon = 30 * 24 * time.Hour
+
+// maxForecastRuns bounds the runs of a forecast, whatever its horizon.
+const maxForecastRuns = 100_000
+
+// forecastAlertCheck is how often a run would read alerts: it sets no
+// time of the forecast (no build is judged in it), only its runs' pace.
+const forecastAlertCheck = 10 * time.Second
+
+// Forecast forecasts the release of a build in a target: it runs the
+// ReleaseManager's own decisions, run after run, on a virtual clock, from
+// what the delivery cluster holds now, and records when each cluster takes
+// each step, what holds the build and until when. Each run is what a run
+// of the controller decides and records (decide, settle, report), with
+// every check passing: no alert fires, every pre-flight check passes,
+// every cluster answers and takes what it is sent at once, every build's
+// pods are available, and an external test passes as soon as it runs. The
+// next run comes when the report says it would.
+func Forecast(in ForecastInput) (forecast.Forecast, error) {
+	if in.ReleaseManager == nil {
+		return forecast.Forecast{}, errors.New("forecast: no ReleaseManager")
+	}
+	rm := in.ReleaseManager.DeepCopy()
+	timeouts := withDefaults(in.Timeouts)
+	cal := in.Calendar
+	if cal == nil {
+		var err error
+		if cal, err = schedule.New(true); err != nil {
+			return forecast.Forecast{}, fmt.Errorf("forecast: %w", err)
+		}
+	}
+	revs := make([]picchuv1alpha1.Revision, len(in.Revisions))
+	for i := range in.Revisions {
+		revs[i] = *in.Revisions[i].DeepCopy()
+		if revs[i].CreationTimestamp.IsZero() {
+			revs[i].CreationTimestamp.Time = in.Now
+		}
+	}
+	tag, err := forecastTag(rm, revs, in.Tag)
+	if err != nil {
+		return forecast.Forecast{}, err
+	}
+	var clusters []picchuv1alpha1.Cluster
+	for _, cl := range in.Clusters {
+		if cl.Namespace == rm.Namespace && cl.Labels[picchuv1alpha1.LabelFleet] == rm.Spec.Fleet {
+			clusters = append(clusters, *cl.DeepCopy())
+		}
+	}
+	out := forecast.Forecast{App: rm.Spec.App, Target: rm.Spec.Target, Fleet: rm.Spec.Fleet, Tag: tag, Made: in.Now, State: "new",
+		Assumed: []string{"every cluster answers and runs the build's pods at once", "no alert fires and every pre-flight check passes"}}
+	if test := assumeTestPasses(revs, tag, rm.Spec.Target); test {
+		out.Assumed = append(out.Assumed, "its external test passes at once")
+	}
+	sim := &simulation{tag: tag, cal: cal, last: map[string]int32{}}
+	if st := statusOfTag(rm.Status, tag); st != nil {
+		out.State = displayState(st.State.Current)
+		for _, c := range st.Clusters {
+			sim.last[c.Name] = c.Percent
+		}
+	}
+	horizon := cmp.Or(in.Horizon, DefaultForecastHorizon)
+	now := in.Now
+	for run := 0; ; run++ {
+		s := simulated(rm, revs, clusters, now)
+		if run == 0 {
+			out.Waves = s.forecastWaves(sim.last)
+		}
+		s.decide(timeouts, cal)
+		o := report(s, settle(s, s.allApplied()), DefaultSyncPeriod, forecastAlertCheck)
+		before := rm.Status
+		rm.Status = o.status
+		sim.observe(s, &out)
+		st := statusOfTag(rm.Status, tag)
+		// Nothing moves by time alone: the run changed nothing, nothing is
+		// due, and what holds the build has no end.
+		still := sameStatus(&before, &rm.Status) && o.next >= DefaultSyncPeriod && len(sim.holds) > 0 &&
+			!slices.ContainsFunc(sim.holds, func(h forecast.Hold) bool { return h.Until != nil })
+		if sim.ended(&out, st, now, still) {
+			return out, nil
+		}
+		now = now.Add(o.next)
+		switch {
+		case now.Sub(in.Now) > horizon:
+			out.Outcome, out.Why = forecast.Beyond, fmt.Sprintf("it is still %s %s from now", st.State.Current, forecast.Human(horizon))
+			return out, nil
+		case run >= maxForecastRuns:
+			return out, fmt.Errorf("forecast of %s in %s: no end after %d runs", tag, rm.Spec.Target, run)
+		}
+	}
+}
+
+// forecastTag is the build to forecast: tag, which a Revision of the app
+// must target the target with, or the newest such build.
+func forecastTag(rm *picchuv1alpha1.ReleaseManager, revs []picchuv1alpha1.Revision, tag string) (string, error) {
+	for _, inc := range incarnationsOf(rm, revs) {
+		if inc.revision != nil && (tag == "" || inc.tag == tag) {
+			return inc.tag, nil
+		}
+	}
+	if tag == "" {
+		return "", fmt.Errorf("no Revision of %s targets %s", rm.Spec.App, rm.Spec.Target)
+	}
+	return "", fmt.Errorf("no Revision of %s with tag %s targets %s", rm.Spec.App, tag, rm.Spec.Target)
+}
+
+// assumeTestPasses marks the external test of tag in target as passed,
+// when it has one that has not, and says whether it did.
+func assumeTestPasses(revs []picchuv1alpha1.Revision, tag, target string) bool {
+	for i := range revs {
+		if revs[i].Spec.App.Tag != tag {
+			continue
+		}
+		for j := range revs[i].Spec.Targets {
+			t := &revs[i].Spec.Targets[j].ExternalTest
+			if revs[i].Spec.Targets[j].Name == target && t.Enabled && !(t.Completed && t.Succeeded) {
+				t.Started, t.Completed, t.Succeeded = true, true, true
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// simulated is the snapshot a run would take at now with every check
+// passing: every enabled cluster of the fleet answers, and runs every
+// build with all the pods it could want.
+func simulated(rm *picchuv1alpha1.ReleaseManager, revs []picchuv1alpha1.Revision, clusters []picchuv1alpha1.Cluster, now time.Time) *snapshot {
+	s := &snapshot{rm: rm, now: now, incarnations: incarnationsOf(rm, revs)}
+	for _, inc := range s.incarnations {
+		// No alert source holds it: it passes every check.
+		inc.unjudgeable = true
+	}
+	for i := range clusters {
+		fc, err := fleetMember(&clusters[i])
+		switch {
+		case fc == nil:
+			continue
+		case err != nil:
+			fc.problem = err.Error()
+		default:
+			fc.conn = &applier.Cluster{}
+		}
+		fc.freeze = schedule.Frozen(fc.obj.Spec.Freezes, now)
+		s.fleet = append(s.fleet, fc)
+	}
+	slices.SortFunc(s.fleet, func(a, b *fleetCluster) int { return strings.Compare(a.obj.Name, b.obj.Name) })
+	s.assignWaves()
+	s.observation = make(release.Observation, len(s.fleet))
+	for i, fc := range s.fleet {
+		tags := map[string]release.Replicas{}
+		for _, inc := range s.incarnations {
+			if inc.target != nil {
+				n := plentyOf(inc.target.Scale)
+				tags[inc.tag] = release.Replicas{Desired: n, Available: n}
+			}
+		}
+		s.observation[i] = release.ClusterObservation{Name: fc.obj.Name, Live: fc.live, Observed: fc.conn != nil, Tags: tags}
+	}
+	return s
+}
+
+// plentyOf is more pods of a build than any gate asks one cluster for.
+func plentyOf(scale picchuv1alpha1.ScaleInfo) int32 {
+	return max(scale.Max, release.DefaultReplicas(scale), ptr.Deref(scale.Min, 0), 1)
+}
+
+// allApplied is every answering cluster taking all of a run.
+func (s *snapshot) allApplied() acted {
+	var results applier.Results
+	for _, fc := range s.fleet {
+		if fc.conn != nil {
+			results = append(results, applier.Result{Cluster: fc.obj.Name})
+		}
+	}
+	return acted{results: results}
+}
+
+// forecastWaves are the target's waves and their clusters, each cluster
+// with the percent it has (from).
+func (s *snapshot) forecastWaves(from map[string]int32) []forecast.Wave {
+	out := make([]forecast.Wave, s.waveCount())
+	bakes := s.bakes()
+	for w := range out {
+		out[w].Name = s.waveName(w)
+		if w < len(bakes) && w+1 < len(out) && bakes[w] > 0 {
+			out[w].Bake = forecast.Human(bakes[w])
+		}
+	}
+	for _, fc := range s.fleet {
+		out[fc.wave].Clusters = append(out[fc.wave].Clusters, forecast.Cluster{Name: fc.obj.Name, Standby: !fc.live, From: from[fc.obj.Name]})
+	}
+	return out
+}
+
+// simulation is what a forecast keeps from run to run.
+type simulation struct {
+	tag string
+	cal *schedule.Calendar
+	// last is the percent each cluster last took.
+	last map[string]int32
+	// holds are those of the last run.
+	holds []forecast.Hold
+}
+
+// observe records a run's steps and holds of the build forecast.
+func (sim *simulation) observe(s *snapshot, out *forecast.Forecast) {
+	st := statusOfTag(s.rm.Status, sim.tag)
+	if st != nil {
+		for _, c := range st.Clusters {
+			if c.Percent == sim.last[c.Name] || c.LastUpdated == nil {
+				continue
+			}
+			sim.last[c.Name] = c.Percent
+			for w := range out.Waves {
+				for i := range out.Waves[w].Clusters {
+					if cl := &out.Waves[w].Clusters[i]; cl.Name == c.Name {
+						cl.Steps = append(cl.Steps, forecast.Step{Percent: c.Percent, At: c.LastUpdated.Time})
+					}
+				}
+			}
+		}
+	}
+	inc := s.incarnation(sim.tag)
+	if inc == nil {
+		return
+	}
+	now := sim.holdsOf(s, inc)
+	for _, h := range now {
+		i := slices.IndexFunc(sim.holds, func(o forecast.Hold) bool {
+			return o.Cause == h.Cause && o.Detail == h.Detail && ptr.Equal(o.Until, h.Until)
+		})
+		if i < 0 {
+			out.Holds = append(out.Holds, h)
+		}
+	}
+	sim.holds = now
+}
+
+// holdsOf are what hold the build this run, as its decisions say: a
+// canary's time, the release schedule, a freeze, a wave's bake, a pause.
+func (sim *simulation) holdsOf(s *snapshot, inc *incarnation) []forecast.Hold {
+	var out []forecast.Hold
+	hold := func(cause, detail string, until time.Time) {
+		h := forecast.Hold{Cause: cause, Detail: detail, From: s.now}
+		if !until.IsZero() {
+			h.Until = ptr.To(until)
+		}
+		out = append(out, h)
+	}
+	step, state := inc.step, inc.step.State
+	waiting := state == release.Deployed || state == release.Tested || state == release.PendingRelease
+	switch {
+	case inc.control.paused && (state.RunsCanary() || state.IsPendingRelease() || state.IsRamping()):
+		hold(forecast.Pause, "paused by "+inc.control.by, time.Time{})
+	case state.RunsCanary() && !step.Due.IsZero():
+		hold(forecast.Canary, fmt.Sprintf("canary at %d %% for %s", inc.target.Canary.Percent,
+			forecast.Human(time.Duration(inc.target.Canary.TTL)*time.Second)), step.Due)
+	case waiting && s.frozenWave(0).Open:
+		fz := s.frozenWave(0)
+		hold(forecast.Freeze, s.frozenIn(0), fz.Until)
+	case state.IsPendingRelease() && step.Due.After(s.now):
+		sched := inc.target.Release.Schedule
+		hold(forecast.Schedule, fmt.Sprintf("%s schedule: %s", cmp.Or(string(sched), string(picchuv1alpha1.ScheduleInhumane)),
+			sim.cal.Closed(sched, s.now)), step.Due)
+	case inc.ramping && inc.ramp.Waiting == "frozen":
+		fz := s.frozenWave(inc.wave.Wave)
+		hold(forecast.Freeze, s.frozenIn(inc.wave.Wave), fz.Until)
+	case (state == release.Deployed || state == release.Tested) && !inc.eligible:
+		hold(forecast.Ineligible, "release.eligible is false: it takes no traffic until its ttl ends", step.Due)
+	case inc.ramping && inc.ramp.Waiting == "bake":
+		hold(forecast.Bake, fmt.Sprintf("wave %s waits out the bake of wave %s", s.waveName(inc.wave.Wave), s.waveName(inc.wave.Wave-1)), inc.ramp.Due)
+	}
+	return out
+}
+
+// frozenIn names the live clusters of wave w in a freeze, with the freeze.
+func (s *snapshot) frozenIn(w int) string {
+	var names []string
+	for _, fc := range s.fleet {
+		if fc.wave == w && fc.live && fc.freeze.Open {
+			names = append(names, fmt.Sprintf("%s: %s", fc.obj.Name, fc.freeze.Name))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// ended says whether the release forecast has ended after a run at now,
+// recording how: released, out of release, or held with no end (still).
+func (sim *simulation) ended(out *forecast.Forecast, st *picchuv1alpha1.ReleaseManagerRevisionStatus, now time.Time, still bool) bool {
+	if st == nil {
+		out.Outcome, out.Why = forecast.NotReleased, "its record is gone"
+		return true
+	}
+	state := release.State(st.State.Current)
+	switch {
+	case state.IsReleased():
+		out.Outcome, out.Finish = forecast.Released, ptr.To(now)
+	case !st.ReleaseEligible && (state.IsRetiring() || state.IsRetired()):
+		out.Outcome, out.Why = forecast.NotReleased, "it is not eligible for release, and retires at "+now.UTC().Format(time.RFC3339)
+	case state.IsFailed() || state.IsTimedOut() || state.IsDeleted() || state == release.Deleting:
+		out.Outcome, out.Why = forecast.NotReleased, "it goes "+string(state)
+	case still && slices.ContainsFunc(sim.holds, func(h forecast.Hold) bool { return h.Cause == forecast.Ineligible }):
+		out.Outcome, out.Why = forecast.NotReleased, "it is not eligible for release, and its ttl never ends"
+	case still:
+		out.Outcome, out.Why = forecast.Held, sim.holds[0].Detail
+	default:
+		return false
+	}
+	return true
+}
+
+// incarnation is the build tag, or nil.
+func (s *snapshot) incarnation(tag string) *incarnation {
+	for _, inc := range s.incarnations {
+		if inc.tag == tag {
+			return inc
+		}
+	}
+	return nil
+}
+
+// statusOfTag is the status entry of tag, or nil.
+func statusOfTag(st picchuv1alpha1.ReleaseManagerStatus, tag string) *picchuv1alpha1.ReleaseManagerRevisionStatus {
+	for i := range st.Revisions {
+		if st.Revisions[i].Tag == tag {
+			return &st.Revisions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package releasemanager
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/forecast"
+)
+
+var updateForecasts = flag.Bool("update-forecasts", false, "rewrite testdata/forecasts/*.txt from the forecasts made")
+
+// forecastCase is a testdata/forecasts/*.yaml: what the delivery cluster
+// holds of an app in a target, and when the forecast is made.
+type forecastCase struct {
+	Now       time.Time                           `json:"now"`
+	Namespace string                              `json:"namespace"`
+	App       string                              `json:"app"`
+	Target    string                              `json:"target"`
+	Fleet     string                              `json:"fleet"`
+	Tag       string                              `json:"tag,omitempty"`
+	Status    picchuv1alpha1.ReleaseManagerStatus `json:"status,omitempty"`
+	Revisions []picchuv1alpha1.Revision           `json:"revisions"`
+	Clusters  []picchuv1alpha1.Cluster            `json:"clusters"`
+}
+
+func (c forecastCase) input() ForecastInput {
+	rm := &picchuv1alpha1.ReleaseManager{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: picchuv1alpha1.ReleaseManagerName(c.App, c.Target)},
+		Spec:       picchuv1alpha1.ReleaseManagerSpec{App: c.App, Target: c.Target, Fleet: c.Fleet},
+		Status:     c.Status,
+	}
+	for i := range c.Revisions {
+		c.Revisions[i].Namespace = c.Namespace
+	}
+	for i := range c.Clusters {
+		c.Clusters[i].Namespace = c.Namespace
+		c.Clusters[i].Labels = map[string]string{picchuv1alpha1.LabelFleet: c.Fleet}
+		for k, v := range c.Clusters[i].Annotations {
+			// Labels are given as annotations "label/<key>" in the cases,
+			// beside the fleet's.
+			if key, ok := strings.CutPrefix(k, "label/"); ok {
+				c.Clusters[i].Labels[key] = v
+			}
+		}
+	}
+	return ForecastInput{ReleaseManager: rm, Revisions: c.Revisions, Clusters: c.Clusters, Tag: c.Tag, Now: c.Now}
+}
+
+// TestForecast_Goldens forecasts each case of testdata/forecasts and
+// compares it, as kubectl picchu plan prints it, with its .txt.
+func TestForecast_Goldens(t *testing.T) {
+	cases, err := filepath.Glob("testdata/forecasts/*.yaml")
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, path := range cases {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c forecastCase
+			if err := yaml.UnmarshalStrict(data, &c); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			f, err := Forecast(c.input())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := f.WriteText(&got); err != nil {
+				t.Fatal(err)
+			}
+			golden := strings.TrimSuffix(path, ".yaml") + ".txt"
+			if *updateForecasts {
+				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./controllers/releasemanager -run TestForecast_Goldens -update-forecasts)", err)
+			}
+			if got.String() != string(want) {
+				t.Errorf("forecast of %s differs from %s:\n%s", name, golden, got.String())
+			}
+			if _, err := json.Marshal(f); err != nil {
+				t.Errorf("the forecast does not marshal: %v", err)
+			}
+			if f.Outcome == forecast.Released && f.Finish == nil {
+				t.Error("released with no finish")
+			}
+		})
+	}
+}
