@@ -73,6 +73,9 @@ annotation.`,
   # Show the builds of app demo in each target, redrawn every second
   kubectl picchu get demo --watch
 
+  # Forecast every cluster's steps of demo's newest build
+  kubectl picchu plan demo
+
   # Pause the newest build of demo, then resume it
   kubectl picchu pause demo
   kubectl picchu resume demo`,
@@ -91,6 +94,7 @@ annotation.`,
 		r.newGetCommand(),
 		r.newStatusCommand(),
 		r.newHistoryCommand(),
+		r.newPlanCommand(),
 		r.newPauseCommand(),
 		r.newResumeCommand(),
 		r.newPromoteCommand(),
