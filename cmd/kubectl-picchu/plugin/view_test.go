@@ -63,8 +63,11 @@ func TestGet_WatchPrintsFramesUntilCanceled(t *testing.T) {
 	if once.err != nil {
 		t.Fatal(once.err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// Canceled, as an interrupt cancels it, rather than given a deadline:
+	// a rate limiter refuses at once a wait that would pass a deadline.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	defer time.AfterFunc(2*time.Second, cancel).Stop()
 	res := runPlugin(ctx, plugin.Options{}, "get", "demo", "-n", ns, "--watch", "--interval", "100ms")
 	if res.err != nil {
 		t.Fatalf("kubectl picchu get demo --watch: %v", res.err)
