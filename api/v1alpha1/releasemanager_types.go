@@ -114,6 +114,15 @@ type ReleasingStatus struct {
 	// when the target releases in waves.
 	// +optional
 	Wave string `json:"wave,omitempty"`
+	// forecastFinish is when the build should be released in every wave,
+	// as forecast (kubectl picchu plan) when its release started and again
+	// whenever what holds it changed (its state, its wave, a pause, a
+	// freeze), assuming every check passes from then on.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
+	ForecastFinish *metav1.Time `json:"forecastFinish,omitempty"`
 }
 
 // ReleaseManagerRevisionStatus is the release state of one build in a target.

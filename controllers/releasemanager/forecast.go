@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -374,4 +376,58 @@ func statusOfTag(st picchuv1alpha1.ReleaseManagerStatus, tag string) *picchuv1al
 		}
 	}
 	return nil
+}
+
+// forecastFinish records in status.releasing when the releasing build (one
+// in its canary or its ramp) should be released: forecast when its release
+// starts and again when what holds it changes (its state, its wave, a
+// pause, a freeze), and carried over from before otherwise, so that a run
+// that changes nothing else writes nothing.
+func (r *Reconciler) forecastFinish(s *snapshot, before, after *picchuv1alpha1.ReleaseManagerStatus) {
+	rel := after.Releasing
+	if rel == nil {
+		return
+	}
+	st := statusOfTag(*after, rel.Tag)
+	if st == nil || !(release.State(st.State.Current).RunsCanary() || release.State(st.State.Current).IsRamping()) {
+		return
+	}
+	if prev := before.Releasing; prev != nil && prev.Tag == rel.Tag && prev.ForecastFinish != nil && !holdChanged(before, after, rel.Tag) {
+		rel.ForecastFinish = prev.ForecastFinish
+		return
+	}
+	rm := s.rm.DeepCopy()
+	rm.Status = *after.DeepCopy()
+	in := ForecastInput{ReleaseManager: rm, Tag: rel.Tag, Now: s.now, Timeouts: r.Timeouts, Calendar: r.Calendar}
+	for _, inc := range s.incarnations {
+		if inc.revision != nil {
+			in.Revisions = append(in.Revisions, *inc.revision)
+		}
+	}
+	for _, fc := range s.fleet {
+		in.Clusters = append(in.Clusters, *fc.obj)
+	}
+	f, err := Forecast(in)
+	if err != nil || f.Finish == nil {
+		// Held with no end, or beyond the horizon: no finish to forecast.
+		return
+	}
+	finish := metav1.NewTime(f.Finish.Truncate(time.Second))
+	rel.ForecastFinish = &finish
+}
+
+// holdChanged says what holds the build tag changed from before to after:
+// its state, its wave, its pause, or the fleet's freezes.
+func holdChanged(before, after *picchuv1alpha1.ReleaseManagerStatus, tag string) bool {
+	a, b := statusOfTag(*before, tag), statusOfTag(*after, tag)
+	if a == nil || b == nil {
+		return true
+	}
+	frozen := func(st *picchuv1alpha1.ReleaseManagerStatus) string {
+		if c := meta.FindStatusCondition(st.Conditions, picchuv1alpha1.ConditionFrozen); c != nil {
+			return string(c.Status) + c.Message
+		}
+		return ""
+	}
+	return a.State.Current != b.State.Current || a.Wave != b.Wave || (a.Paused == nil) != (b.Paused == nil) || frozen(before) != frozen(after)
 }

@@ -11,9 +11,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/forecast"
 )
 
@@ -103,5 +106,75 @@ func TestForecast_Goldens(t *testing.T) {
 				t.Error("released with no finish")
 			}
 		})
+	}
+}
+
+// TestForecastFinish_RecordedWhenTheReleaseStartsAndWhenAHoldChanges runs
+// the first run of testdata/forecasts/geometric.yaml's release: v2 starts
+// its ramp, and status.releasing.forecastFinish is the forecast's finish.
+// A run that changes nothing that holds v2 carries the recorded finish
+// over (no new forecast, no write); a pause makes a new forecast, which
+// has no finish.
+func TestForecastFinish_RecordedWhenTheReleaseStartsAndWhenAHoldChanges(t *testing.T) {
+	data, err := os.ReadFile("testdata/forecasts/geometric.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c forecastCase
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	in := c.input()
+	for i := range in.Revisions {
+		in.Revisions[i].CreationTimestamp = metav1.NewTime(c.Now.Add(-time.Minute))
+	}
+	cal, err := schedule.New(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Calendar: cal}
+	// Runs as the forecast makes them, until v2 takes traffic (it deploys first).
+	rm, now := in.ReleaseManager, c.Now
+	var s *snapshot
+	var before *picchuv1alpha1.ReleaseManagerStatus
+	var after picchuv1alpha1.ReleaseManagerStatus
+	for run := 0; after.Releasing == nil || after.Releasing.Tag != "v2"; run++ {
+		if run > 10 {
+			t.Fatalf("v2 takes no traffic after %d runs: %+v", run, after.Releasing)
+		}
+		s = simulated(rm, in.Revisions, in.Clusters, now)
+		s.decide(release.DefaultTimeouts, cal)
+		before = rm.Status.DeepCopy()
+		o := report(s, settle(s, s.allApplied()), DefaultSyncPeriod, time.Minute)
+		after, rm.Status, now = o.status, o.status, now.Add(o.next)
+		r.forecastFinish(s, before, &after)
+	}
+	want := c.Now.Add(2 * time.Minute)
+	if after.Releasing == nil || after.Releasing.Tag != "v2" || after.Releasing.ForecastFinish == nil || !after.Releasing.ForecastFinish.Time.Equal(want) {
+		t.Fatalf("status.releasing %+v, want v2 forecast to finish at %s", after.Releasing, want)
+	}
+
+	// The next run, 30 s later, changes nothing that holds v2: the
+	// recorded finish stays, even one another forecast would not make.
+	recorded := metav1.NewTime(want.Add(time.Hour))
+	before = after.DeepCopy()
+	before.Releasing.ForecastFinish = &recorded
+	next := *after.DeepCopy()
+	next.Releasing.ForecastFinish = nil
+	s.now = s.now.Add(30 * time.Second)
+	r.forecastFinish(s, before, &next)
+	if next.Releasing.ForecastFinish == nil || !next.Releasing.ForecastFinish.Equal(&recorded) {
+		t.Errorf("forecastFinish %v after a run that changed no hold, want %s carried over", next.Releasing.ForecastFinish, recorded)
+	}
+
+	// Paused: a new forecast, held with no end, so no finish.
+	v2 := s.incarnation("v2")
+	v2.revision.Annotations = map[string]string{picchuv1alpha1.AnnotationPause: ""}
+	paused := *after.DeepCopy()
+	paused.Releasing.ForecastFinish = nil
+	statusOfTag(paused, "v2").Paused = ptr.To(picchuv1alpha1.NewTimestamp(s.now))
+	r.forecastFinish(s, before, &paused)
+	if paused.Releasing.ForecastFinish != nil {
+		t.Errorf("forecastFinish %s once v2 is paused, want none", paused.Releasing.ForecastFinish)
 	}
 }

@@ -45,6 +45,7 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 			observeLatencies(rm, tr.inc, &rm.Status.Revisions[tr.index], state, s.now)
 		}
 	}
+	r.forecastFinish(s, before, &rm.Status)
 	next := rep.next
 	if wait := scaleOnlyWait(before, &rm.Status, s.now); wait > 0 {
 		// Only replica counts moved: they go with the next write.

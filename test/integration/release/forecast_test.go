@@ -24,6 +24,8 @@ type landed struct {
 	mu    sync.Mutex
 	steps []forecast.Landed
 	last  map[string]int32
+	// finish is the first status.releasing.forecastFinish of the build.
+	finish time.Time
 }
 
 func watchSteps(t *testing.T, app, tag string) *landed {
@@ -52,6 +54,9 @@ func watchSteps(t *testing.T, app, tag string) *landed {
 func (l *landed) record(rm *picchuv1alpha1.ReleaseManager, tag string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if rel := rm.Status.Releasing; rel != nil && rel.Tag == tag && rel.ForecastFinish != nil && l.finish.IsZero() {
+		l.finish = rel.ForecastFinish.Time
+	}
 	for _, st := range rm.Status.Revisions {
 		if st.Tag != tag {
 			continue
@@ -101,7 +106,8 @@ func forecastOf(t *testing.T, rev *picchuv1alpha1.Revision, now time.Time) forec
 // the same percents in the same order; the first step within 1 s of its
 // forecast (the forecast assumes the build deploys at once); and each next
 // step at its forecast distance from the step before it, never sooner
-// and less than 1 s later (its lateness).
+// and less than 1 s later (its lateness). The finish the operator forecast
+// in v2's status as its release started is when v2 was released, within 1 s.
 func TestForecast_EveryStepLandsWhenForecast(t *testing.T) {
 	const app = "augur"
 	regions(t)
@@ -124,7 +130,7 @@ func TestForecast_EveryStepLandsWhenForecast(t *testing.T) {
 	if err := env.Delivery.Client.Create(context.Background(), v2); err != nil {
 		t.Fatal(err)
 	}
-	state(t, 60*time.Second, app, "v2", "released")
+	released := state(t, 60*time.Second, app, "v2", "released").State.LastUpdated.Time
 	got := func() []forecast.Landed {
 		steps.mu.Lock()
 		defer steps.mu.Unlock()
@@ -137,6 +143,14 @@ func TestForecast_EveryStepLandsWhenForecast(t *testing.T) {
 		return nil
 	})
 	t.Logf("forecast:\n%slanded:\n%s", formatSteps(want, made), formatSteps(got(), made))
+	// The operator's own forecast, made as v2's release started, is in
+	// its status: v2 was released within 1 s of it.
+	steps.mu.Lock()
+	finish := steps.finish
+	steps.mu.Unlock()
+	if off := released.Sub(finish); finish.IsZero() || off < -time.Second || off > time.Second {
+		t.Errorf("v2 released at %s, status.releasing.forecastFinish was %s; want within 1s", released, finish)
+	}
 	if problems := compareSteps(want, got()); len(problems) > 0 {
 		t.Errorf("v2's release differs from its forecast:\n%s\nforecast:\n%s\nlanded:\n%s",
 			strings.Join(problems, "\n"), formatSteps(want, made), formatSteps(got(), made))
