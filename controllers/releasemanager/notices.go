@@ -27,6 +27,9 @@ func notices(s *snapshot, transitions []transition, controls []controlAction, st
 	var out []slack.Notice
 	notice := func(inc *incarnation, kind slack.Kind, st *picchuv1alpha1.ReleaseManagerRevisionStatus) {
 		n := slack.Notice{App: s.rm.Spec.App, Target: s.rm.Spec.Target, Tag: inc.tag, Kind: kind, Channel: channelOf(inc.target)}
+		if rel := s.rm.Status.Releasing; kind == slack.Ramping && rel != nil && rel.Tag == inc.tag && rel.ForecastFinish != nil {
+			n.Finish = rel.ForecastFinish.Time
+		}
 		if kind == slack.Failed && st != nil {
 			n.Alerts = st.TriggeredAlerts
 			if inc.revision != nil {

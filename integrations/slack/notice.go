@@ -3,6 +3,7 @@ package slack
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 )
@@ -52,6 +53,9 @@ type Notice struct {
 	Reason string
 	// By is who asked, for a notice of a person's control.
 	By string
+	// Finish is when a ramping build should be released, as forecast
+	// (status.releasing.forecastFinish); zero when unknown.
+	Finish time.Time
 }
 
 // release identifies the thread of a notice.
@@ -72,6 +76,9 @@ func (n Notice) Text() string {
 	case CanaryPassed:
 		return build + ": canary passed"
 	case Ramping:
+		if !n.Finish.IsZero() {
+			return build + ": ramping up, to be released by " + n.Finish.UTC().Format("2006-01-02 15:04 MST")
+		}
 		return build + ": ramping up"
 	case Released:
 		return build + ": released"

@@ -194,3 +194,16 @@ func TestNew_NeedsATokenAndAChannel(t *testing.T) {
 		t.Error("no error without a default channel")
 	}
 }
+
+// TestNotice_RampingSaysWhenItShouldBeDone: a ramping notice with a
+// forecast finish says it, in UTC to the minute.
+func TestNotice_RampingSaysWhenItShouldBeDone(t *testing.T) {
+	n := Notice{App: "shop", Target: "production", Tag: "v2", Kind: Ramping}
+	if got, want := n.Text(), "*shop* `v2` in production: ramping up"; got != want {
+		t.Errorf("without a forecast: %q, want %q", got, want)
+	}
+	n.Finish = time.Date(2026, 11, 24, 10, 14, 30, 0, time.FixedZone("PST", -8*3600))
+	if got, want := n.Text(), "*shop* `v2` in production: ramping up, to be released by 2026-11-24 18:14 UTC"; got != want {
+		t.Errorf("with a forecast: %q, want %q", got, want)
+	}
+}

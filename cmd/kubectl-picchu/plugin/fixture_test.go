@@ -62,7 +62,7 @@ func createDemo(t *testing.T, ns string) {
 
 	production := manager(ns, "demo", "production")
 	production.Status = picchuv1alpha1.ReleaseManagerStatus{
-		Releasing: &picchuv1alpha1.ReleasingStatus{Tag: "v2", Percent: 40},
+		Releasing: &picchuv1alpha1.ReleasingStatus{Tag: "v2", Percent: 40, ForecastFinish: &metav1.Time{Time: now.Add(4 * time.Minute)}},
 		Conditions: []metav1.Condition{
 			condition(picchuv1alpha1.ConditionReady, metav1.ConditionFalse, "Releasing", "v2 ramps to 80% at its next step"),
 			condition(picchuv1alpha1.ConditionReconciling, metav1.ConditionTrue, "Releasing", "v2 takes 40% of the traffic"),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/medium/picchu/decide/release"
@@ -116,14 +117,15 @@ func (r *runner) getApps(ctx context.Context, s *session, w io.Writer) error {
 		return err
 	}
 	now := r.Now()
-	t := newTable(w, "", "APP", "TARGET", "RELEASING", "WAVE", "AGE")
+	t := newTable(w, "", "APP", "TARGET", "RELEASING", "WAVE", "ETA", "AGE")
 	for _, rm := range rms {
-		releasing, wave := none, none
+		releasing, wave, finish := none, none, none
 		if rel := rm.Status.Releasing; rel != nil {
 			releasing = rel.Tag + " " + percent(rel.Percent)
 			wave = orNone(rel.Wave)
+			finish = eta(rel.ForecastFinish, now)
 		}
-		t.add(rm.Spec.App, rm.Spec.Target, releasing, wave, since(now, rm.CreationTimestamp.Time))
+		t.add(rm.Spec.App, rm.Spec.Target, releasing, wave, finish, since(now, rm.CreationTimestamp.Time))
 	}
 	return t.flush()
 }
@@ -193,4 +195,17 @@ func next(b build, now time.Time) string {
 // finished says a build in state is done with: a pause no longer matters.
 func finished(state string) bool {
 	return release.State(state).IsFinished()
+}
+
+// eta is when a release should be done, as its ReleaseManager forecast it
+// (status.releasing.forecastFinish): "in 4m", "late 1m" once that has
+// passed, <none> when there is no forecast.
+func eta(finish *metav1.Time, now time.Time) string {
+	switch {
+	case finish == nil:
+		return none
+	case finish.After(now):
+		return "in " + duration.HumanDuration(finish.Sub(now))
+	}
+	return "late " + duration.HumanDuration(now.Sub(finish.Time))
 }

@@ -91,6 +91,7 @@ func TestSlack_EachReleaseToldInItsThread(t *testing.T) {
 			}
 			what, _, _ = strings.Cut(what, " (")
 			what, _, _ = strings.Cut(what, ";")
+			what, _, _ = strings.Cut(what, ",")
 			got[tag] = append(got[tag], what)
 		}
 		for tag, w := range want {
@@ -100,6 +101,11 @@ func TestSlack_EachReleaseToldInItsThread(t *testing.T) {
 		}
 		return nil
 	})
+	// v2's ramp started with the forecast of its end.
+	const ramping = "*told* `v2` in production: ramping up, to be released by "
+	if !slices.ContainsFunc(posts, func(p slackfake.Post) bool { return strings.HasPrefix(p.Text, ramping) }) {
+		t.Errorf("no post %q… among %q", ramping, posts)
+	}
 	const failed = "*told* `v3` in production: failed (aborted: &lt;!channel&gt; &amp; &lt;@U123&gt;); rolling back"
 	i := slices.IndexFunc(posts, func(p slackfake.Post) bool { return p.Text == failed })
 	if i < 0 {
