@@ -302,7 +302,7 @@ func (sim *simulation) holdsOf(s *snapshot, inc *incarnation) []forecast.Hold {
 	case inc.control.paused && (state.RunsCanary() || state.IsPendingRelease() || state.IsRamping()):
 		hold(forecast.Pause, "paused by "+inc.control.by, time.Time{})
 	case state.RunsCanary() && !step.Due.IsZero():
-		hold(forecast.Canary, fmt.Sprintf("canary at %d %% for %s", inc.target.Canary.Percent,
+		hold(forecast.Canary, fmt.Sprintf("at %d %% for %s", inc.target.Canary.Percent,
 			forecast.Human(time.Duration(inc.target.Canary.TTL)*time.Second)), step.Due)
 	case waiting && s.frozenWave(0).Open:
 		fz := s.frozenWave(0)

@@ -91,6 +91,7 @@ func summary(out io.Writer, res *story.Result, total time.Duration) int {
 			round(p.Delays), p.DelaysExplained, round(p.Budget()), verdict)
 	}
 	_ = w.Flush()
+	forecasts(out, res.Phases)
 	fmt.Fprintln(out, "Final weights:")
 	for _, c := range res.Final.Clusters {
 		routes := c.Routes()
@@ -112,3 +113,37 @@ func summary(out io.Writer, res *story.Result, total time.Duration) int {
 }
 
 func round(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
+
+// forecasts prints, for each phase, when kubectl picchu plan had its build
+// released before it was applied, against how long the phase took. The
+// forecast assumes every check passes and pods start at once: a failing
+// build's phase ends in a rollback, not in the release forecast.
+func forecasts(out io.Writer, phases []story.Phase) {
+	fmt.Fprintln(out, "Forecasts (kubectl picchu plan -f, just before each build was applied):")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "PHASE\tFORECAST\tTOOK\tOF WHICH DEPLOY\tHOLDS FORECAST\t")
+	for _, p := range phases {
+		forecast := "none"
+		if d, ok := p.ForecastTook(); ok {
+			forecast = "released in " + round(d)
+		} else if p.Forecast != nil {
+			forecast = fmt.Sprintf("%s: %s", p.Forecast.Outcome, p.Forecast.Why)
+		}
+		took := "unfinished"
+		if !p.Ended.IsZero() {
+			took = round(p.Took())
+		}
+		var holds []string
+		if p.Forecast != nil {
+			for _, h := range p.Forecast.Holds {
+				holds = append(holds, h.Cause+" "+h.Detail)
+			}
+		}
+		if len(holds) == 0 {
+			holds = []string{"none"}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t\n", p.Name, forecast, took, round(p.DeployTook()), strings.Join(holds, "; "))
+	}
+	_ = w.Flush()
+	fmt.Fprintln(out, "  (a forecast assumes every check passes: a build that fails ends its phase in a rollback instead)")
+}

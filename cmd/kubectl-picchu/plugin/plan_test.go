@@ -113,6 +113,7 @@ func TestPlan_ARevisionTheAPIServerRefusesIsRefused(t *testing.T) {
 	rev := shop(ns, "v2")
 	rev.Spec.Targets[0].Release.Max = -5
 	res := kubectlPicchuWith(t, plugin.Options{Now: func() time.Time { return planNow }}, "plan", "-f", writeRevision(t, rev))
+	t.Logf("refused: %v", res.err)
 	if res.err == nil || !strings.Contains(res.err.Error(), "spec.targets[0].release.max") {
 		t.Errorf("kubectl picchu plan -f of a Revision with release.max -5: err %v, output\n%s\nwant the API server's refusal naming the field", res.err, res.out)
 	}

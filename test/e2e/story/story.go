@@ -27,6 +27,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/forecast"
 	"github.com/medium/picchu/test/e2e/fleet"
 	"github.com/medium/picchu/test/e2e/mesh"
 	"github.com/medium/picchu/test/kit"
@@ -109,6 +110,18 @@ type Phase struct {
 	// DelaysExplained says of what it is made.
 	Delays          time.Duration
 	DelaysExplained string
+	// Forecast is what kubectl picchu plan said of the build just before
+	// it was applied (nil when it could not say).
+	Forecast *forecast.Forecast
+}
+
+// ForecastTook says when the forecast had the build released, from when it
+// was applied, and whether it had one.
+func (p Phase) ForecastTook() (time.Duration, bool) {
+	if p.Forecast == nil || p.Forecast.Finish == nil {
+		return 0, false
+	}
+	return p.Forecast.Finish.Sub(p.Forecast.Made), true
 }
 
 // Took is how long the phase took.
@@ -188,6 +201,14 @@ func (r *runner) phase(ctx context.Context, name, tag string, outcome func(Snaps
 	first := !slices.ContainsFunc(Observe(ctx, r.Fleet, r.App).Builds, func(b Build) bool { return b.State == "released" })
 	if p.Delays, p.DelaysExplained, err = delays(rev, tag == "v3", first); err != nil {
 		return err
+	}
+	if plan, err := Plan(ctx, r.Fleet, rev); err != nil {
+		r.Logf("%s: no forecast: %v", name, err)
+	} else {
+		p.Forecast = &plan
+		var text strings.Builder
+		_ = plan.WriteText(&text)
+		r.Logf("%s: kubectl picchu plan -f %s says:\n%s", name, rev.Name, strings.TrimRight(text.String(), "\n"))
 	}
 	r.Logf("%s: applying %s", name, rev.Name)
 	p.Started = time.Now()
