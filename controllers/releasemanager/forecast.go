@@ -66,60 +66,24 @@ const forecastAlertCheck = 10 * time.Second
 // pods are available, and an external test passes as soon as it runs. The
 // next run comes when the report says it would.
 func Forecast(in ForecastInput) (forecast.Forecast, error) {
-	if in.ReleaseManager == nil {
-		return forecast.Forecast{}, errors.New("forecast: no ReleaseManager")
-	}
-	rm := in.ReleaseManager.DeepCopy()
-	timeouts := withDefaults(in.Timeouts)
-	cal := in.Calendar
-	if cal == nil {
-		var err error
-		if cal, err = schedule.New(true); err != nil {
-			return forecast.Forecast{}, fmt.Errorf("forecast: %w", err)
-		}
-	}
-	revs := make([]picchuv1alpha1.Revision, len(in.Revisions))
-	for i := range in.Revisions {
-		revs[i] = *in.Revisions[i].DeepCopy()
-		if revs[i].CreationTimestamp.IsZero() {
-			revs[i].CreationTimestamp.Time = in.Now
-		}
-	}
-	tag, err := forecastTag(rm, revs, in.Tag)
+	sim, err := newSimulation(in)
 	if err != nil {
 		return forecast.Forecast{}, err
 	}
-	var clusters []picchuv1alpha1.Cluster
-	for _, cl := range in.Clusters {
-		if cl.Namespace == rm.Namespace && cl.Labels[picchuv1alpha1.LabelFleet] == rm.Spec.Fleet {
-			clusters = append(clusters, *cl.DeepCopy())
-		}
-	}
-	out := forecast.Forecast{App: rm.Spec.App, Target: rm.Spec.Target, Fleet: rm.Spec.Fleet, Tag: tag, Made: in.Now, State: "new",
-		Assumed: []string{"every cluster answers and runs the build's pods at once", "no alert fires and every pre-flight check passes"}}
-	if test := assumeTestPasses(revs, tag, rm.Spec.Target); test {
-		out.Assumed = append(out.Assumed, "its external test passes at once")
-	}
-	sim := &simulation{tag: tag, cal: cal, last: map[string]int32{}}
-	if st := statusOfTag(rm.Status, tag); st != nil {
-		out.State = displayState(st.State.Current)
-		for _, c := range st.Clusters {
-			sim.last[c.Name] = c.Percent
-		}
-	}
+	out := sim.start(in.Now)
 	horizon := cmp.Or(in.Horizon, DefaultForecastHorizon)
-	now := in.Now
+	now, rm := in.Now, sim.rm
 	for run := 0; ; run++ {
-		s := simulated(rm, revs, clusters, now)
+		s := simulated(rm, sim.revs, sim.clusters, now)
 		if run == 0 {
 			out.Waves = s.forecastWaves(sim.last)
 		}
-		s.decide(timeouts, cal)
+		s.decide(sim.timeouts, sim.cal)
 		o := report(s, settle(s, s.allApplied()), DefaultSyncPeriod, forecastAlertCheck)
 		before := rm.Status
 		rm.Status = o.status
 		sim.observe(s, &out)
-		st := statusOfTag(rm.Status, tag)
+		st := statusOfTag(rm.Status, sim.tag)
 		// Nothing moves by time alone: the run changed nothing, nothing is
 		// due, and what holds the build has no end.
 		still := sameStatus(&before, &rm.Status) && o.next >= DefaultSyncPeriod && len(sim.holds) > 0 &&
@@ -133,9 +97,59 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 			out.Outcome, out.Why = forecast.Beyond, fmt.Sprintf("it is still %s %s from now", st.State.Current, forecast.Human(horizon))
 			return out, nil
 		case run >= maxForecastRuns:
-			return out, fmt.Errorf("forecast of %s in %s: no end after %d runs", tag, rm.Spec.Target, run)
+			return out, fmt.Errorf("forecast of %s in %s: no end after %d runs", sim.tag, rm.Spec.Target, run)
 		}
 	}
+}
+
+// newSimulation prepares a forecast of in: copies of what it reads, the
+// build, the fleet's Clusters, the operator's settings.
+func newSimulation(in ForecastInput) (*simulation, error) {
+	if in.ReleaseManager == nil {
+		return nil, errors.New("forecast: no ReleaseManager")
+	}
+	sim := &simulation{rm: in.ReleaseManager.DeepCopy(), timeouts: withDefaults(in.Timeouts), cal: in.Calendar, last: map[string]int32{}}
+	if sim.cal == nil {
+		var err error
+		if sim.cal, err = schedule.New(true); err != nil {
+			return nil, fmt.Errorf("forecast: %w", err)
+		}
+	}
+	sim.revs = make([]picchuv1alpha1.Revision, len(in.Revisions))
+	for i := range in.Revisions {
+		sim.revs[i] = *in.Revisions[i].DeepCopy()
+		if sim.revs[i].CreationTimestamp.IsZero() {
+			sim.revs[i].CreationTimestamp.Time = in.Now
+		}
+	}
+	var err error
+	if sim.tag, err = forecastTag(sim.rm, sim.revs, in.Tag); err != nil {
+		return nil, err
+	}
+	for _, cl := range in.Clusters {
+		if cl.Namespace == sim.rm.Namespace && cl.Labels[picchuv1alpha1.LabelFleet] == sim.rm.Spec.Fleet {
+			sim.clusters = append(sim.clusters, *cl.DeepCopy())
+		}
+	}
+	return sim, nil
+}
+
+// start is the forecast before its first run, made at now: the build and
+// where it is, and what the forecast assumes.
+func (sim *simulation) start(now time.Time) forecast.Forecast {
+	rm := sim.rm
+	out := forecast.Forecast{App: rm.Spec.App, Target: rm.Spec.Target, Fleet: rm.Spec.Fleet, Tag: sim.tag, Made: now, State: "new",
+		Assumed: []string{"every cluster answers and runs the build's pods at once", "no alert fires and every pre-flight check passes"}}
+	if assumeTestPasses(sim.revs, sim.tag, rm.Spec.Target) {
+		out.Assumed = append(out.Assumed, "its external test passes at once")
+	}
+	if st := statusOfTag(rm.Status, sim.tag); st != nil {
+		out.State = displayState(st.State.Current)
+		for _, c := range st.Clusters {
+			sim.last[c.Name] = c.Percent
+		}
+	}
+	return out
 }
 
 // forecastTag is the build to forecast: tag, which a Revision of the app
@@ -241,10 +255,16 @@ func (s *snapshot) forecastWaves(from map[string]int32) []forecast.Wave {
 	return out
 }
 
-// simulation is what a forecast keeps from run to run.
+// simulation is what a forecast runs on, and keeps from run to run.
 type simulation struct {
-	tag string
-	cal *schedule.Calendar
+	// rm is the ReleaseManager whose status each run rewrites; revs and
+	// clusters are the app's Revisions and the fleet's Clusters.
+	rm       *picchuv1alpha1.ReleaseManager
+	revs     []picchuv1alpha1.Revision
+	clusters []picchuv1alpha1.Cluster
+	tag      string
+	timeouts release.Timeouts
+	cal      *schedule.Calendar
 	// last is the percent each cluster last took.
 	last map[string]int32
 	// holds are those of the last run.
