@@ -432,7 +432,8 @@ func (r *Reconciler) forecastFinish(s *snapshot, before, after *picchuv1alpha1.R
 		// Held with no end, or beyond the horizon: no finish to forecast.
 		return
 	}
-	finish := metav1.NewTime(f.Finish.Truncate(time.Second))
+	// Stored to the second, as every metav1.Time is.
+	finish := metav1.NewTime(f.Finish.Round(time.Second))
 	rel.ForecastFinish = &finish
 }
 

@@ -42,15 +42,22 @@ type stamp = kit.Stamp
 // and steps.
 func watch(t *testing.T, app, tag string) *timeline {
 	tl := &timeline{routes: map[string][]string{}, gaps: map[string]int{}}
+	every(t, 20*time.Millisecond, func(ctx context.Context) { tl.poll(ctx, app, tag) })
+	return tl
+}
+
+// every calls look at once, then every interval, in a goroutine of its
+// own, until the test ends; the test's cleanup waits for the last call.
+func every(t *testing.T, interval time.Duration, look func(context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
-			tl.poll(ctx, app, tag)
+			look(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -58,7 +65,6 @@ func watch(t *testing.T, app, tag string) *timeline {
 			}
 		}
 	}()
-	return tl
 }
 
 func (tl *timeline) poll(ctx context.Context, app, tag string) {

@@ -60,6 +60,21 @@ func inWaves(rev *picchuv1alpha1.Revision, bake time.Duration) *picchuv1alpha1.R
 	return rev
 }
 
+// releasedInWaves labels the targets' regions (regions) and releases app's
+// v1 in two waves, east then west, with quick steps and bake: v1 takes
+// all the traffic on both targets when it returns.
+func releasedInWaves(t *testing.T, app string) {
+	t.Helper()
+	regions(t)
+	traffic.Set(app, "v1", 50, 0)
+	v1 := inWaves(build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond}.revision(), time.Second)
+	if err := env.Delivery.Client.Create(context.Background(), v1); err != nil {
+		t.Fatal(err)
+	}
+	state(t, 60*time.Second, app, "v1", "released")
+	routes(t, app, map[string]int32{"v1": 100})
+}
+
 // sloAlert is a PrometheusRule on the first target, which the test's
 // Prometheus evaluates, whose SLO alert for app's tag fires at once.
 func sloAlert(name, app, tag string) *monitoringv1.PrometheusRule {
@@ -127,14 +142,7 @@ func failedFor(t *testing.T, rev *picchuv1alpha1.Revision) string {
 // goes back to the released build in both clusters.
 func TestVerdict_EveryWaveIsJudged(t *testing.T) {
 	const app = "tide"
-	regions(t)
-	traffic.Set(app, "v1", 50, 0)
-	v1 := inWaves(build{app: app, tag: "v1", commit: 1, delay: 300 * time.Millisecond}.revision(), time.Second)
-	if err := env.Delivery.Client.Create(context.Background(), v1); err != nil {
-		t.Fatal(err)
-	}
-	state(t, 60*time.Second, app, "v1", "released")
-	routes(t, app, map[string]int32{"v1": 100})
+	releasedInWaves(t, app)
 
 	// v2 is released in east, and west bakes for a minute.
 	traffic.Set(app, "v2", 5, 0)
