@@ -412,7 +412,10 @@ func (r *Reconciler) forecastFinish(s *snapshot, before, after *picchuv1alpha1.R
 	if st == nil || !(release.State(st.State.Current).RunsCanary() || release.State(st.State.Current).IsRamping()) {
 		return
 	}
-	if prev := before.Releasing; prev != nil && prev.Tag == rel.Tag && prev.ForecastFinish != nil && !holdChanged(before, after, rel.Tag) {
+	if prev := before.Releasing; prev != nil && prev.Tag == rel.Tag && !holdChanged(before, after, rel.Tag) {
+		// Also when the last forecast had no finish: nothing that holds
+		// the build changed, and a forecast that runs to its horizon is
+		// not made again at every run.
 		rel.ForecastFinish = prev.ForecastFinish
 		return
 	}
