@@ -390,7 +390,7 @@ func (f *Fleet) KubectlCommand(c *Cluster, args string) string {
 func (f *Fleet) Commands() []string {
 	cmds := []string{f.KubectlCommand(f.Delivery, "get revisions,releasemanagers,clusters -n "+f.Namespace)}
 	for _, t := range f.Targets {
-		cmds = append(cmds, f.KubectlCommand(t, "get virtualservices,replicasets,pods -A"))
+		cmds = append(cmds, f.KubectlCommand(t, "get virtualservices,httproutes,replicasets,pods -A"))
 	}
 	return cmds
 }
