@@ -89,6 +89,9 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 		still := sameStatus(&before, &rm.Status) && o.next >= DefaultSyncPeriod && len(sim.holds) > 0 &&
 			!slices.ContainsFunc(sim.holds, func(h forecast.Hold) bool { return h.Until != nil })
 		if sim.ended(&out, st, now, still) {
+			if out.Outcome == forecast.NotReleased && len(sim.clusters) == 0 {
+				out.Why += fmt.Sprintf(" (fleet %s has no Cluster in namespace %s)", rm.Spec.Fleet, rm.Namespace)
+			}
 			return out, nil
 		}
 		now = now.Add(o.next)
