@@ -3,6 +3,7 @@ package plugin
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -23,6 +24,9 @@ type app struct {
 	// managers are its ReleaseManagers, by target.
 	managers []picchuv1alpha1.ReleaseManager
 }
+
+// errNoApp says an app has nothing in the namespace.
+var errNoApp = errors.New("it has no Revision and no ReleaseManager")
 
 // loadApp reads the Revisions and ReleaseManagers of app name.
 func (s *session) loadApp(ctx context.Context, name string) (*app, error) {
@@ -48,7 +52,7 @@ func (s *session) loadApp(ctx context.Context, name string) (*app, error) {
 		}
 	}
 	if len(a.revisions) == 0 && len(a.managers) == 0 {
-		return nil, fmt.Errorf("app %q not found in namespace %q: it has no Revision and no ReleaseManager", name, s.namespace)
+		return nil, fmt.Errorf("app %q not found in namespace %q: %w", name, s.namespace, errNoApp)
 	}
 	return a, nil
 }

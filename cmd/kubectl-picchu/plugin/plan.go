@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -124,9 +125,12 @@ func (s *session) planFile(ctx context.Context, r *runner, file string) ([]forec
 		return nil, fmt.Errorf("the API server refuses Revision %s/%s: %w", rev.Namespace, rev.Name, err)
 	}
 	a, err := s.loadApp(ctx, rev.Spec.App.Name)
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoApp):
 		// A first build: the app has nothing yet.
 		a = &app{name: rev.Spec.App.Name}
+	case err != nil:
+		return nil, err
 	}
 	// The build replaces the Revision of its name, if any, and is the newest.
 	a.revisions = slices.DeleteFunc(a.revisions, func(o picchuv1alpha1.Revision) bool { return o.Name == rev.Name })

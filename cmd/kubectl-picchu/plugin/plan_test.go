@@ -27,6 +27,20 @@ var planNow = time.Date(2031, 1, 6, 18, 0, 0, 0, time.UTC)
 // west, by region, and app shop's v1 released at 100 % on both.
 func wavesFleet(t *testing.T, ns string) {
 	t.Helper()
+	regionClusters(t, ns)
+	create(t, shop(ns, "v1"))
+	rm := manager(ns, "shop", "production")
+	rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
+		Tag: "v1", State: state("released", time.Hour), CurrentPercent: 100, PeakPercent: 100, ReleaseEligible: true,
+		Clusters: clusters(100, time.Hour, "east", "west"),
+	}}
+	createWithStatus(t, rm)
+}
+
+// regionClusters creates the Clusters of fleet production in ns, east and
+// west, labelled by region.
+func regionClusters(t *testing.T, ns string) {
+	t.Helper()
 	for _, region := range []string{"east", "west"} {
 		create(t, &picchuv1alpha1.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: region,
@@ -35,13 +49,6 @@ func wavesFleet(t *testing.T, ns string) {
 				Server: "https://" + region + ".example", CertificateAuthorityData: []byte("ca")}},
 		})
 	}
-	create(t, shop(ns, "v1"))
-	rm := manager(ns, "shop", "production")
-	rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{
-		Tag: "v1", State: state("released", time.Hour), CurrentPercent: 100, PeakPercent: 100, ReleaseEligible: true,
-		Clusters: clusters(100, time.Hour, "east", "west"),
-	}}
-	createWithStatus(t, rm)
 }
 
 // shop is a build of app shop that releases in two waves, east then west
@@ -119,5 +126,32 @@ func TestPlan_ARevisionTheAPIServerRefusesIsRefused(t *testing.T) {
 	}
 	if res.out != "" {
 		t.Errorf("printed a forecast of a refused Revision:\n%s", res.out)
+	}
+}
+
+// TestPlan_AnAppsFirstBuild forecasts the first build of an app the
+// namespace has nothing of: it takes all the traffic of every cluster at
+// once, in every wave, and is released once west's bake has passed.
+func TestPlan_AnAppsFirstBuild(t *testing.T) {
+	ns := newNamespace(t)
+	regionClusters(t, ns)
+	res := kubectlPicchuWith(t, plugin.Options{Now: func() time.Time { return planNow }}, "plan", "-f", writeRevision(t, shop(ns, "v1")), "-o", "json")
+	var got []forecast.Forecast
+	if err := json.Unmarshal([]byte(res.out), &got); err != nil || res.err != nil {
+		t.Fatalf("kubectl picchu plan -f of a first build: err %v, %v:\n%s%s", res.err, err, res.out, res.errOut)
+	}
+	bakeEnd := planNow.Add(10 * time.Minute)
+	if len(got) != 1 || got[0].State != "new" || got[0].Outcome != forecast.Released || got[0].Finish == nil ||
+		got[0].Finish.Sub(bakeEnd).Abs() > time.Second {
+		t.Fatalf("forecast of a first build: %+v, want new, released at the end of west's bake", got)
+	}
+	steps := got[0].Steps()
+	for _, s := range steps {
+		if s.Percent != 100 || s.At.Sub(planNow) > time.Second {
+			t.Errorf("a first build's step %+v, want 100 %% at once", s)
+		}
+	}
+	if len(steps) != 2 {
+		t.Errorf("%d steps, want one per cluster", len(steps))
 	}
 }
