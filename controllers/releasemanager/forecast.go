@@ -36,10 +36,12 @@ type ForecastInput struct {
 	Tag string
 	// Now is when the forecast starts.
 	Now time.Time
-	// Timeouts and Calendar are the operator's (their defaults when zero
-	// or nil).
-	Timeouts release.Timeouts
-	Calendar *schedule.Calendar
+	// Timeouts, Calendar and SyncPeriod are the operator's (their
+	// defaults when zero or nil): the safety resync paces the runs while
+	// nothing is due, as it paces the controller's.
+	Timeouts   release.Timeouts
+	Calendar   *schedule.Calendar
+	SyncPeriod time.Duration
 	// Horizon is how far ahead the forecast looks (DefaultForecastHorizon
 	// when 0).
 	Horizon time.Duration
@@ -79,14 +81,14 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 			out.Waves = s.forecastWaves(sim.last)
 		}
 		s.decide(sim.timeouts, sim.cal)
-		o := report(s, settle(s, s.allApplied()), DefaultSyncPeriod, forecastAlertCheck)
+		o := report(s, settle(s, s.allApplied()), sim.syncPeriod, forecastAlertCheck)
 		before := rm.Status
 		rm.Status = o.status
 		sim.observe(s, &out)
 		st := statusOfTag(rm.Status, sim.tag)
 		// Nothing moves by time alone: the run changed nothing, nothing is
 		// due, and what holds the build has no end.
-		still := sameStatus(&before, &rm.Status) && o.next >= DefaultSyncPeriod && len(sim.holds) > 0 &&
+		still := sameStatus(&before, &rm.Status) && o.next >= sim.syncPeriod && len(sim.holds) > 0 &&
 			!slices.ContainsFunc(sim.holds, func(h forecast.Hold) bool { return h.Until != nil })
 		if sim.ended(&out, st, now, still) {
 			if out.Outcome == forecast.NotReleased && len(sim.clusters) == 0 {
@@ -111,7 +113,8 @@ func newSimulation(in ForecastInput) (*simulation, error) {
 	if in.ReleaseManager == nil {
 		return nil, errors.New("forecast: no ReleaseManager")
 	}
-	sim := &simulation{rm: in.ReleaseManager.DeepCopy(), timeouts: withDefaults(in.Timeouts), cal: in.Calendar, last: map[string]int32{}}
+	sim := &simulation{rm: in.ReleaseManager.DeepCopy(), timeouts: withDefaults(in.Timeouts), cal: in.Calendar,
+		syncPeriod: cmp.Or(in.SyncPeriod, DefaultSyncPeriod), last: map[string]int32{}}
 	if sim.cal == nil {
 		var err error
 		if sim.cal, err = schedule.New(true); err != nil {
@@ -262,12 +265,13 @@ func (s *snapshot) forecastWaves(from map[string]int32) []forecast.Wave {
 type simulation struct {
 	// rm is the ReleaseManager whose status each run rewrites; revs and
 	// clusters are the app's Revisions and the fleet's Clusters.
-	rm       *picchuv1alpha1.ReleaseManager
-	revs     []picchuv1alpha1.Revision
-	clusters []picchuv1alpha1.Cluster
-	tag      string
-	timeouts release.Timeouts
-	cal      *schedule.Calendar
+	rm         *picchuv1alpha1.ReleaseManager
+	revs       []picchuv1alpha1.Revision
+	clusters   []picchuv1alpha1.Cluster
+	tag        string
+	timeouts   release.Timeouts
+	cal        *schedule.Calendar
+	syncPeriod time.Duration
 	// last is the percent each cluster last took.
 	last map[string]int32
 	// holds are those of the last run.
@@ -424,7 +428,7 @@ func (r *Reconciler) forecastFinish(s *snapshot, before, after *picchuv1alpha1.R
 	}
 	rm := s.rm.DeepCopy()
 	rm.Status = *after.DeepCopy()
-	in := ForecastInput{ReleaseManager: rm, Tag: rel.Tag, Now: s.now, Timeouts: r.Timeouts, Calendar: r.Calendar}
+	in := ForecastInput{ReleaseManager: rm, Tag: rel.Tag, Now: s.now, Timeouts: r.Timeouts, Calendar: r.Calendar, SyncPeriod: r.SyncPeriod}
 	for _, inc := range s.incarnations {
 		if inc.revision != nil {
 			in.Revisions = append(in.Revisions, *inc.revision)

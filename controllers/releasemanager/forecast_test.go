@@ -178,3 +178,27 @@ func TestForecastFinish_RecordedWhenTheReleaseStartsAndWhenAHoldChanges(t *testi
 		t.Errorf("forecastFinish %s once v2 is paused, want none", paused.Releasing.ForecastFinish)
 	}
 }
+
+// BenchmarkForecast forecasts each case of testdata/forecasts: the time of
+// one forecast, which the operator makes when a release starts and when
+// what holds it changes.
+func BenchmarkForecast(b *testing.B) {
+	for _, name := range []string{"geometric", "waves", "humane-weekend-holiday"} {
+		data, err := os.ReadFile("testdata/forecasts/" + name + ".yaml")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var c forecastCase
+		if err := yaml.UnmarshalStrict(data, &c); err != nil {
+			b.Fatal(err)
+		}
+		in := c.input()
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Forecast(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
