@@ -172,18 +172,10 @@ func (r Routing) gatewayParents(p *picchuv1alpha1.PortInfo, cluster *picchuv1alp
 		Group: ptr.To(gatewayv1.Group("")), Kind: ptr.To(gatewayv1.Kind("Service")),
 		Name: gatewayv1.ObjectName(r.App), Port: ptr.To(p.Port),
 	}}}}
-	for _, ingress := range ingresses {
-		gateway, domains := clusterIngress(cluster, ingress)
-		if gateway == "" || !p.ExposedOn(ingress) {
-			continue
-		}
-		hosts := r.ingressHosts(p, ingress, domains)
-		if len(hosts) == 0 {
-			continue
-		}
-		namespace, name, found := strings.Cut(gateway, "/")
+	for _, ei := range r.exposedIngresses(p, cluster) {
+		namespace, name, found := strings.Cut(ei.gateway, "/")
 		if !found {
-			namespace, name = "", gateway
+			namespace, name = "", ei.gateway
 		}
 		ref := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(name)}
 		if p.IngressPort != 443 {
@@ -196,8 +188,8 @@ func (r Routing) gatewayParents(p *picchuv1alpha1.PortInfo, cluster *picchuv1alp
 		if namespace != "" {
 			ref.Namespace = ptr.To(gatewayv1.Namespace(namespace))
 		}
-		parent := gatewayParent{suffix: "-" + string(ingress), refs: []gatewayv1.ParentReference{ref}}
-		for _, h := range hosts {
+		parent := gatewayParent{suffix: "-" + string(ei.ingress), refs: []gatewayv1.ParentReference{ref}}
+		for _, h := range ei.hosts {
 			parent.hostnames = append(parent.hostnames, gatewayv1.Hostname(h))
 		}
 		out = append(out, parent)

@@ -78,24 +78,15 @@ type portMatchSet struct {
 }
 
 // portMatches matches the port's traffic from the mesh and from each ingress
-// it is exposed on whose gateway the cluster configures. An ingress with no
-// hosts for the port gets no match block: one without an authority would
-// take all of the gateway's traffic on that port.
+// that routes it (exposedIngresses).
 func (r Routing) portMatches(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) portMatchSet {
 	set := portMatchSet{matches: []*istioapi.HTTPMatchRequest{{
 		Gateways: []string{meshGateway},
 		Port:     uint32(p.Port),
 		Uri:      &istioapi.StringMatch{MatchType: &istioapi.StringMatch_Prefix{Prefix: "/"}},
 	}}}
-	for _, ingress := range ingresses {
-		gateway, domains := clusterIngress(cluster, ingress)
-		if gateway == "" || !p.ExposedOn(ingress) {
-			continue
-		}
-		hosts := r.ingressHosts(p, ingress, domains)
-		if len(hosts) == 0 {
-			continue
-		}
+	for _, ei := range r.exposedIngresses(p, cluster) {
+		gateway, hosts := ei.gateway, ei.hosts
 		authority := &istioapi.StringMatch{MatchType: &istioapi.StringMatch_Regex{Regex: authorityRegex(hosts)}}
 		ports := []int32{p.IngressPort}
 		if p.IngressPort == 443 {
@@ -111,6 +102,33 @@ func (r Routing) portMatches(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1
 		set.gateways = append(set.gateways, gateway)
 	}
 	return set
+}
+
+// exposedIngress is an ingress that routes a port on a cluster: its
+// gateway, and the port's hosts there.
+type exposedIngress struct {
+	ingress picchuv1alpha1.Ingress
+	gateway string
+	hosts   []string
+}
+
+// exposedIngresses are the ingresses that route the port on the cluster:
+// those it is exposed on whose gateway the cluster configures, and that
+// have hosts for it. An ingress with none is left out: a route on it
+// without an authority or hostnames would take all of the gateway's
+// traffic on that port.
+func (r Routing) exposedIngresses(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) []exposedIngress {
+	var out []exposedIngress
+	for _, ingress := range ingresses {
+		gateway, domains := clusterIngress(cluster, ingress)
+		if gateway == "" || !p.ExposedOn(ingress) {
+			continue
+		}
+		if hosts := r.ingressHosts(p, ingress, domains); len(hosts) > 0 {
+			out = append(out, exposedIngress{ingress: ingress, gateway: gateway, hosts: hosts})
+		}
+	}
+	return out
 }
 
 // clusterIngress is the gateway and default domains of one of the cluster's ingresses.
