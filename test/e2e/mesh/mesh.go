@@ -395,9 +395,14 @@ func (m *Mesh) SetQuiet(app, tag string, quiet bool) error {
 func (m *Mesh) Unrouted() map[string]map[string]float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]map[string]float64, len(m.unrouted))
-	for cluster, apps := range m.unrouted {
-		out[cluster] = maps.Clone(apps)
+	return cloneNested(m.unrouted)
+}
+
+// cloneNested copies a map of maps, each inner map too.
+func cloneNested[K1, K2 comparable, V any](in map[K1]map[K2]V) map[K1]map[K2]V {
+	out := make(map[K1]map[K2]V, len(in))
+	for k, inner := range in {
+		out[k] = maps.Clone(inner)
 	}
 	return out
 }
@@ -407,11 +412,7 @@ func (m *Mesh) Unrouted() map[string]map[string]float64 {
 func (m *Mesh) ErrorRatios() map[string]map[string]float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]map[string]float64, len(m.ratios))
-	for app, tags := range m.ratios {
-		out[app] = maps.Clone(tags)
-	}
-	return out
+	return cloneNested(m.ratios)
 }
 
 // ErrorRatiosIn returns the error ratios in effect on cluster, by app and
