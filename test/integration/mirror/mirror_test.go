@@ -568,7 +568,13 @@ func watchSteps(t *testing.T, app, tag string) *stepLog {
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if rm, err := releaseManager(ctx, app); err == nil {
+			// Once stopped, it reads once more: the step a test just saw
+			// its build reach, in the same write as its state, is recorded.
+			stopped := ctx.Err() != nil
+			read, cancelRead := context.WithTimeout(context.Background(), 5*time.Second)
+			rm, err := releaseManager(read, app)
+			cancelRead()
+			if err == nil {
 				for _, st := range rm.Status.Revisions {
 					if st.Tag != tag || st.LastUpdated == nil {
 						continue
@@ -579,9 +585,11 @@ func watchSteps(t *testing.T, app, tag string) *stepLog {
 					}
 				}
 			}
+			if stopped {
+				return
+			}
 			select {
 			case <-ctx.Done():
-				return
 			case <-tick.C:
 			}
 		}
