@@ -423,7 +423,7 @@ func TestGatewayRoutes_ExperimentalChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testEnv := &envtest.Environment{Scheme: env.Scheme, BinaryAssetsDirectory: assets,
+	testEnv := &envtest.Environment{Scheme: env.Scheme, BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: kit.ControlPlaneStartTimeout,
 		CRDInstallOptions: envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}}
 	cfg, err := testEnv.Start()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 )
 
 // RepoRoot is the root of the Picchu repository, found from this file's path.
@@ -27,6 +28,13 @@ var (
 	assetsDir  string
 	assetsErr  error
 )
+
+// ControlPlaneStartTimeout is how long an envtest.Environment's etcd and
+// API server may each take to start. envtest's default, 20 s, is not
+// enough on 2 cores while three test packages start theirs at once, and a
+// start that times out leaves its process running while envtest tries
+// again beside it.
+const ControlPlaneStartTimeout = 2 * time.Minute
 
 // Assets returns the directory holding kube-apiserver and etcd: the
 // KUBEBUILDER_ASSETS environment variable when set, otherwise what

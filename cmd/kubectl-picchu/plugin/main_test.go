@@ -58,10 +58,11 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 	env := &envtest.Environment{
-		Scheme:                scheme,
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(kit.RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+		ControlPlaneStartTimeout: kit.ControlPlaneStartTimeout,
+		Scheme:                   scheme,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(kit.RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
 	}
 	cfg, err := env.Start()
 	defer func() {

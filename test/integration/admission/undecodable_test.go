@@ -288,7 +288,8 @@ func startWithCRDs(ctx context.Context, t *testing.T, crds []*apiextensionsv1.Cu
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := &harness.Server{Env: &envtest.Environment{Scheme: scheme, BinaryAssetsDirectory: assets, CRDs: crds}}
+	server := &harness.Server{Env: &envtest.Environment{Scheme: scheme, BinaryAssetsDirectory: assets, CRDs: crds,
+		ControlPlaneStartTimeout: kit.ControlPlaneStartTimeout}}
 	if server.Config, err = server.Env.Start(); err != nil {
 		_ = server.Env.Stop()
 		t.Fatalf("starting an API server with the older CRDs: %v", err)

@@ -131,6 +131,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 
 	root := kit.RepoRoot()
 	env.Delivery = &Server{Env: &envtest.Environment{
+		ControlPlaneStartTimeout: kit.ControlPlaneStartTimeout,
 		Scheme:                   scheme,
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
@@ -154,6 +155,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			t.Auth = AuthToken
 		}
 		t.Env = &envtest.Environment{
+			ControlPlaneStartTimeout: kit.ControlPlaneStartTimeout,
 			Scheme:                   scheme,
 			BinaryAssetsDirectory:    assets,
 			CRDInstallOptions:        envtest.CRDInstallOptions{Paths: targetCRDs, ErrorIfPathMissing: true},

@@ -117,10 +117,11 @@ func startSecond(ctx context.Context) error {
 		return err
 	}
 	second = &envtest.Environment{
-		Scheme:                env.Scheme,
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(kit.RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+		ControlPlaneStartTimeout: kit.ControlPlaneStartTimeout,
+		Scheme:                   env.Scheme,
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(kit.RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
 	}
 	if secondConfig, err = second.Start(); err != nil {
 		return fmt.Errorf("starting the mirror's API server: %w", err)
