@@ -76,19 +76,16 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 	horizon := cmp.Or(in.Horizon, DefaultForecastHorizon)
 	now, rm := in.Now, sim.rm
 	for run := 0; ; run++ {
-		s := simulated(rm, sim.revs, sim.clusters, now)
+		before := rm.Status
+		s, next := sim.run(now)
 		if run == 0 {
 			out.Waves = s.forecastWaves(sim.last)
 		}
-		s.decide(sim.timeouts, sim.cal)
-		o := report(s, settle(s, s.allApplied()), sim.syncPeriod, forecastAlertCheck)
-		before := rm.Status
-		rm.Status = o.status
 		sim.observe(s, &out)
 		st := statusOfTag(rm.Status, sim.tag)
 		// Nothing moves by time alone: the run changed nothing, nothing is
 		// due, and what holds the build has no end.
-		still := sameStatus(&before, &rm.Status) && o.next >= sim.syncPeriod && len(sim.holds) > 0 &&
+		still := sameStatus(&before, &rm.Status) && next >= sim.syncPeriod && len(sim.holds) > 0 &&
 			!slices.ContainsFunc(sim.holds, func(h forecast.Hold) bool { return h.Until != nil })
 		if sim.ended(&out, st, now, still) {
 			if out.Outcome == forecast.NotReleased && len(sim.clusters) == 0 {
@@ -96,7 +93,7 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 			}
 			return out, nil
 		}
-		now = now.Add(o.next)
+		now = now.Add(next)
 		switch {
 		case now.Sub(in.Now) > horizon:
 			out.Outcome, out.Why = forecast.Beyond, fmt.Sprintf("it is still %s %s from now", st.State.Current, forecast.Human(horizon))
@@ -105,6 +102,18 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 			return out, fmt.Errorf("forecast of %s in %s: no end after %d runs", sim.tag, rm.Spec.Target, run)
 		}
 	}
+}
+
+// run is one run of the ReleaseManager at now, as a run of the controller
+// decides, settles and reports it, every cluster taking all of it: it
+// records the run's status in sim.rm, and returns the run's snapshot and
+// how soon the next run comes.
+func (sim *simulation) run(now time.Time) (*snapshot, time.Duration) {
+	s := simulated(sim.rm, sim.revs, sim.clusters, now)
+	s.decide(sim.timeouts, sim.cal)
+	o := report(s, settle(s, s.allApplied()), sim.syncPeriod, forecastAlertCheck)
+	sim.rm.Status = o.status
+	return s, o.next
 }
 
 // newSimulation prepares a forecast of in: copies of what it reads, the

@@ -15,8 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
-	"github.com/medium/picchu/decide/release"
-	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/forecast"
 )
 
@@ -59,6 +57,21 @@ func (c forecastCase) input() ForecastInput {
 	return ForecastInput{ReleaseManager: rm, Revisions: c.Revisions, Clusters: c.Clusters, Tag: c.Tag, Now: c.Now}
 }
 
+// loadForecastCase reads testdata/forecasts/<name>.yaml.
+func loadForecastCase(tb testing.TB, name string) forecastCase {
+	tb.Helper()
+	path := filepath.Join("testdata", "forecasts", name+".yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var c forecastCase
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return c
+}
+
 // TestForecast_Goldens forecasts each case of testdata/forecasts and
 // compares it, as kubectl picchu plan prints it, with its .txt.
 func TestForecast_Goldens(t *testing.T) {
@@ -69,15 +82,7 @@ func TestForecast_Goldens(t *testing.T) {
 	for _, path := range cases {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c forecastCase
-			if err := yaml.UnmarshalStrict(data, &c); err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			f, err := Forecast(c.input())
+			f, err := Forecast(loadForecastCase(t, name).input())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,25 +121,14 @@ func TestForecast_Goldens(t *testing.T) {
 // over (no new forecast, no write); a pause makes a new forecast, which
 // has no finish.
 func TestForecastFinish_RecordedWhenTheReleaseStartsAndWhenAHoldChanges(t *testing.T) {
-	data, err := os.ReadFile("testdata/forecasts/geometric.yaml")
+	c := loadForecastCase(t, "geometric")
+	sim, err := newSimulation(c.input())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c forecastCase
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		t.Fatal(err)
-	}
-	in := c.input()
-	for i := range in.Revisions {
-		in.Revisions[i].CreationTimestamp = metav1.NewTime(c.Now.Add(-time.Minute))
-	}
-	cal, err := schedule.New(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Reconciler{Calendar: cal}
+	r := &Reconciler{Calendar: sim.cal}
 	// Runs as the forecast makes them, until v2 takes traffic (it deploys first).
-	rm, now := in.ReleaseManager, c.Now
+	now := c.Now
 	var s *snapshot
 	var before *picchuv1alpha1.ReleaseManagerStatus
 	var after picchuv1alpha1.ReleaseManagerStatus
@@ -142,11 +136,10 @@ func TestForecastFinish_RecordedWhenTheReleaseStartsAndWhenAHoldChanges(t *testi
 		if run > 10 {
 			t.Fatalf("v2 takes no traffic after %d runs: %+v", run, after.Releasing)
 		}
-		s = simulated(rm, in.Revisions, in.Clusters, now)
-		s.decide(release.DefaultTimeouts, cal)
-		before = rm.Status.DeepCopy()
-		o := report(s, settle(s, s.allApplied()), DefaultSyncPeriod, time.Minute)
-		after, rm.Status, now = o.status, o.status, now.Add(o.next)
+		before = sim.rm.Status.DeepCopy()
+		var next time.Duration
+		s, next = sim.run(now)
+		after, now = *sim.rm.Status.DeepCopy(), now.Add(next)
 		r.forecastFinish(s, before, &after)
 	}
 	want := c.Now.Add(2 * time.Minute)
@@ -184,15 +177,7 @@ func TestForecastFinish_RecordedWhenTheReleaseStartsAndWhenAHoldChanges(t *testi
 // what holds it changes.
 func BenchmarkForecast(b *testing.B) {
 	for _, name := range []string{"geometric", "waves", "humane-weekend-holiday"} {
-		data, err := os.ReadFile("testdata/forecasts/" + name + ".yaml")
-		if err != nil {
-			b.Fatal(err)
-		}
-		var c forecastCase
-		if err := yaml.UnmarshalStrict(data, &c); err != nil {
-			b.Fatal(err)
-		}
-		in := c.input()
+		in := loadForecastCase(b, name).input()
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := Forecast(in); err != nil {
