@@ -79,7 +79,7 @@ alertmanager-binary: ## Provision the Alertmanager the tests run into bin/ (once
 .PHONY: test
 test: verify k8s-binaries prometheus-binary alertmanager-binary ## Run every test, with the race detector, against real API servers, Prometheus and Alertmanager.
 	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
-	pkgs=$$(go list $(PKGS) | grep -v /test/e2e$$ || true); [ -z "$$pkgs" ] || \
+	pkgs=$$(go list $(PKGS) | grep -v /test/e2e$$ | hack/slowest-first.sh || true); [ -z "$$pkgs" ] || \
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -p $(TEST_PARALLEL) $$pkgs
 	@echo "test: the end-to-end tests, alone: beside other packages' API servers, their fleet misses its deadlines on 2 cores"
 	e2e=$$(go list $(PKGS) | grep /test/e2e$$ || true); [ -z "$$e2e" ] || \

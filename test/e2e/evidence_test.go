@@ -23,6 +23,7 @@ import (
 // and the ReleaseManager's CanaryEvidence condition says why; once requests
 // reach it, the canary passes and v2 is released.
 func TestCanaryWithoutTrafficHolds(t *testing.T) {
+	quietNeighbour(t)
 	ctx := context.Background()
 	const app = "hush"
 	if err := story.Reset(ctx, lab, app); err != nil {

@@ -22,6 +22,7 @@ import (
 // its status, and the ReleaseManager says why; once the window closes, v2
 // ramps in west too and is released there.
 func TestFreezeHoldsItsWave(t *testing.T) {
+	quietNeighbour(t)
 	ctx := context.Background()
 	const app = "frosty"
 	if err := story.Reset(ctx, lab, app); err != nil {
@@ -30,7 +31,7 @@ func TestFreezeHoldsItsWave(t *testing.T) {
 	east, west := wavesFleet(t, app)
 	inWaves := func(r *picchuv1alpha1.Revision) {
 		tg := &r.Spec.Targets[0]
-		tg.Fleet = "waves"
+		tg.Fleet = app
 		tg.Release.GeometricScaling.Delay = &metav1.Duration{Duration: 3 * time.Second}
 		tg.Release.Waves = []picchuv1alpha1.ReleaseWave{
 			{Name: "east", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "east"}}},
@@ -43,7 +44,7 @@ func TestFreezeHoldsItsWave(t *testing.T) {
 	// West freezes for long enough for east to take all of v2.
 	const window = 90 * time.Second
 	cl := &picchuv1alpha1.Cluster{}
-	key := client.ObjectKey{Namespace: lab.Namespace, Name: west.Name + "-waves"}
+	key := client.ObjectKey{Namespace: lab.Namespace, Name: inFleet(west, app)}
 	if err := lab.Delivery.Client.Get(ctx, key, cl); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestFreezeHoldsItsWave(t *testing.T) {
 	if err := lab.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: app + "-" + story.Target}, rm); err != nil {
 		t.Fatal(err)
 	}
-	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionFrozen); c == nil || !strings.Contains(c.Message, west.Name+"-waves: upgrade until") {
+	if c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionFrozen); c == nil || !strings.Contains(c.Message, inFleet(west, app)+": upgrade until") {
 		t.Errorf("Frozen condition %+v, want west's window named", c)
 	}
 	// East has all of v2: the window need not last its 90 s. It is

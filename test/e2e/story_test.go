@@ -74,6 +74,7 @@ func weightsOf(snaps []story.Snapshot, cluster, tag string) []int32 {
 // from the rules Picchu wrote on the mesh's errors; then every query of
 // the Grafana dashboard returns data.
 func TestStory(t *testing.T) {
+	quietNeighbour(t)
 	ctx := context.Background()
 	const app = "story"
 	rec := &recorder{}

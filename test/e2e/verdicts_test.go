@@ -18,16 +18,16 @@ import (
 	"github.com/medium/picchu/test/kit"
 )
 
-// labelledByTheMesh gives each of clusters' Clusters of fleet "waves" the
-// value the mesh counts its requests by (destination_cluster, the fleet's
-// name of the cluster, copied into the label cluster by the SLO queries):
-// the Clusters are named "<name>-waves".
-func labelledByTheMesh(t *testing.T, clusters ...*fleet.Cluster) {
+// labelledByTheMesh gives each of clusters' Clusters in app's fleet
+// (wavesFleet) the value the mesh counts its requests by
+// (destination_cluster, the fleet's name of the cluster, copied into the
+// label cluster by the SLO queries).
+func labelledByTheMesh(t *testing.T, app string, clusters ...*fleet.Cluster) {
 	t.Helper()
 	ctx := context.Background()
 	for _, c := range clusters {
 		cl := &picchuv1alpha1.Cluster{}
-		if err := lab.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: c.Name + "-waves"}, cl); err != nil {
+		if err := lab.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: inFleet(c, app)}, cl); err != nil {
 			t.Fatal(err)
 		}
 		patch := client.MergeFrom(cl.DeepCopy())
@@ -48,7 +48,7 @@ func comparedInWaves(app string, bake, stepDelay time.Duration) func(*picchuv1al
 	}
 	return func(r *picchuv1alpha1.Revision) {
 		tg := &r.Spec.Targets[0]
-		tg.Fleet = "waves"
+		tg.Fleet = app
 		// Routed by the Gateway API: the mesh sends each build the share
 		// its HTTPRoutes weigh it.
 		tg.Router = picchuv1alpha1.RouterGatewayAPI
@@ -78,14 +78,15 @@ func comparedInWaves(app string, bake, stepDelay time.Duration) func(*picchuv1al
 // its failure reason, its record of each cluster and `kubectl picchu
 // status` name west's Cluster, and not east's.
 func TestWaveFailureNamedByCluster(t *testing.T) {
+	quietNeighbour(t)
 	ctx := context.Background()
 	const app = "rift"
 	if err := story.Reset(ctx, lab, app); err != nil {
 		t.Fatal(err)
 	}
 	east, west := wavesFleet(t, app)
-	labelledByTheMesh(t, east, west)
-	eastCluster, westCluster := east.Name+"-waves", west.Name+"-waves"
+	labelledByTheMesh(t, app, east, west)
+	eastCluster, westCluster := inFleet(east, app), inFleet(west, app)
 	t.Cleanup(func() {
 		if err := mesh.SetErrorRatioIn(ctx, lab.MeshURL, west.Name, app, "v2", 0); err != nil {
 			t.Error(err)

@@ -17,8 +17,10 @@ import (
 	"github.com/medium/picchu/test/kit"
 )
 
-// wavesFleet registers east (labelled region=east) and west as fleet
-// "waves", and returns them. Cleanup removes app, then the Clusters.
+// wavesFleet registers east (labelled region=east) and west as fleet app,
+// a fleet of app's own, as Clusters named inFleet(c, app), and returns the
+// two. Cleanup removes app, then the Clusters. Each app of the wave tests has
+// a fleet of its own, so that they run side by side (quietNeighbour).
 func wavesFleet(t *testing.T, app string) (east, west *fleet.Cluster) {
 	t.Helper()
 	ctx := context.Background()
@@ -28,19 +30,19 @@ func wavesFleet(t *testing.T, app string) (east, west *fleet.Cluster) {
 			t.Error(err)
 		}
 		for _, c := range []*fleet.Cluster{east, west} {
-			cl := &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Namespace, Name: c.Name + "-waves"}}
+			cl := &picchuv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: lab.Namespace, Name: inFleet(c, app)}}
 			if err := lab.Delivery.Client.Delete(ctx, cl); client.IgnoreNotFound(err) != nil {
 				t.Error(err)
 			}
 		}
 	})
 	for _, c := range []*fleet.Cluster{east, west} {
-		if err := lab.Register(ctx, c, c.Name+"-waves", "waves"); err != nil {
+		if err := lab.Register(ctx, c, inFleet(c, app), app); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cl := &picchuv1alpha1.Cluster{}
-	if err := lab.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: "east-waves"}, cl); err != nil {
+	if err := lab.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: lab.Namespace, Name: inFleet(east, app)}, cl); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(cl.DeepCopy())
@@ -50,6 +52,9 @@ func wavesFleet(t *testing.T, app string) (east, west *fleet.Cluster) {
 	}
 	return east, west
 }
+
+// inFleet is the name of c's Cluster in the fleet wavesFleet makes for app.
+func inFleet(c *fleet.Cluster, app string) string { return c.Name + "-" + app }
 
 // weightsIn reads the weight of each of app's builds in cluster c.
 func weightsIn(ctx context.Context, c *fleet.Cluster, app string) (map[string]int32, error) {
@@ -65,6 +70,7 @@ func weightsIn(ctx context.Context, c *fleet.Cluster, app string) (map[string]in
 // other, and the mesh counts no request without a route meanwhile. A v3
 // failed while it ramps in west is rolled back in both.
 func TestReleaseInWaves(t *testing.T) {
+	quietNeighbour(t)
 	ctx := context.Background()
 	const app = "waves"
 	if err := story.Reset(ctx, lab, app); err != nil {
@@ -75,7 +81,7 @@ func TestReleaseInWaves(t *testing.T) {
 	inWaves := func(stepDelay time.Duration) func(*picchuv1alpha1.Revision) {
 		return func(r *picchuv1alpha1.Revision) {
 			tg := &r.Spec.Targets[0]
-			tg.Fleet = "waves"
+			tg.Fleet = app
 			tg.Release.GeometricScaling.Delay = &metav1.Duration{Duration: stepDelay}
 			tg.Release.Waves = []picchuv1alpha1.ReleaseWave{
 				{Name: "east", Selector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "east"}}, Bake: &metav1.Duration{Duration: bake}},
