@@ -29,7 +29,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ w
 // The package's API server, a client of it, and the kubeconfig the plugin
 // reads, set by TestMain.
 var (
-	k8s        client.Client
+	k8s client.Client
+	// apiConfig reaches the API server as its administrator.
+	apiConfig  *rest.Config
 	kubeconfig string
 	// now is the plugin's clock: ages of objects created during the run
 	// read "30d" whatever the wall clock, and the statuses' times are
@@ -75,6 +77,7 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, "starting the API server:", err)
 		return 1
 	}
+	apiConfig = cfg
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, "building a client:", err)
 		return 1

@@ -76,6 +76,9 @@ annotation.`,
   # Forecast every cluster's steps of demo's newest build
   kubectl picchu plan demo
 
+  # Watch every release in a browser, with your own rights
+  kubectl picchu dashboard
+
   # Pause the newest build of demo, then resume it
   kubectl picchu pause demo
   kubectl picchu resume demo`,
@@ -101,6 +104,7 @@ annotation.`,
 		r.newAbortCommand(),
 		r.newRetryCommand(),
 		r.newRollbackCommand(),
+		r.newDashboardCommand(),
 	)
 	return root
 }
@@ -122,6 +126,7 @@ const (
 type session struct {
 	client    client.Client
 	config    *rest.Config
+	scheme    *runtime.Scheme
 	namespace string
 }
 
@@ -155,7 +160,7 @@ func (r *runner) connect() (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building a client for %s: %w", cfg.Host, err)
 	}
-	return &session{client: c, config: cfg, namespace: ns}, nil
+	return &session{client: c, config: cfg, scheme: scheme, namespace: ns}, nil
 }
 
 // SelfSubjectReviewUser asks the API server who the client authenticates

@@ -83,7 +83,7 @@ func TestGet_WatchPrintsFramesUntilCanceled(t *testing.T) {
 
 // TestHelp checks the help of the root command and of each subcommand.
 func TestHelp(t *testing.T) {
-	for _, sub := range []string{"", "get", "status", "history", "plan", "pause", "resume", "promote", "abort", "retry", "rollback"} {
+	for _, sub := range []string{"", "get", "status", "history", "plan", "pause", "resume", "promote", "abort", "retry", "rollback", "dashboard"} {
 		name := "help-" + sub
 		args := []string{sub, "--help"}
 		if sub == "" {

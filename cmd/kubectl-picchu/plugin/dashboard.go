@@ -1,0 +1,272 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// dashboardFiles are the dashboard's templates, style sheet and script,
+// built into the binary: nothing is fetched from elsewhere at run time.
+//
+//go:embed dashboard
+var dashboardFiles embed.FS
+
+var dashboardTemplates = template.Must(template.ParseFS(dashboardFiles, "dashboard/*.html"))
+
+// dashboardPolicy is the Content-Security-Policy of every answer: the
+// dashboard's own script and style sheet, nothing inline, nothing from
+// elsewhere, no frame around it.
+const dashboardPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// eventSpacing is the least time between two messages to a page: a burst
+// of changes (a fleet's step) is one refresh.
+const eventSpacing = 250 * time.Millisecond
+
+func (r *runner) newDashboardCommand() *cobra.Command {
+	var address string
+	var port int
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve a web view of every release, with your own rights",
+		Long: `Serve a web view of every release on this machine's loopback address.
+
+The dashboard reads the delivery cluster with your kubeconfig, so Kubernetes
+RBAC decides what you see: every namespace when you may list and watch
+Revisions and ReleaseManagers in all of them, the kubeconfig's namespace
+(or --namespace) otherwise. It watches each kind once, whatever the number
+of pages open, and each page follows the changes as they arrive (server-sent
+events). It answers only on a loopback address, and only to requests for
+that address.`,
+		Example: `  # Serve the dashboard on http://127.0.0.1:3100/
+  kubectl picchu dashboard
+
+  # On another port
+  kubectl picchu dashboard --port 8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ip := net.ParseIP(address)
+			if ip == nil || !ip.IsLoopback() {
+				return fmt.Errorf("--address must be a loopback address (the dashboard has no login of its own), not %q", address)
+			}
+			if port < 0 || port > 65535 {
+				return fmt.Errorf("--port must be between 0 and 65535, not %d", port)
+			}
+			return r.serveDashboard(cmd.Context(), net.JoinHostPort(address, strconv.Itoa(port)))
+		},
+	}
+	cmd.Flags().StringVar(&address, "address", "127.0.0.1", "the loopback address to serve on")
+	cmd.Flags().IntVar(&port, "port", 3100, "the port to serve on (0 picks a free one)")
+	return cmd
+}
+
+// quietInformers gives controller-runtime's logger, which the dashboard's
+// informers log through, a sink that prints errors only, once a process.
+var quietInformers sync.Once
+
+// serveDashboard serves the dashboard at addr until ctx ends.
+func (r *runner) serveDashboard(ctx context.Context, addr string) error {
+	quietInformers.Do(func() {
+		ctrllog.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, "dashboard:", prefix, args) }, funcr.Options{Verbosity: 0}))
+	})
+	s, err := r.connect()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(s.config)
+	if err != nil {
+		return fmt.Errorf("building a client for %s: %w", s.config.Host, err)
+	}
+	namespace, err := readableNamespaces(ctx, cs, s.namespace)
+	if err != nil {
+		return err
+	}
+	st, err := newStore(ctx, s, s.scheme, namespace, r.Now)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serving the dashboard: %w", err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(r.Out, "Serving the dashboard at %s (interrupt to stop)\n", url)
+	d := &dashboard{store: st, now: r.Now, origin: ln.Addr().String()}
+	srv := &http.Server{
+		Handler:           d.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving the dashboard at %s: %w", url, err)
+	}
+	return nil
+}
+
+// dashboard answers the pages.
+type dashboard struct {
+	store *store
+	now   func() time.Time
+	// origin is the host:port the dashboard answers for.
+	origin string
+}
+
+func (d *dashboard) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.fleet)
+	mux.HandleFunc("GET /apps/{namespace}/{app}", d.app)
+	mux.HandleFunc("GET /events", d.events)
+	mux.HandleFunc("GET /static/{file}", d.static)
+	return d.guard(mux)
+}
+
+// guard answers only requests addressed to the dashboard's own host and
+// port, so that a page of another site that a name resolves to 127.0.0.1
+// (DNS rebinding) cannot read it, and sets the security headers.
+func (d *dashboard) guard(next http.Handler) http.Handler {
+	allowed := map[string]bool{d.origin: true}
+	if _, port, err := net.SplitHostPort(d.origin); err == nil {
+		allowed["localhost:"+port] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", dashboardPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		if !allowed[r.Host] {
+			http.Error(w, fmt.Sprintf("this dashboard answers only at http://%s/, not for host %q", d.origin, r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// page is what the layout renders.
+type page struct {
+	Title, Page string
+	Data        any
+}
+
+func (d *dashboard) fleet(w http.ResponseWriter, r *http.Request) {
+	revs, rms, err := d.store.snapshot(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	q := r.URL.Query()
+	v := newFleetView(d.store, revs, rms, fleetQuery{namespace: q.Get("ns"), search: q.Get("q"), sort: q.Get("sort")}, d.now())
+	d.render(w, r, page{Title: "Releases", Page: "fleet", Data: v})
+}
+
+func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
+	revs, rms, err := d.store.snapshot(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	namespace, name := r.PathValue("namespace"), r.PathValue("app")
+	a := appOf(namespace, name, revs, rms)
+	if a == nil {
+		http.Error(w, fmt.Sprintf("app %q has no Revision and no ReleaseManager in namespace %q that you may read", name, namespace), http.StatusNotFound)
+		return
+	}
+	d.render(w, r, page{Title: name, Page: "app", Data: newAppView(namespace, a, d.now())})
+}
+
+// render writes p, or only its main section when the page's script asks
+// for it (X-Picchu-Fragment: main).
+func (d *dashboard) render(w http.ResponseWriter, r *http.Request, p page) {
+	var buf bytes.Buffer
+	var err error
+	if r.Header.Get("X-Picchu-Fragment") == "main" {
+		err = dashboardTemplates.ExecuteTemplate(&buf, p.Page, p.Data)
+	} else {
+		err = dashboardTemplates.ExecuteTemplate(&buf, "page", p)
+	}
+	if err != nil {
+		http.Error(w, "rendering "+p.Page+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// events sends the page a "changed" event whenever the store changes, at
+// most one every eventSpacing, until the page goes.
+func (d *dashboard) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
+		return
+	}
+	changes, unsubscribe := d.store.hub.subscribe()
+	defer unsubscribe()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+		return
+	}
+	flusher.Flush()
+	ctx := r.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		}
+		if _, err := fmt.Fprint(w, "event: changed\ndata: {}\n\n"); err != nil {
+			return
+		}
+		flusher.Flush()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(eventSpacing):
+		}
+	}
+}
+
+// static serves the style sheet and the script.
+func (d *dashboard) static(w http.ResponseWriter, r *http.Request) {
+	types := map[string]string{"dashboard.css": "text/css; charset=utf-8", "dashboard.js": "text/javascript; charset=utf-8"}
+	name := r.PathValue("file")
+	kind, ok := types[name]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	data, err := dashboardFiles.ReadFile("dashboard/" + name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", kind)
+	_, _ = w.Write(data)
+}

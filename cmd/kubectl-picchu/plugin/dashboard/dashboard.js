@@ -1,0 +1,42 @@
+// Follows the dashboard's server-sent events: at each change, the page asks
+// the dashboard (not the API server) for its main section again, rendered
+// from the dashboard's shared watch, and puts it in place. Nothing here
+// builds HTML: the server escapes every string.
+(function () {
+  const main = document.getElementById("main");
+  const live = document.getElementById("live");
+  if (!main || !window.EventSource) {
+    return;
+  }
+  let pending = false;
+  let again = false;
+  const refresh = async function () {
+    if (pending) {
+      again = true;
+      return;
+    }
+    pending = true;
+    try {
+      const r = await fetch(location.href, { headers: { "X-Picchu-Fragment": "main" }, credentials: "same-origin" });
+      if (r.ok) {
+        main.innerHTML = await r.text();
+        live.textContent = "Live: updated " + new Date().toLocaleTimeString();
+      } else {
+        live.textContent = "The dashboard answered " + r.status + ": " + (await r.text());
+      }
+    } catch (e) {
+      live.textContent = "The dashboard is unreachable: " + e;
+    } finally {
+      pending = false;
+    }
+    if (again) {
+      again = false;
+      refresh();
+    }
+  };
+  const events = new EventSource("/events");
+  events.addEventListener("changed", refresh);
+  events.onerror = function () {
+    live.textContent = "Reconnecting to the dashboard…";
+  };
+})();

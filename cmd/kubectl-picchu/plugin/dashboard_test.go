@@ -1,0 +1,360 @@
+package plugin_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/cmd/kubectl-picchu/plugin"
+	"github.com/medium/picchu/test/kit"
+)
+
+func genericStreams(out, errOut io.Writer) genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+}
+
+// restClient reaches the API server's own paths (/metrics).
+func restClient(t *testing.T) rest.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(apiConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.Discovery().RESTClient()
+}
+
+// lineWriter hands the first line written to it to a channel.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	first chan string
+	sent  bool
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if line, _, ok := strings.Cut(w.buf.String(), "\n"); ok && !w.sent {
+		w.sent = true
+		w.first <- line
+	}
+	return len(p), nil
+}
+
+// startDashboard runs `kubectl picchu dashboard --port 0` in-process until
+// the test ends, and returns the URL it serves at, as it printed it.
+func startDashboard(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lineWriter{first: make(chan string, 1)}
+	done := make(chan result, 1)
+	go func() {
+		var errOut strings.Builder
+		cmd := plugin.NewRootCommandWithOptions(plugin.Options{
+			IOStreams: genericStreams(out, &errOut),
+			Now:       func() time.Time { return now },
+		})
+		cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "dashboard", "--port", "0"})
+		err := cmd.ExecuteContext(ctx)
+		done <- result{errOut: errOut.String(), err: err}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if r := <-done; r.err != nil {
+			t.Errorf("kubectl picchu dashboard: %v\n%s", r.err, r.errOut)
+		}
+	})
+	select {
+	case line := <-out.first:
+		url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+		if url == "" {
+			t.Fatalf("the dashboard printed %q, with no URL", line)
+		}
+		return url
+	case r := <-done:
+		t.Fatalf("kubectl picchu dashboard ended before serving: %v\n%s", r.err, r.errOut)
+	case <-time.After(time.Minute):
+		t.Fatal("kubectl picchu dashboard printed no URL within a minute")
+	}
+	return ""
+}
+
+// fetch GETs url with header (name, value pairs) and returns its status
+// and body.
+func fetch(t *testing.T, url string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading %s: %v", url, err)
+	}
+	return resp, string(body)
+}
+
+// follow opens the dashboard's event stream, as a page's script does, and
+// returns a channel of its event names.
+func follow(t *testing.T, url string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("opening the event stream: %v", err)
+	}
+	if got := resp.Header.Get("Content-Type"); got != "text/event-stream" {
+		t.Fatalf("the event stream is %q", got)
+	}
+	events := make(chan string, 16)
+	go func() {
+		defer resp.Body.Close()
+		defer close(events)
+		lines := bufio.NewScanner(resp.Body)
+		for lines.Scan() {
+			if name, ok := strings.CutPrefix(lines.Text(), "event: "); ok {
+				events <- name
+			}
+		}
+	}()
+	return events
+}
+
+// TestDashboard_ShowsEveryReleaseAndFollowsIt: the fleet page lists each
+// app and target with the build releasing, its percent and its health, and
+// filters and searches them; the app page shows each build's weight in each
+// cluster; when a ReleaseManager's status changes, every open page is told
+// at once, and the page it asks for again shows the change.
+func TestDashboard_ShowsEveryReleaseAndFollowsIt(t *testing.T) {
+	ns := newNamespace(t)
+	createDemo(t, ns)
+	url := startDashboard(t)
+
+	resp, body := fetch(t, url)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /: %s\n%s", resp.Status, body)
+	}
+	if got := resp.Header.Get("Content-Security-Policy"); !strings.Contains(got, "script-src 'self'") || strings.Contains(got, "unsafe") {
+		t.Errorf("Content-Security-Policy %q", got)
+	}
+	for _, want := range []string{
+		`<a href="/apps/` + ns + `/demo">demo</a>`,
+		`<a href="/apps/` + ns + `/other">other</a>`,
+		`<td>v2</td>`, `40%`, `90%`, "in 4m",
+		`<script src="/static/dashboard.js" defer></script>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the fleet page does not show %q:\n%s", want, body)
+		}
+	}
+	_, body = fetch(t, url+"?ns="+ns+"&q=oth")
+	if !strings.Contains(body, "/apps/"+ns+"/other") || strings.Contains(body, "/apps/"+ns+"/demo") {
+		t.Errorf("searching %q shows:\n%s", "oth", body)
+	}
+
+	_, body = fetch(t, url+"apps/"+ns+"/demo")
+	for _, want := range []string{"Target production", "Target staging", "<th scope=\"col\">west</th>", "v2 at 40%"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the app page does not show %q:\n%s", want, body)
+		}
+	}
+
+	pages := []<-chan string{follow(t, url), follow(t, url)}
+	rm := &picchuv1alpha1.ReleaseManager{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-production"}, rm); err != nil {
+		t.Fatal(err)
+	}
+	rm.Status.Releasing.Percent = 80
+	if err := k8s.Status().Update(context.Background(), rm); err != nil {
+		t.Fatal(err)
+	}
+	for i, events := range pages {
+		select {
+		case name := <-events:
+			if name != "changed" {
+				t.Errorf("page %d was sent %q", i, name)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("page %d was not told of the change within 30 s", i)
+		}
+	}
+	kit.Eventually(t, 10*time.Second, "the fleet page shows demo at 80 %", func() error {
+		if _, main := fetch(t, url, "X-Picchu-Fragment", "main"); !strings.Contains(main, "80%") || strings.Contains(main, "<html") {
+			return fmt.Errorf("the page's main section:\n%s", main)
+		}
+		return nil
+	})
+}
+
+// TestDashboard_ShowsWhatUsersWroteAsText: a failed reason that is HTML
+// shows as text on both pages, never as markup.
+func TestDashboard_ShowsWhatUsersWroteAsText(t *testing.T) {
+	ns := newNamespace(t)
+	const attack = `<img src=x onerror=alert(1)>`
+	rev := revision(ns, "xss", "v1")
+	rev.Spec.Failed = true
+	rev.Annotations = map[string]string{picchuv1alpha1.AnnotationFailedReason: attack}
+	create(t, rev)
+	rm := manager(ns, "xss", "production")
+	rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{Tag: "v1", State: state("failed", time.Minute)}}
+	createWithStatus(t, rm)
+	url := startDashboard(t)
+
+	for _, path := range []string{"", "apps/" + ns + "/xss"} {
+		_, body := fetch(t, url+path)
+		if strings.Contains(body, "<img") || strings.Contains(body, "onerror=alert(1)>") {
+			t.Errorf("/%s renders the reason as markup:\n%s", path, body)
+		}
+		if !strings.Contains(body, "&lt;img src=x onerror=alert(1)&gt;") {
+			t.Errorf("/%s does not show the reason as text:\n%s", path, body)
+		}
+	}
+}
+
+// TestDashboard_AnswersOnlyForItself: a request for another host (a name
+// rebound to 127.0.0.1) is refused, as are methods other than GET.
+func TestDashboard_AnswersOnlyForItself(t *testing.T) {
+	url := startDashboard(t)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "attacker.example:80"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a request for host %s: %s, want 421", req.Host, resp.Status)
+	}
+	resp, err = http.Post(url, "application/x-www-form-urlencoded", strings.NewReader("x=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %s, want 405", resp.Status)
+	}
+	if resp, _ := fetch(t, url+"static/app.html"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /static/app.html: %s, want 404", resp.Status)
+	}
+}
+
+// apiRequests reads the API server's own counts: requests by verb for
+// Revisions and ReleaseManagers (apiserver_request_total), and the watches
+// of each open now (apiserver_longrunning_requests).
+func apiRequests(t *testing.T) map[string]float64 {
+	t.Helper()
+	raw, err := restClient(t).Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatalf("parsing the API server's metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for _, name := range []string{"apiserver_request_total", "apiserver_longrunning_requests"} {
+		f, ok := families[name]
+		if !ok {
+			t.Fatalf("the API server has no metric %s", name)
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["group"] != picchuv1alpha1.GroupVersion.Group || (labels["resource"] != "revisions" && labels["resource"] != "releasemanagers") {
+				continue
+			}
+			value := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			out[name+" "+labels["resource"]+" "+labels["verb"]] += value
+		}
+	}
+	return out
+}
+
+// TestDashboard_TenPagesWatchOnce: ten open pages, each following the
+// changes and asking for its page again, add no request for Revisions or
+// ReleaseManagers to the API server: the dashboard's one watch of each
+// serves them all.
+func TestDashboard_TenPagesWatchOnce(t *testing.T) {
+	ns := newNamespace(t)
+	createDemo(t, ns)
+	url := startDashboard(t)
+	rm := &picchuv1alpha1.ReleaseManager{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-production"}, rm); err != nil {
+		t.Fatal(err)
+	}
+	// Its informers have listed and watch: every request from here on
+	// would be the pages'.
+	_, _ = fetch(t, url)
+	before := apiRequests(t)
+	watches := before["apiserver_longrunning_requests releasemanagers WATCH"]
+	if watches < 1 {
+		t.Fatalf("no watch of ReleaseManagers is open: %v", before)
+	}
+
+	var pages []<-chan string
+	for range 10 {
+		pages = append(pages, follow(t, url))
+	}
+	rm.Status.Releasing.Percent = 80
+	if err := k8s.Status().Update(context.Background(), rm); err != nil {
+		t.Fatal(err)
+	}
+	for i, events := range pages {
+		select {
+		case <-events:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("page %d was not told of the change within 30 s", i)
+		}
+		for _, path := range []string{"", "apps/" + ns + "/demo"} {
+			if resp, body := fetch(t, url+path, "X-Picchu-Fragment", "main"); resp.StatusCode != http.StatusOK {
+				t.Fatalf("page %d: GET /%s: %s\n%s", i, path, resp.Status, body)
+			}
+		}
+	}
+
+	after := apiRequests(t)
+	for key, n := range after {
+		if strings.HasPrefix(key, "apiserver_request_total") && strings.HasSuffix(key, " PUT") {
+			continue // the test's own status update
+		}
+		if n != before[key] {
+			t.Errorf("%s: %s before ten pages, %s after", key, strconv.FormatFloat(before[key], 'f', -1, 64), strconv.FormatFloat(n, 'f', -1, 64))
+		}
+	}
+}
