@@ -36,16 +36,7 @@ picchu.medium.engineering/pause on it, set to the time of the pause.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
-				rev, err := pick(a, tag, false)
-				if err != nil {
-					return err
-				}
-				if _, ok := rev.Annotations[picchuv1alpha1.AnnotationPause]; ok {
-					return fmt.Errorf("%s%s is already paused (kubectl picchu resume %s)", resourceName, rev.Name, a.name)
-				}
-				return r.patch(cmd.Context(), s, rev, "paused", func(rev *picchuv1alpha1.Revision) {
-					rev.Annotations[picchuv1alpha1.AnnotationPause] = r.Now().UTC().Format(time.RFC3339)
-				})
+				return r.pause(cmd.Context(), s, a, tag)
 			})
 		},
 	}
@@ -71,27 +62,7 @@ they stopped.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
-				var paused []*picchuv1alpha1.Revision
-				for i := range a.revisions {
-					rev := &a.revisions[i]
-					if _, ok := rev.Annotations[picchuv1alpha1.AnnotationPause]; ok && (tag == "" || rev.Spec.App.Tag == tag) {
-						paused = append(paused, rev)
-					}
-				}
-				if len(paused) == 0 {
-					if tag != "" {
-						return fmt.Errorf("build %q of app %q is not paused", tag, a.name)
-					}
-					return fmt.Errorf("no build of app %q is paused", a.name)
-				}
-				for _, rev := range paused {
-					if err := r.patch(cmd.Context(), s, rev, "resumed", func(rev *picchuv1alpha1.Revision) {
-						delete(rev.Annotations, picchuv1alpha1.AnnotationPause)
-					}); err != nil {
-						return err
-					}
-				}
-				return nil
+				return r.resume(cmd.Context(), s, a, tag)
 			})
 		},
 	}
@@ -121,17 +92,7 @@ picchu.medium.engineering/promote on it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
-				rev, err := pick(a, tag, false)
-				if err != nil {
-					return err
-				}
-				done := "promoted"
-				if full {
-					done = "promoted (full)"
-				}
-				return r.patch(cmd.Context(), s, rev, done, func(rev *picchuv1alpha1.Revision) {
-					rev.Annotations[picchuv1alpha1.AnnotationPromote] = picchuv1alpha1.PromoteRequest(full, r.Now())
-				})
+				return r.promote(cmd.Context(), s, a, tag, full)
 			})
 		},
 	}
@@ -160,20 +121,10 @@ it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if reason == "" {
-				return fmt.Errorf("abort needs --reason: say why the build is aborted (it is kept in the failed-reason annotation)")
+				return errNoReason
 			}
 			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
-				rev, err := pick(a, tag, false)
-				if err != nil {
-					return err
-				}
-				return r.patch(cmd.Context(), s, rev, "aborted", func(rev *picchuv1alpha1.Revision) {
-					rev.Spec.Failed = true
-					rev.Annotations[picchuv1alpha1.AnnotationFailedReason] = "aborted: " + reason
-					// failed-at-timestamp marks Picchu's own failures: an
-					// abort leaves it out, so Picchu tells it as an abort.
-					delete(rev.Annotations, picchuv1alpha1.AnnotationFailedAt)
-				})
+				return r.abort(cmd.Context(), s, a, tag, reason)
 			})
 		},
 	}
@@ -202,15 +153,7 @@ again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
-				rev, err := pick(a, tag, true)
-				if err != nil {
-					return err
-				}
-				return r.patch(cmd.Context(), s, rev, "retried", func(rev *picchuv1alpha1.Revision) {
-					rev.Spec.Failed = false
-					delete(rev.Annotations, picchuv1alpha1.AnnotationFailedReason)
-					delete(rev.Annotations, picchuv1alpha1.AnnotationFailedAt)
-				})
+				return r.retry(cmd.Context(), s, a, tag)
 			})
 		},
 	}
@@ -242,32 +185,135 @@ request that would roll nothing back or whose time is ahead of its own).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
-				return fmt.Errorf("rollback needs --to: the tag of the build to roll back to")
+				return errNoTo
 			}
 			return r.control(cmd.Context(), args[0], func(s *session, a *app) error {
-				rev := a.revision(to)
-				if rev == nil {
-					return fmt.Errorf("app %q has no build with tag %q", a.name, to)
-				}
-				if rev.Spec.Failed {
-					return fmt.Errorf("%s%s (tag %s) is failed: retry it first (kubectl picchu retry %s --tag %s)", resourceName, rev.Name, to, a.name, to)
-				}
-				said := r.Now()
-				if err := r.patch(cmd.Context(), s, rev, "rollback requested", func(rev *picchuv1alpha1.Revision) {
-					rev.Annotations[picchuv1alpha1.AnnotationRollback] = picchuv1alpha1.RollbackRequest(said)
-				}); err != nil {
-					return err
-				}
-				if w := receivedWarning(said, rev.Annotations[picchuv1alpha1.AnnotationRollbackAt]); w != "" {
-					_, err := fmt.Fprintln(r.ErrOut, "Warning: "+w)
-					return err
-				}
-				return nil
+				return r.rollback(cmd.Context(), s, a, to)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "The tag of the build to roll back to (required).")
 	return cmd
+}
+
+// The actions, shared by the commands and the dashboard: each changes the
+// app's Revisions with the session's client (the user's own rights) and
+// prints what it changed on r.Out, as kubectl does.
+
+var (
+	errNoReason = errors.New("abort needs --reason: say why the build is aborted (it is kept in the failed-reason annotation)")
+	errNoTo     = errors.New("rollback needs --to: the tag of the build to roll back to")
+)
+
+// pause pauses the build of tag, or the newest that is not failed.
+func (r *runner) pause(ctx context.Context, s *session, a *app, tag string) error {
+	rev, err := pick(a, tag, false)
+	if err != nil {
+		return err
+	}
+	if _, ok := rev.Annotations[picchuv1alpha1.AnnotationPause]; ok {
+		return fmt.Errorf("%s%s is already paused (kubectl picchu resume %s)", resourceName, rev.Name, a.name)
+	}
+	return r.patch(ctx, s, rev, "paused", func(rev *picchuv1alpha1.Revision) {
+		rev.Annotations[picchuv1alpha1.AnnotationPause] = r.Now().UTC().Format(time.RFC3339)
+	})
+}
+
+// resume resumes the build of tag, or every paused build.
+func (r *runner) resume(ctx context.Context, s *session, a *app, tag string) error {
+	var paused []*picchuv1alpha1.Revision
+	for i := range a.revisions {
+		rev := &a.revisions[i]
+		if _, ok := rev.Annotations[picchuv1alpha1.AnnotationPause]; ok && (tag == "" || rev.Spec.App.Tag == tag) {
+			paused = append(paused, rev)
+		}
+	}
+	if len(paused) == 0 {
+		if tag != "" {
+			return fmt.Errorf("build %q of app %q is not paused", tag, a.name)
+		}
+		return fmt.Errorf("no build of app %q is paused", a.name)
+	}
+	for _, rev := range paused {
+		if err := r.patch(ctx, s, rev, "resumed", func(rev *picchuv1alpha1.Revision) {
+			delete(rev.Annotations, picchuv1alpha1.AnnotationPause)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// promote moves the build of tag, or the newest that is not failed, on
+// now: one step, or to its release.max when full.
+func (r *runner) promote(ctx context.Context, s *session, a *app, tag string, full bool) error {
+	rev, err := pick(a, tag, false)
+	if err != nil {
+		return err
+	}
+	done := "promoted"
+	if full {
+		done = "promoted (full)"
+	}
+	return r.patch(ctx, s, rev, done, func(rev *picchuv1alpha1.Revision) {
+		rev.Annotations[picchuv1alpha1.AnnotationPromote] = picchuv1alpha1.PromoteRequest(full, r.Now())
+	})
+}
+
+// abort fails the build of tag, or the newest that is not failed, for reason.
+func (r *runner) abort(ctx context.Context, s *session, a *app, tag, reason string) error {
+	if reason == "" {
+		return errNoReason
+	}
+	rev, err := pick(a, tag, false)
+	if err != nil {
+		return err
+	}
+	return r.patch(ctx, s, rev, "aborted", func(rev *picchuv1alpha1.Revision) {
+		rev.Spec.Failed = true
+		rev.Annotations[picchuv1alpha1.AnnotationFailedReason] = "aborted: " + reason
+		// failed-at-timestamp marks Picchu's own failures: an abort
+		// leaves it out, so Picchu tells it as an abort.
+		delete(rev.Annotations, picchuv1alpha1.AnnotationFailedAt)
+	})
+}
+
+// retry clears the failure of the build of tag, or the newest failed one.
+func (r *runner) retry(ctx context.Context, s *session, a *app, tag string) error {
+	rev, err := pick(a, tag, true)
+	if err != nil {
+		return err
+	}
+	return r.patch(ctx, s, rev, "retried", func(rev *picchuv1alpha1.Revision) {
+		rev.Spec.Failed = false
+		delete(rev.Annotations, picchuv1alpha1.AnnotationFailedReason)
+		delete(rev.Annotations, picchuv1alpha1.AnnotationFailedAt)
+	})
+}
+
+// rollback asks Picchu to roll the app back to the build of tag to.
+func (r *runner) rollback(ctx context.Context, s *session, a *app, to string) error {
+	if to == "" {
+		return errNoTo
+	}
+	rev := a.revision(to)
+	if rev == nil {
+		return fmt.Errorf("app %q has no build with tag %q", a.name, to)
+	}
+	if rev.Spec.Failed {
+		return fmt.Errorf("%s%s (tag %s) is failed: retry it first (kubectl picchu retry %s --tag %s)", resourceName, rev.Name, to, a.name, to)
+	}
+	said := r.Now()
+	if err := r.patch(ctx, s, rev, "rollback requested", func(rev *picchuv1alpha1.Revision) {
+		rev.Annotations[picchuv1alpha1.AnnotationRollback] = picchuv1alpha1.RollbackRequest(said)
+	}); err != nil {
+		return err
+	}
+	if w := receivedWarning(said, rev.Annotations[picchuv1alpha1.AnnotationRollbackAt]); w != "" {
+		_, err := fmt.Fprintln(r.ErrOut, "Warning: "+w)
+		return err
+	}
+	return nil
 }
 
 func addTagFlag(cmd *cobra.Command, tag *string, usage string) {
