@@ -106,9 +106,14 @@ func (r *runner) serveDashboard(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("serving the dashboard: %w", err)
 	}
+	token, err := newCSRFToken()
+	if err != nil {
+		return err
+	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(r.Out, "Serving the dashboard at %s (interrupt to stop)\n", url)
-	d := &dashboard{store: st, now: r.Now, origin: ln.Addr().String()}
+	d := &dashboard{store: st, now: r.Now, origin: ln.Addr().String(), csrf: token, runner: r, session: s,
+		rights: &rights{cs: cs, now: r.Now, answers: map[string]rightsAnswer{}}}
 	srv := &http.Server{
 		Handler:           d.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -132,12 +137,26 @@ type dashboard struct {
 	now   func() time.Time
 	// origin is the host:port the dashboard answers for.
 	origin string
+	// csrf is the token of every form.
+	csrf string
+	// runner and session do the actions, with the user's kubeconfig.
+	runner  *runner
+	session *session
+	rights  *rights
+}
+
+// localhost is the dashboard's origin named localhost.
+func (d *dashboard) localhost() string {
+	_, port, _ := net.SplitHostPort(d.origin)
+	return "localhost:" + port
 }
 
 func (d *dashboard) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.fleet)
 	mux.HandleFunc("GET /apps/{namespace}/{app}", d.app)
+	mux.HandleFunc("GET /apps/{namespace}/{app}/{action}", d.confirm)
+	mux.HandleFunc("POST /apps/{namespace}/{app}/{action}", d.act)
 	mux.HandleFunc("GET /events", d.events)
 	mux.HandleFunc("GET /static/{file}", d.static)
 	return d.guard(mux)
@@ -147,10 +166,8 @@ func (d *dashboard) handler() http.Handler {
 // port, so that a page of another site that a name resolves to 127.0.0.1
 // (DNS rebinding) cannot read it, and sets the security headers.
 func (d *dashboard) guard(next http.Handler) http.Handler {
-	allowed := map[string]bool{d.origin: true}
-	if _, port, err := net.SplitHostPort(d.origin); err == nil {
-		allowed["localhost:"+port] = true
-	}
+	// Every page is HTML, never cached; static files set their own type.
+	allowed := map[string]bool{d.origin: true, d.localhost(): true}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", dashboardPolicy)
@@ -158,6 +175,8 @@ func (d *dashboard) guard(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
 		if !allowed[r.Host] {
 			http.Error(w, fmt.Sprintf("this dashboard answers only at http://%s/, not for host %q", d.origin, r.Host), http.StatusMisdirectedRequest)
 			return
@@ -169,7 +188,9 @@ func (d *dashboard) guard(next http.Handler) http.Handler {
 // page is what the layout renders.
 type page struct {
 	Title, Page string
-	Data        any
+	// Follow says the page follows the cluster's changes.
+	Follow bool
+	Data   any
 }
 
 func (d *dashboard) fleet(w http.ResponseWriter, r *http.Request) {
@@ -180,7 +201,7 @@ func (d *dashboard) fleet(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	v := newFleetView(d.store, revs, rms, fleetQuery{namespace: q.Get("ns"), search: q.Get("q"), sort: q.Get("sort")}, d.now())
-	d.render(w, r, page{Title: "Releases", Page: "fleet", Data: v})
+	d.render(w, r, http.StatusOK, page{Title: "Releases", Page: "fleet", Follow: true, Data: v})
 }
 
 func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
@@ -195,12 +216,12 @@ func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("app %q has no Revision and no ReleaseManager in namespace %q that you may read", name, namespace), http.StatusNotFound)
 		return
 	}
-	d.render(w, r, page{Title: name, Page: "app", Data: newAppView(namespace, a, d.now())})
+	d.render(w, r, http.StatusOK, page{Title: name, Page: "app", Follow: true, Data: newAppView(namespace, a, d.now(), d.rights.forbidden(r.Context(), namespace))})
 }
 
-// render writes p, or only its main section when the page's script asks
+// render writes p with status, or only its main section when the page's script asks
 // for it (X-Picchu-Fragment: main).
-func (d *dashboard) render(w http.ResponseWriter, r *http.Request, p page) {
+func (d *dashboard) render(w http.ResponseWriter, r *http.Request, status int, p page) {
 	var buf bytes.Buffer
 	var err error
 	if r.Header.Get("X-Picchu-Fragment") == "main" {
@@ -212,8 +233,7 @@ func (d *dashboard) render(w http.ResponseWriter, r *http.Request, p page) {
 		http.Error(w, "rendering "+p.Page+": "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
 

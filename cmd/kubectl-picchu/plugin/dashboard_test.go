@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,10 +18,13 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/cmd/kubectl-picchu/plugin"
@@ -59,8 +65,15 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 }
 
 // startDashboard runs `kubectl picchu dashboard --port 0` in-process until
-// the test ends, and returns the URL it serves at, as it printed it.
+// the test ends, as the API server's administrator, and returns the URL it
+// serves at, as it printed it.
 func startDashboard(t *testing.T) string {
+	t.Helper()
+	return startDashboardAs(t, kubeconfig)
+}
+
+// startDashboardAs runs the dashboard with the kubeconfig config and args.
+func startDashboardAs(t *testing.T, config string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lineWriter{first: make(chan string, 1)}
@@ -71,7 +84,7 @@ func startDashboard(t *testing.T) string {
 			IOStreams: genericStreams(out, &errOut),
 			Now:       func() time.Time { return now },
 		})
-		cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "dashboard", "--port", "0"})
+		cmd.SetArgs(append([]string{"--kubeconfig", config, "dashboard", "--port", "0"}, args...))
 		err := cmd.ExecuteContext(ctx)
 		done <- result{errOut: errOut.String(), err: err}
 	}()
@@ -356,5 +369,161 @@ func TestDashboard_TenPagesWatchOnce(t *testing.T) {
 		if n != before[key] {
 			t.Errorf("%s: %s before ten pages, %s after", key, strconv.FormatFloat(before[key], 'f', -1, 64), strconv.FormatFloat(n, 'f', -1, 64))
 		}
+	}
+}
+
+// post sends form to url, with header (name, value pairs), and returns the
+// status and body of the answer.
+func post(t *testing.T, to string, form url.Values, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, to, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", to, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+// csrfOf is the token of the form on a page.
+func csrfOf(t *testing.T, body string) string {
+	t.Helper()
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token on the page:\n%s", body)
+	}
+	return m[1]
+}
+
+// pausedAt is the pause annotation of Revision name of ns, "" when none.
+func pausedAt(t *testing.T, ns, name string) string {
+	t.Helper()
+	rev := &picchuv1alpha1.Revision{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rev); err != nil {
+		t.Fatal(err)
+	}
+	return rev.Annotations[picchuv1alpha1.AnnotationPause]
+}
+
+// TestDashboard_PausesAfterItsConfirmation: a build's Pause leads to a
+// confirmation naming the build and what happens; its form pauses the
+// build with the plugin's own code (the pause annotation, who did it), and
+// the page says what changed. A post without the page's token, or from
+// another site, is refused and changes nothing.
+func TestDashboard_PausesAfterItsConfirmation(t *testing.T) {
+	ns := newNamespace(t)
+	createDemo(t, ns)
+	base := startDashboard(t)
+	confirm := "/apps/" + ns + "/demo/pause?tag=v2"
+	if _, body := fetch(t, base+"apps/"+ns+"/demo"); !strings.Contains(body, `href="`+strings.ReplaceAll(confirm, "&", "&amp;")+`"`) {
+		t.Fatalf("the app page has no Pause for v2:\n%s", body)
+	}
+	_, body := fetch(t, base+strings.TrimPrefix(confirm, "/"))
+	if !strings.Contains(body, "Build v2 keeps the traffic it has in every target") {
+		t.Errorf("the confirmation does not say what happens:\n%s", body)
+	}
+	token := csrfOf(t, body)
+	action := base + "apps/" + ns + "/demo/pause"
+
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		header []string
+	}{
+		{"no token", url.Values{"tag": {"v2"}}, nil},
+		{"another token", url.Values{"tag": {"v2"}, "csrf": {strings.Repeat("0", 64)}}, nil},
+		{"another site", url.Values{"tag": {"v2"}, "csrf": {token}}, []string{"Sec-Fetch-Site", "cross-site"}},
+		{"another origin", url.Values{"tag": {"v2"}, "csrf": {token}}, []string{"Origin", "http://attacker.example"}},
+	} {
+		if resp, body := post(t, action, tc.form, tc.header...); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %s, want 403\n%s", tc.name, resp.Status, body)
+		}
+	}
+	if at := pausedAt(t, ns, "demo-v2"); at != "" {
+		t.Fatalf("a refused post paused v2 at %s", at)
+	}
+
+	resp, body := post(t, action, url.Values{"tag": {"v2"}, "csrf": {token}}, "Origin", strings.TrimSuffix(base, "/"), "Sec-Fetch-Site", "same-origin")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "revision.picchu.medium.engineering/demo-v2 paused") {
+		t.Fatalf("pausing v2: %s\n%s", resp.Status, body)
+	}
+	if pausedAt(t, ns, "demo-v2") == "" {
+		t.Error("v2 has no pause annotation")
+	}
+	rev := &picchuv1alpha1.Revision{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-v2"}, rev); err != nil {
+		t.Fatal(err)
+	}
+	if by := rev.Annotations[picchuv1alpha1.AnnotationControlBy]; by == "" || by == "unknown" {
+		t.Errorf("the pause is recorded as made by %q", by)
+	}
+	// A second pause is refused by the plugin's own rule, and shown.
+	if resp, body := post(t, action, url.Values{"tag": {"v2"}, "csrf": {token}}); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "is already paused") {
+		t.Errorf("pausing v2 again: %s\n%s", resp.Status, body)
+	}
+}
+
+// TestDashboard_AViewerSeesActionsDisabledAndIsRefused: a user who may
+// read the app's Revisions and ReleaseManagers in its namespace, and not
+// patch them, sees that namespace only, every action disabled with the
+// reason, and a post refused by the API server, shown.
+func TestDashboard_AViewerSeesActionsDisabledAndIsRefused(t *testing.T) {
+	ns := newNamespace(t)
+	createDemo(t, ns)
+	viewer, err := testEnv.AddUser(envtest.User{Name: "viewer-" + ns}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := viewer.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	create(t, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{picchuv1alpha1.GroupVersion.Group},
+			Resources: []string{"revisions", "releasemanagers"}, Verbs: []string{"get", "list", "watch"}}},
+	})
+	create(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "viewer-" + ns}},
+	})
+	base := startDashboardAs(t, path, "--namespace", ns)
+
+	if _, body := fetch(t, base); !strings.Contains(body, "Namespace "+ns+" only") || !strings.Contains(body, "/apps/"+ns+"/demo") {
+		t.Errorf("the viewer's fleet page:\n%s", body)
+	}
+	_, body := fetch(t, base+"apps/"+ns+"/demo")
+	if !strings.Contains(body, "Actions are disabled: you may not patch revisions in namespace "+ns) ||
+		!strings.Contains(body, `aria-disabled="true"`) || strings.Contains(body, "/demo/pause?") {
+		t.Errorf("the viewer's app page does not disable the actions:\n%s", body)
+	}
+	_, body = fetch(t, base+"apps/"+ns+"/demo/pause?tag=v2")
+	if !strings.Contains(body, "You may not do this: you may not patch revisions") || !strings.Contains(body, `<button type="submit" disabled`) {
+		t.Errorf("the viewer's confirmation does not disable the action:\n%s", body)
+	}
+	// A page drawn before the user's rights were taken away still posts:
+	// the API server refuses, and the dashboard shows its refusal.
+	resp, body := post(t, base+"apps/"+ns+"/demo/pause", url.Values{"tag": {"v2"}, "csrf": {csrfOf(t, body)}})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "forbidden") {
+		t.Errorf("the viewer's pause: %s\n%s", resp.Status, body)
+	}
+	if at := pausedAt(t, ns, "demo-v2"); at != "" {
+		t.Errorf("the viewer paused v2 at %s", at)
 	}
 }

@@ -163,7 +163,10 @@ func sparkline(ws []weight, now time.Time) string {
 // appView is the app page: per target, the release.
 type appView struct {
 	Namespace, App string
-	Targets        []targetView
+	// Forbidden is why the user may not act on the app's builds, "" when
+	// they may.
+	Forbidden string
+	Targets   []targetView
 }
 
 // targetView is an app's release in one target.
@@ -189,6 +192,7 @@ type buildView struct {
 	// "-" where it has none recorded.
 	Weights []string
 	Paused  bool
+	Actions []actionLink
 }
 
 // timelineView is a step of the timeline.
@@ -197,8 +201,8 @@ type timelineView struct {
 }
 
 // newAppView builds the app page from the app's objects.
-func newAppView(namespace string, a *app, now time.Time) appView {
-	v := appView{Namespace: namespace, App: a.name}
+func newAppView(namespace string, a *app, now time.Time, forbidden string) appView {
+	v := appView{Namespace: namespace, App: a.name, Forbidden: forbidden}
 	for _, target := range a.targets() {
 		rm := a.manager(target)
 		tv := targetView{Name: target, Releasing: releasing(rm), ETA: none}
@@ -221,6 +225,7 @@ func newAppView(namespace string, a *app, now time.Time) appView {
 			for _, c := range tv.Clusters {
 				bv.Weights = append(bv.Weights, clusterWeight(b, c))
 			}
+			bv.Actions = actionsOf(namespace, a.name, b, forbidden)
 			tv.Builds = append(tv.Builds, bv)
 		}
 		for _, s := range timeline(currentBuilds(builds)) {

@@ -31,7 +31,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ w
 var (
 	k8s client.Client
 	// apiConfig reaches the API server as its administrator.
-	apiConfig  *rest.Config
+	apiConfig *rest.Config
+	// testEnv is the API server's environment, which adds users.
+	testEnv    *envtest.Environment
 	kubeconfig string
 	// now is the plugin's clock: ages of objects created during the run
 	// read "30d" whatever the wall clock, and the statuses' times are
@@ -77,7 +79,7 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, "starting the API server:", err)
 		return 1
 	}
-	apiConfig = cfg
+	apiConfig, testEnv = cfg, env
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, "building a client:", err)
 		return 1

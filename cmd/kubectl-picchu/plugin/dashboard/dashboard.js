@@ -1,11 +1,12 @@
-// Follows the dashboard's server-sent events: at each change, the page asks
+// On the pages that follow the cluster (the fleet and the app pages, not an
+// action's confirmation or outcome), follows the dashboard's server-sent events: at each change, the page asks
 // the dashboard (not the API server) for its main section again, rendered
 // from the dashboard's shared watch, and puts it in place. Nothing here
 // builds HTML: the server escapes every string.
 (function () {
   const main = document.getElementById("main");
   const live = document.getElementById("live");
-  if (!main || !window.EventSource) {
+  if (!main || !main.hasAttribute("data-follow") || !window.EventSource) {
     return;
   }
   let pending = false;
