@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 )
@@ -76,5 +77,26 @@ func BenchmarkDashboard_FleetPage(b *testing.B) {
 		if err := dashboardTemplates.ExecuteTemplate(io.Discard, "page", page{Title: "Releases", Page: "fleet", Data: v}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestStore_ForgetsAReleaseManagerThatWent: the weights kept of a
+// ReleaseManager go with it, whether its deletion was seen or only found
+// (DeletedFinalStateUnknown), and the pages are told.
+func TestStore_ForgetsAReleaseManagerThatWent(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	st, _, rms := fleetOf(2, now)
+	st.hub = newHub()
+	page, unsubscribe := st.hub.subscribe()
+	defer unsubscribe()
+	st.forget(&rms[0])
+	st.forget(toolscache.DeletedFinalStateUnknown{Key: "team-1/app-0001-production", Obj: &rms[1]})
+	if len(st.weights) != 0 {
+		t.Errorf("weights kept after both went: %v", st.weights)
+	}
+	select {
+	case <-page:
+	default:
+		t.Error("the page was not told")
 	}
 }

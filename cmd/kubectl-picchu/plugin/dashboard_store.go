@@ -87,7 +87,7 @@ func newStore(ctx context.Context, s *session, scheme *runtime.Scheme, namespace
 		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { st.observe(o) },
 			UpdateFunc: func(_, o any) { st.observe(o) },
-			DeleteFunc: func(o any) { st.observe(o) },
+			DeleteFunc: func(o any) { st.forget(o) },
 		}); err != nil {
 			return nil, fmt.Errorf("following %T: %w", obj, err)
 		}
@@ -104,6 +104,20 @@ func newStore(ctx context.Context, s *session, scheme *runtime.Scheme, namespace
 func (st *store) observe(o any) {
 	if rm, ok := o.(*picchuv1alpha1.ReleaseManager); ok && rm.Status.Releasing != nil {
 		st.record(rm.Namespace+"/"+rm.Name, weight{at: st.now(), tag: rm.Status.Releasing.Tag, percent: rm.Status.Releasing.Percent})
+	}
+	st.hub.changed()
+}
+
+// forget drops what record kept of a ReleaseManager that went, and tells
+// every open page.
+func (st *store) forget(o any) {
+	if gone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = gone.Obj
+	}
+	if rm, ok := o.(*picchuv1alpha1.ReleaseManager); ok {
+		st.mu.Lock()
+		delete(st.weights, rm.Namespace+"/"+rm.Name)
+		st.mu.Unlock()
 	}
 	st.hub.changed()
 }
