@@ -112,7 +112,7 @@ func (r *runner) serveDashboard(ctx context.Context, addr string) error {
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(r.Out, "Serving the dashboard at %s (interrupt to stop)\n", url)
-	d := &dashboard{store: st, now: r.Now, origin: ln.Addr().String(), csrf: token, runner: r, session: s,
+	d := &dashboard{store: st, now: r.Now, origin: ln.Addr().String(), hosts: hostsOf(ln.Addr().String()), csrf: token, runner: r, session: s,
 		rights: &rights{cs: cs, now: r.Now, answers: map[string]rightsAnswer{}}}
 	srv := &http.Server{
 		Handler:           d.handler(),
@@ -135,8 +135,10 @@ func (r *runner) serveDashboard(ctx context.Context, addr string) error {
 type dashboard struct {
 	store *store
 	now   func() time.Time
-	// origin is the host:port the dashboard answers for.
+	// origin is the host:port the dashboard answers for; hosts are the
+	// Host headers it answers: origin, and localhost at its port.
 	origin string
+	hosts  map[string]bool
 	// csrf is the token of every form.
 	csrf string
 	// runner and session do the actions, with the user's kubeconfig.
@@ -145,10 +147,10 @@ type dashboard struct {
 	rights  *rights
 }
 
-// localhost is the dashboard's origin named localhost.
-func (d *dashboard) localhost() string {
-	_, port, _ := net.SplitHostPort(d.origin)
-	return "localhost:" + port
+// hostsOf are the Host headers a dashboard at origin answers.
+func hostsOf(origin string) map[string]bool {
+	_, port, _ := net.SplitHostPort(origin)
+	return map[string]bool{origin: true, "localhost:" + port: true}
 }
 
 func (d *dashboard) handler() http.Handler {
@@ -167,7 +169,6 @@ func (d *dashboard) handler() http.Handler {
 // (DNS rebinding) cannot read it, and sets the security headers.
 func (d *dashboard) guard(next http.Handler) http.Handler {
 	// Every page is HTML, never cached; static files set their own type.
-	allowed := map[string]bool{d.origin: true, d.localhost(): true}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", dashboardPolicy)
@@ -177,7 +178,7 @@ func (d *dashboard) guard(next http.Handler) http.Handler {
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("Cache-Control", "no-store")
-		if !allowed[r.Host] {
+		if !d.hosts[r.Host] {
 			http.Error(w, fmt.Sprintf("this dashboard answers only at http://%s/, not for host %q", d.origin, r.Host), http.StatusMisdirectedRequest)
 			return
 		}
@@ -211,7 +212,7 @@ func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	namespace, name := r.PathValue("namespace"), r.PathValue("app")
-	a := appOf(namespace, name, revs, rms)
+	a := gather(namespace, name, revs, rms)
 	if a == nil {
 		http.Error(w, fmt.Sprintf("app %q has no Revision and no ReleaseManager in namespace %q that you may read", name, namespace), http.StatusNotFound)
 		return

@@ -265,8 +265,10 @@ func (d *dashboard) crossSite(r *http.Request) string {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return "the request came from another site (Sec-Fetch-Site: " + site + ")"
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+d.origin && origin != "http://"+d.localhost() {
-		return "the request came from " + origin
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if host, ok := strings.CutPrefix(origin, "http://"); !ok || !d.hosts[host] {
+			return "the request came from " + origin
+		}
 	}
 	if err := r.ParseForm(); err != nil {
 		return "unreadable form: " + err.Error()

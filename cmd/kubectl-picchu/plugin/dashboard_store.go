@@ -194,10 +194,3 @@ func (h *hub) changed() {
 		}
 	}
 }
-
-// pages is the number of pages following the store.
-func (h *hub) pages() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
-}

@@ -268,25 +268,3 @@ func clusterWeight(b build, c string) string {
 	}
 	return "-"
 }
-
-// appOf gathers app name of namespace from the store's objects; nil when it
-// has nothing there.
-func appOf(namespace, name string, revs []picchuv1alpha1.Revision, rms []picchuv1alpha1.ReleaseManager) *app {
-	a := &app{name: name}
-	for _, rev := range revs {
-		if rev.Namespace == namespace && rev.Spec.App.Name == name {
-			a.revisions = append(a.revisions, rev)
-		}
-	}
-	slices.SortStableFunc(a.revisions, compareRevisions)
-	for _, rm := range rms {
-		if rm.Namespace == namespace && rm.Spec.App == name {
-			a.managers = append(a.managers, rm)
-		}
-	}
-	slices.SortStableFunc(a.managers, func(x, y picchuv1alpha1.ReleaseManager) int { return cmp.Compare(x.Spec.Target, y.Spec.Target) })
-	if len(a.revisions) == 0 && len(a.managers) == 0 {
-		return nil
-	}
-	return a
-}

@@ -30,7 +30,6 @@ var errNoApp = errors.New("it has no Revision and no ReleaseManager")
 
 // loadApp reads the Revisions and ReleaseManagers of app name.
 func (s *session) loadApp(ctx context.Context, name string) (*app, error) {
-	a := &app{name: name}
 	revs := &picchuv1alpha1.RevisionList{}
 	err := s.client.List(ctx, revs, client.InNamespace(s.namespace), client.MatchingFields{picchuv1alpha1.RevisionAppField: name})
 	if apierrors.IsBadRequest(err) {
@@ -40,21 +39,38 @@ func (s *session) loadApp(ctx context.Context, name string) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the revisions of app %q in namespace %q: %w", name, s.namespace, err)
 	}
-	a.revisions = revs.Items
-	slices.SortStableFunc(a.revisions, compareRevisions)
 	rms, err := s.listManagers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, rm := range rms {
-		if rm.Spec.App == name {
-			a.managers = append(a.managers, rm)
-		}
-	}
-	if len(a.revisions) == 0 && len(a.managers) == 0 {
+	a := gather(s.namespace, name, revs.Items, rms)
+	if a == nil {
 		return nil, fmt.Errorf("app %q not found in namespace %q: %w", name, s.namespace, errNoApp)
 	}
 	return a, nil
+}
+
+// gather is app name of namespace from revs and rms, which may hold other
+// apps' too: its Revisions oldest first, its ReleaseManagers by target; nil
+// when it has none of either.
+func gather(namespace, name string, revs []picchuv1alpha1.Revision, rms []picchuv1alpha1.ReleaseManager) *app {
+	a := &app{name: name}
+	for _, rev := range revs {
+		if rev.Namespace == namespace && rev.Spec.App.Name == name {
+			a.revisions = append(a.revisions, rev)
+		}
+	}
+	slices.SortStableFunc(a.revisions, compareRevisions)
+	for _, rm := range rms {
+		if rm.Namespace == namespace && rm.Spec.App == name {
+			a.managers = append(a.managers, rm)
+		}
+	}
+	slices.SortStableFunc(a.managers, func(x, y picchuv1alpha1.ReleaseManager) int { return cmp.Compare(x.Spec.Target, y.Spec.Target) })
+	if len(a.revisions) == 0 && len(a.managers) == 0 {
+		return nil
+	}
+	return a
 }
 
 // listManagers reads every ReleaseManager of the namespace, by app and target.
