@@ -117,17 +117,24 @@ func fetch(t *testing.T, url string, header ...string) (*http.Response, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return send(t, req, header...)
+}
+
+// send sends req with header (name, value pairs) and returns the status
+// and body of the answer.
+func send(t *testing.T, req *http.Request, header ...string) (*http.Response, string) {
+	t.Helper()
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("reading %s: %v", url, err)
+		t.Fatalf("reading %s: %v", req.URL, err)
 	}
 	return resp, string(body)
 }
@@ -381,19 +388,7 @@ func post(t *testing.T, to string, form url.Values, header ...string) (*http.Res
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", to, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(body)
+	return send(t, req, header...)
 }
 
 // csrfOf is the token of the form on a page.
