@@ -76,8 +76,12 @@ prometheus-binary: ## Provision the Prometheus server the tests run into bin/ (o
 alertmanager-binary: ## Provision the Alertmanager the tests run into bin/ (once).
 	hack/install-alertmanager.sh >/dev/null
 
+.PHONY: chromium-binary
+chromium-binary: ## Provision the headless Chromium the dashboard's browser tests drive into bin/ (once).
+	hack/install-chromium.sh >/dev/null
+
 .PHONY: test
-test: verify k8s-binaries prometheus-binary alertmanager-binary ## Run every test, with the race detector, against real API servers, Prometheus and Alertmanager.
+test: verify k8s-binaries prometheus-binary alertmanager-binary chromium-binary ## Run every test, with the race detector, against real API servers, Prometheus, Alertmanager and Chromium.
 	@echo "test: running every package's tests with the race detector (a line per package as it ends; the first run compiles them first)"
 	pkgs=$$(go list $(PKGS) | grep -v /test/e2e$$ | hack/slowest-first.sh || true); [ -z "$$pkgs" ] || \
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -p $(TEST_PARALLEL) $$pkgs

@@ -190,3 +190,20 @@ func goCommand(ctx context.Context, args ...string) (string, error) {
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
+
+var (
+	chromiumOnce   sync.Once
+	chromiumBinary string
+	chromiumErr    error
+)
+
+// ChromiumBinary returns the path of a command that starts Chromium, for the
+// browser tests, provisioned once per process by hack/install-chromium.sh
+// (which unpacks Debian's package under bin/chromium, and reuses what an
+// earlier run unpacked).
+func ChromiumBinary(ctx context.Context) (string, error) {
+	chromiumOnce.Do(func() {
+		chromiumBinary, chromiumErr = provision(ctx, "install-chromium.sh", "Chromium")
+	})
+	return chromiumBinary, chromiumErr
+}

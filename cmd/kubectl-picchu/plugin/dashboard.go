@@ -97,7 +97,7 @@ func (r *runner) serveDashboard(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	st, err := newStore(ctx, s, s.scheme, namespace, r.Now)
+	st, err := newStore(ctx, s, cs, namespace, r.Now)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,9 @@ func (d *dashboard) guard(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Content-Security-Policy", dashboardPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: with no-referrer, a browser posts
+		// the forms with Origin: null, which the CSRF check refuses.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 		h.Set("Content-Type", "text/html; charset=utf-8")
@@ -217,7 +219,14 @@ func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("app %q has no Revision and no ReleaseManager in namespace %q that you may read", name, namespace), http.StatusNotFound)
 		return
 	}
-	d.render(w, r, http.StatusOK, page{Title: name, Page: "app", Follow: true, Data: newAppView(namespace, a, d.now(), d.rights.forbidden(r.Context(), namespace))})
+	events, err := d.store.eventsOf(r.Context(), namespace, a, maxEvents)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	src := appSources{clusterHistory: d.store.clusterHistory, events: events, noEvents: d.store.noEvents}
+	d.render(w, r, http.StatusOK, page{Title: name, Page: "app", Follow: true,
+		Data: newAppView(namespace, a, src, d.now(), d.rights.forbidden(r.Context(), namespace))})
 }
 
 // render writes p with status, or only its main section when the page's script asks

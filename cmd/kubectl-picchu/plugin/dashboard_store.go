@@ -8,8 +8,9 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -28,12 +29,28 @@ type store struct {
 	namespace string
 	hub       *hub
 
+	// events says whether the store watches the Events of Picchu's
+	// objects; noEvents says why it does not.
+	events   bool
+	noEvents string
+
 	mu sync.Mutex
 	// weights are the releasing build's percents by ReleaseManager
 	// (namespace/name), oldest first, at most sparkPoints.
 	weights map[string][]weight
-	now     func() time.Time
+	// clusters are each build's percents in each cluster, as the
+	// ReleaseManager recorded them with the time each cluster took them,
+	// by ReleaseManager then build and cluster (clusterKey), oldest first,
+	// at most chartPoints.
+	clusters map[string]map[clusterKey][]weight
+	now      func() time.Time
 }
+
+// clusterKey names a build in a cluster.
+type clusterKey struct{ tag, cluster string }
+
+// chartPoints is how many of a cluster's weights the app page charts.
+const chartPoints = 120
 
 // weight is a releasing build's percent at a time.
 type weight struct {
@@ -50,37 +67,71 @@ const sparkPoints = 60
 // and fallback, the kubeconfig's namespace, otherwise.
 func readableNamespaces(ctx context.Context, cs kubernetes.Interface, fallback string) (string, error) {
 	for _, resource := range []string{"revisions", "releasemanagers"} {
-		for _, verb := range []string{"list", "watch"} {
-			review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Group: picchuv1alpha1.GroupVersion.Group, Resource: resource, Verb: verb,
-				}},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				return "", fmt.Errorf("asking whether you may %s %s in every namespace: %w", verb, resource, err)
-			}
-			if !review.Status.Allowed {
-				return fallback, nil
-			}
+		ok, err := mayWatch(ctx, cs, "", picchuv1alpha1.GroupVersion.Group, resource)
+		if err != nil || !ok {
+			return fallback, err
 		}
 	}
 	return "", nil
 }
 
-// newStore starts the informers of the namespace ("" for all) and waits for
+// mayWatch says whether the user may list and watch resource of group in
+// namespace ("" for every namespace), as the API server answers
+// SelfSubjectAccessReviews.
+func mayWatch(ctx context.Context, cs kubernetes.Interface, namespace, group, resource string) (bool, error) {
+	for _, verb := range []string{"list", "watch"} {
+		review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: namespace, Group: group, Resource: resource, Verb: verb,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("asking whether you may %s %s in %s: %w", verb, resource, namespaceOrEvery(namespace), err)
+		}
+		if !review.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// namespaceOrEvery names namespace, or every namespace for "".
+func namespaceOrEvery(namespace string) string {
+	if namespace == "" {
+		return "every namespace"
+	}
+	return "namespace " + namespace
+}
+
+// newStore starts the informers of the namespace ("" for all), and of the
+// Events of Picchu's objects when the user may watch them, and waits for
 // their first list.
-func newStore(ctx context.Context, s *session, scheme *runtime.Scheme, namespace string, now func() time.Time) (*store, error) {
-	opts := cache.Options{Scheme: scheme}
+func newStore(ctx context.Context, s *session, cs kubernetes.Interface, namespace string, now func() time.Time) (*store, error) {
+	st := &store{namespace: namespace, hub: newHub(), weights: map[string][]weight{},
+		clusters: map[string]map[clusterKey][]weight{}, now: now}
+	var err error
+	if st.events, err = mayWatch(ctx, cs, namespace, "", "events"); err != nil {
+		return nil, err
+	}
+	if !st.events {
+		st.noEvents = "you may not list and watch events in " + namespaceOrEvery(namespace)
+	}
+	opts := cache.Options{Scheme: s.scheme, ByObject: map[client.Object]cache.ByObject{
+		// Only the Events of Picchu's objects, selected by the API server.
+		&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.apiVersion", picchuv1alpha1.GroupVersion.String())},
+	}}
 	if namespace != "" {
 		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
-	reader, err := cache.New(s.config, opts)
-	if err != nil {
+	if st.reader, err = cache.New(s.config, opts); err != nil {
 		return nil, fmt.Errorf("building the dashboard's cache of %s: %w", s.config.Host, err)
 	}
-	st := &store{reader: reader, namespace: namespace, hub: newHub(), weights: map[string][]weight{}, now: now}
-	for _, obj := range []client.Object{&picchuv1alpha1.Revision{}, &picchuv1alpha1.ReleaseManager{}} {
-		informer, err := reader.GetInformer(ctx, obj)
+	kinds := []client.Object{&picchuv1alpha1.Revision{}, &picchuv1alpha1.ReleaseManager{}}
+	if st.events {
+		kinds = append(kinds, &corev1.Event{})
+	}
+	for _, obj := range kinds {
+		informer, err := st.reader.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("watching %T: %w", obj, err)
 		}
@@ -92,9 +143,9 @@ func newStore(ctx context.Context, s *session, scheme *runtime.Scheme, namespace
 			return nil, fmt.Errorf("following %T: %w", obj, err)
 		}
 	}
-	go func() { _ = reader.Start(ctx) }()
-	if !reader.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("listing Revisions and ReleaseManagers of %s: %w", s.config.Host, ctx.Err())
+	go func() { _ = st.reader.Start(ctx) }()
+	if !st.reader.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("listing Revisions, ReleaseManagers and Events of %s: %w", s.config.Host, ctx.Err())
 	}
 	return st, nil
 }
@@ -102,8 +153,11 @@ func newStore(ctx context.Context, s *session, scheme *runtime.Scheme, namespace
 // observe records a releasing build's weight, and tells every open page
 // that something changed.
 func (st *store) observe(o any) {
-	if rm, ok := o.(*picchuv1alpha1.ReleaseManager); ok && rm.Status.Releasing != nil {
-		st.record(rm.Namespace+"/"+rm.Name, weight{at: st.now(), tag: rm.Status.Releasing.Tag, percent: rm.Status.Releasing.Percent})
+	if rm, ok := o.(*picchuv1alpha1.ReleaseManager); ok {
+		if rm.Status.Releasing != nil {
+			st.record(rm.Namespace+"/"+rm.Name, weight{at: st.now(), tag: rm.Status.Releasing.Tag, percent: rm.Status.Releasing.Percent})
+		}
+		st.recordClusters(rm)
 	}
 	st.hub.changed()
 }
@@ -117,6 +171,7 @@ func (st *store) forget(o any) {
 	if rm, ok := o.(*picchuv1alpha1.ReleaseManager); ok {
 		st.mu.Lock()
 		delete(st.weights, rm.Namespace+"/"+rm.Name)
+		delete(st.clusters, rm.Namespace+"/"+rm.Name)
 		st.mu.Unlock()
 	}
 	st.hub.changed()
@@ -133,6 +188,76 @@ func (st *store) record(key string, w weight) {
 		ws = slices.Delete(ws, 0, 1)
 	}
 	st.weights[key] = append(ws, w)
+}
+
+// recordClusters keeps each cluster's percent of each build of rm, at the
+// time the cluster took it, when it differs from the last one kept, and
+// drops what it kept of builds rm no longer records.
+func (st *store) recordClusters(rm *picchuv1alpha1.ReleaseManager) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	key := rm.Namespace + "/" + rm.Name
+	kept := st.clusters[key]
+	if kept == nil {
+		kept = map[clusterKey][]weight{}
+		st.clusters[key] = kept
+	}
+	seen := map[clusterKey]bool{}
+	for _, rs := range rm.Status.Revisions {
+		for _, c := range rs.Clusters {
+			k := clusterKey{tag: rs.Tag, cluster: c.Name}
+			seen[k] = true
+			at := st.now()
+			if c.LastUpdated != nil {
+				at = c.LastUpdated.Time
+			}
+			ws := kept[k]
+			if n := len(ws); n > 0 && (ws[n-1].percent == c.Percent || !at.After(ws[n-1].at)) {
+				continue
+			}
+			if len(ws) == chartPoints {
+				ws = slices.Delete(ws, 0, 1)
+			}
+			kept[k] = append(ws, weight{at: at, tag: rs.Tag, percent: c.Percent})
+		}
+	}
+	for k := range kept {
+		if !seen[k] {
+			delete(kept, k)
+		}
+	}
+}
+
+// clusterHistory is what recordClusters kept of build tag of the
+// ReleaseManager key, by cluster.
+func (st *store) clusterHistory(key, tag string) map[string][]weight {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := map[string][]weight{}
+	for k, ws := range st.clusters[key] {
+		if k.tag == tag {
+			out[k.cluster] = slices.Clone(ws)
+		}
+	}
+	return out
+}
+
+// eventsOf are the Events of a's Revisions (in namespace) and ReleaseManagers, newest
+// first, at most limit.
+func (st *store) eventsOf(ctx context.Context, namespace string, a *app, limit int) ([]corev1.Event, error) {
+	if !st.events {
+		return nil, nil
+	}
+	list := &corev1.EventList{}
+	if err := st.reader.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("reading the Events from the dashboard's cache: %w", err)
+	}
+	out := a.eventsAmong(list.Items)
+	slices.Reverse(out)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // history is what record kept of the ReleaseManager key for build tag.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -142,10 +143,18 @@ func sparkline(ws []weight, now time.Time) string {
 	if len(ws) == 0 {
 		return ""
 	}
-	start := ws[0].at
+	return steps(ws, ws[0].at, now, sparkWidth, sparkHeight)
+}
+
+// steps draws weights from start to now as the points of an SVG polyline
+// in a width × height box: each weight holds until the next, 0 % at the
+// bottom and 100 % at the top.
+func steps(ws []weight, start, now time.Time, width, height int) string {
 	span := max(now.Sub(start), time.Second)
-	x := func(t time.Time) float64 { return float64(sparkWidth) * float64(t.Sub(start)) / float64(span) }
-	y := func(p int32) float64 { return float64(sparkHeight) * (1 - float64(min(max(p, 0), 100))/100) }
+	x := func(t time.Time) float64 {
+		return float64(width) * min(max(float64(t.Sub(start))/float64(span), 0), 1)
+	}
+	y := func(p int32) float64 { return float64(height) * (1 - float64(min(max(p, 0), 100))/100) }
 	var sb strings.Builder
 	prev := ws[0].percent
 	for i, w := range ws {
@@ -156,7 +165,7 @@ func sparkline(ws []weight, now time.Time) string {
 		fmt.Fprintf(&sb, "%.1f,%.1f ", x(w.at), y(w.percent))
 		prev = w.percent
 	}
-	fmt.Fprintf(&sb, "%.1f,%.1f", float64(sparkWidth), y(prev))
+	fmt.Fprintf(&sb, "%.1f,%.1f", float64(width), y(prev))
 	return sb.String()
 }
 
@@ -167,7 +176,19 @@ type appView struct {
 	// they may.
 	Forbidden string
 	Targets   []targetView
+	// Events are the newest Events of the app's Revisions and
+	// ReleaseManagers; NoEvents says why there are none to show.
+	Events   []eventView
+	NoEvents string
 }
+
+// eventView is one Event.
+type eventView struct {
+	Age, Type, Reason, Object, Message string
+}
+
+// maxEvents is how many Events the app page shows.
+const maxEvents = 20
 
 // targetView is an app's release in one target.
 type targetView struct {
@@ -175,10 +196,25 @@ type targetView struct {
 	Releasing string
 	ETA       string
 	// Clusters are the columns of the weight matrix.
-	Clusters   []string
-	Builds     []buildView
+	Clusters []string
+	Builds   []buildView
+	// Waves are the releasing build's waves, when its target releases in
+	// waves.
+	Waves []waveView
+	// Chart is each cluster's weight of the releasing build over its
+	// release; nil when no cluster recorded one.
+	Chart      *chartView
 	Timeline   []timelineView
 	Conditions []metav1.Condition
+}
+
+// waveView is one wave of a release.
+type waveView struct {
+	Name, Bake string
+	Percent    int32
+	// State is "ramping" for the wave the build ramps in, "done" for the
+	// waves before, "waiting" for those after.
+	State string
 }
 
 // buildView is one build of an app in a target.
@@ -188,29 +224,49 @@ type buildView struct {
 	// did not.
 	Failed  string
 	Percent int32
-	// Weights are its percent in each cluster, in the order of Clusters;
-	// "-" where it has none recorded.
-	Weights []string
+	// Weights are its percent in each cluster, in the order of Clusters.
+	Weights []cellView
 	Paused  bool
 	Actions []actionLink
 }
+
+// cellView is a build's percent in a cluster: "40%", or "-" where it has
+// none recorded.
+type cellView struct{ Cluster, Percent string }
 
 // timelineView is a step of the timeline.
 type timelineView struct {
 	Age, Tag, What string
 }
 
+// appSources are what the app page reads besides the app's objects: the
+// weights each cluster took, by ReleaseManager (namespace/name) and build.
+type appSources struct {
+	clusterHistory func(key, tag string) map[string][]weight
+	events         []corev1.Event
+	noEvents       string
+}
+
 // newAppView builds the app page from the app's objects.
-func newAppView(namespace string, a *app, now time.Time, forbidden string) appView {
-	v := appView{Namespace: namespace, App: a.name, Forbidden: forbidden}
+func newAppView(namespace string, a *app, src appSources, now time.Time, forbidden string) appView {
+	v := appView{Namespace: namespace, App: a.name, Forbidden: forbidden, NoEvents: src.noEvents}
 	for _, target := range a.targets() {
 		rm := a.manager(target)
 		tv := targetView{Name: target, Releasing: releasing(rm), ETA: none}
-		if rm != nil && rm.Status.Releasing != nil {
-			tv.ETA = eta(rm.Status.Releasing.ForecastFinish, now)
-		}
 		builds := a.builds(target)
 		tv.Clusters = clusterNames(builds)
+		if rm != nil && rm.Status.Releasing != nil {
+			rel := rm.Status.Releasing
+			tv.ETA = eta(rel.ForecastFinish, now)
+			if src.clusterHistory != nil {
+				tv.Chart = newChart(rel.Tag, src.clusterHistory(rm.Namespace+"/"+rm.Name, rel.Tag), tv.Clusters, now)
+			}
+			for _, b := range builds {
+				if b.tag == rel.Tag {
+					tv.Waves = wavesOf(b, target)
+				}
+			}
+		}
 		for _, b := range builds {
 			current, desired := b.pods()
 			bv := buildView{Tag: b.tag, State: orNone(b.state()), Percent: b.percent(), Next: next(b, now),
@@ -223,7 +279,7 @@ func newAppView(namespace string, a *app, now time.Time, forbidden string) appVi
 				bv.Failed = cmp.Or(reason, "no reason given")
 			}
 			for _, c := range tv.Clusters {
-				bv.Weights = append(bv.Weights, clusterWeight(b, c))
+				bv.Weights = append(bv.Weights, cellView{Cluster: c, Percent: clusterWeight(b, c)})
 			}
 			bv.Actions = actionsOf(namespace, a.name, b, forbidden)
 			tv.Builds = append(tv.Builds, bv)
@@ -236,7 +292,94 @@ func newAppView(namespace string, a *app, now time.Time, forbidden string) appVi
 		}
 		v.Targets = append(v.Targets, tv)
 	}
+	for _, e := range src.events {
+		v.Events = append(v.Events, eventView{Age: since(now, eventTime(e)), Type: e.Type, Reason: e.Reason,
+			Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, Message: e.Message})
+	}
 	return v
+}
+
+// wavesOf are the waves of build b in target, from its Revision's waves
+// and the percents its record keeps of each; nil without waves.
+func wavesOf(b build, target string) []waveView {
+	if b.revision == nil || b.record == nil {
+		return nil
+	}
+	var waves []picchuv1alpha1.ReleaseWave
+	for _, t := range b.revision.Spec.Targets {
+		if t.Name == target {
+			waves = t.Release.Waves
+		}
+	}
+	if len(waves) < 2 {
+		return nil
+	}
+	var out []waveView
+	for i, w := range waves {
+		wv := waveView{Name: cmp.Or(w.Name, fmt.Sprintf("wave-%d", i+1)), Bake: "none", State: "waiting"}
+		if w.Bake != nil && w.Bake.Duration > 0 {
+			wv.Bake = w.Bake.Duration.String()
+		}
+		if i < len(b.record.WavePercents) {
+			wv.Percent = b.record.WavePercents[i]
+		}
+		switch {
+		case int32(i) < b.record.Wave:
+			wv.State = "done"
+		case int32(i) == b.record.Wave:
+			wv.State = "ramping"
+		}
+		out = append(out, wv)
+	}
+	return out
+}
+
+// chartView is a chart of each cluster's weight of a build over time.
+type chartView struct {
+	Tag string
+	// Since is when the chart starts, as an age ("3m ago").
+	Since  string
+	Series []seriesView
+}
+
+// seriesView is one cluster's line in a chart.
+type seriesView struct {
+	Cluster string
+	// Class colours the line (c0 to c5).
+	Class string
+	// Points are the SVG polyline's points, in a chartWidth × chartHeight box.
+	Points string
+	// Now is the cluster's percent now.
+	Now int32
+}
+
+const (
+	chartWidth  = 480
+	chartHeight = 120
+)
+
+// newChart charts history (by cluster) of build tag from its first weight
+// to now; clusters orders the lines. Nil when there is no weight.
+func newChart(tag string, history map[string][]weight, clusters []string, now time.Time) *chartView {
+	var start time.Time
+	for _, ws := range history {
+		if len(ws) > 0 && (start.IsZero() || ws[0].at.Before(start)) {
+			start = ws[0].at
+		}
+	}
+	if start.IsZero() {
+		return nil
+	}
+	c := &chartView{Tag: tag, Since: since(now, start)}
+	for i, cluster := range clusters {
+		ws := history[cluster]
+		if len(ws) == 0 {
+			continue
+		}
+		c.Series = append(c.Series, seriesView{Cluster: cluster, Class: fmt.Sprintf("c%d", i%6),
+			Points: steps(ws, start, now, chartWidth, chartHeight), Now: ws[len(ws)-1].percent})
+	}
+	return c
 }
 
 // clusterNames are the clusters any of builds has a record in, sorted.

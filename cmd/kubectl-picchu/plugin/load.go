@@ -87,6 +87,16 @@ func (s *session) listManagers(ctx context.Context) ([]picchuv1alpha1.ReleaseMan
 
 // events reads the Events of the app's Revisions and ReleaseManagers, oldest first.
 func (s *session) events(ctx context.Context, a *app) ([]corev1.Event, error) {
+	list := &corev1.EventList{}
+	if err := s.client.List(ctx, list, client.InNamespace(s.namespace)); err != nil {
+		return nil, fmt.Errorf("reading the events of namespace %q: %w", s.namespace, err)
+	}
+	return a.eventsAmong(list.Items), nil
+}
+
+// eventsAmong are those of events about the app's Revisions and
+// ReleaseManagers, oldest first.
+func (a *app) eventsAmong(events []corev1.Event) []corev1.Event {
 	uids := map[types.UID]bool{}
 	names := map[string]bool{}
 	for _, rev := range a.revisions {
@@ -97,12 +107,8 @@ func (s *session) events(ctx context.Context, a *app) ([]corev1.Event, error) {
 		uids[rm.UID] = true
 		names["ReleaseManager/"+rm.Name] = true
 	}
-	list := &corev1.EventList{}
-	if err := s.client.List(ctx, list, client.InNamespace(s.namespace)); err != nil {
-		return nil, fmt.Errorf("reading the events of namespace %q: %w", s.namespace, err)
-	}
 	var out []corev1.Event
-	for _, e := range list.Items {
+	for _, e := range events {
 		o := e.InvolvedObject
 		if uids[o.UID] || (o.UID == "" && names[o.Kind+"/"+o.Name]) {
 			out = append(out, e)
@@ -111,7 +117,7 @@ func (s *session) events(ctx context.Context, a *app) ([]corev1.Event, error) {
 	slices.SortStableFunc(out, func(a, b corev1.Event) int {
 		return cmp.Or(eventTime(a).Compare(eventTime(b)), cmp.Compare(a.Name, b.Name))
 	})
-	return out, nil
+	return out
 }
 
 // eventTime is when an Event was last seen.
@@ -119,6 +125,8 @@ func eventTime(e corev1.Event) time.Time {
 	switch {
 	case !e.LastTimestamp.IsZero():
 		return e.LastTimestamp.Time
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
 	case !e.EventTime.IsZero():
 		return e.EventTime.Time
 	case !e.FirstTimestamp.IsZero():
