@@ -117,6 +117,7 @@ bench-peer: k8s-binaries prometheus-binary ## Release APPS apps with Argo Rollou
 .PHONY: demo
 demo: k8s-binaries prometheus-binary ## Run the demo on a local fleet (starting it if needed): release v1, then v2, then roll back a failing v3 (ROUTER=gatewayAPI routes them with the Gateway API).
 	@hack/go-build.sh "the operator" "." go build -v -o bin/picchu .
+	@hack/go-build.sh "the kubectl plugin" "./cmd/kubectl-picchu" go build -v -o bin/kubectl-picchu ./cmd/kubectl-picchu
 	@hack/go-build.sh "the demo" "./hack/demo" go build -v -o bin/picchu-demo ./hack/demo
 	@ROUTER=$(ROUTER) bin/picchu-demo
 

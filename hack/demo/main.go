@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,6 +53,12 @@ func run(ctx context.Context, out *os.File) error {
 	if router != "" {
 		view.Printf("Every build routes with router %s.", router)
 	}
+	dash, err := serveDashboard(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = dash.Stop() }()
+	view.Printf("Watch it in your browser: %s (kubectl picchu dashboard, served by the demo while it runs)", dash.URL)
 	res, runErr := story.Run(ctx, story.Options{Fleet: f, Observe: view.Show, Logf: view.Printf, Router: router})
 	fmt.Fprintln(out)
 	late := summary(out, res, time.Since(start))
@@ -59,6 +66,8 @@ func run(ctx context.Context, out *os.File) error {
 	fmt.Fprint(out, f.Describe())
 	fmt.Fprintf(out, "  The demo's builds: config/samples/demo/revision-v{1,2,3}.yaml; apply your own with:\n    %s\n",
 		f.KubectlCommand(f.Delivery, "apply --server-side -f <revision.yaml>"))
+	fmt.Fprintf(out, "  Dashboard (the demo served it at %s): bin/kubectl-picchu --kubeconfig %s dashboard\n",
+		dash.URL, f.Delivery.Kubeconfig)
 	fmt.Fprintf(out, "  Grafana: import config/grafana/picchu.json with a Prometheus data source at %s (it scrapes the operator).\n",
 		f.PrometheusURL)
 	switch {
@@ -68,6 +77,22 @@ func run(ctx context.Context, out *os.File) error {
 		return fmt.Errorf("%d phase(s) took longer than their budget", late)
 	}
 	return nil
+}
+
+// serveDashboard serves the dashboard of the fleet's delivery cluster on
+// port 3100, as `kubectl picchu dashboard` does, or on a free port when
+// that one is taken; what it reports goes to logs/dashboard.log in the fleet's
+// directory.
+func serveDashboard(ctx context.Context, f *fleet.Fleet) (*fleet.Dashboard, error) {
+	log, err := os.Create(filepath.Join(f.Dir, "logs", "dashboard.log"))
+	if err != nil {
+		return nil, fmt.Errorf("creating the dashboard's log: %w", err)
+	}
+	dash, err := f.ServeDashboard(ctx, 3100, log)
+	if err != nil {
+		dash, err = f.ServeDashboard(ctx, 0, log)
+	}
+	return dash, err
 }
 
 // summary prints each phase's timing against its budget and the final

@@ -2,14 +2,65 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/test/e2e/story"
+	"github.com/medium/picchu/test/kit"
 )
+
+// checkDashboardFollowed checks that the app page showed the story as it
+// happened: v2 releasing at percents between its first and its last, each
+// build's states in their order, and v3 failed.
+func checkDashboardFollowed(t *testing.T, page *pageFollower) {
+	t.Helper()
+	// The story ends once v3 failed: the page is told of it a moment later.
+	kit.Eventually(t, 30*time.Second, "the dashboard showing v3 failed", func() error {
+		if _, states := page.shown(); !slices.Contains(states["v3"], "failed") {
+			return fmt.Errorf("v3 shown %q", states["v3"])
+		}
+		return nil
+	})
+	releasing, states := page.stop(t)
+	t.Logf("the dashboard showed releasing %q; states %v", releasing, states)
+	ramped := 0
+	for _, r := range releasing {
+		if strings.HasPrefix(r, "v2 at ") && r != "v2 at 100%" {
+			ramped++
+		}
+	}
+	if ramped < 2 {
+		t.Errorf("the dashboard showed v2 releasing at %d percents below 100 (%q), want its ramp", ramped, releasing)
+	}
+	for tag, want := range map[string][]string{"v1": {"released", "retired"}, "v2": {"releasing", "released"}, "v3": {"failed"}} {
+		if got := states[tag]; !inOrder(got, want) {
+			t.Errorf("the dashboard showed %s %q, want %q in that order", tag, got, want)
+		}
+	}
+}
+
+// inOrder says whether want are in got, in their order.
+func inOrder(got, want []string) bool {
+	for _, g := range got {
+		if len(want) > 0 && g == want[0] {
+			want = want[1:]
+		}
+	}
+	return len(want) == 0
+}
+
+// testWriter logs what is written to it.
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 // recorder keeps every observation of a story, by phase.
 type recorder struct {
@@ -78,10 +129,20 @@ func TestStory(t *testing.T) {
 	ctx := context.Background()
 	const app = "story"
 	rec := &recorder{}
+	// The dashboard, as make demo serves it, followed as a browser would.
+	dash, err := lab.ServeDashboard(ctx, 0, &testWriter{t: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := followPage(t, dash.URL, "apps/"+lab.Namespace+"/"+app)
 	res, err := story.Run(ctx, story.Options{Fleet: lab, App: app, Observe: rec.observe, Logf: t.Logf,
 		Router: picchuv1alpha1.RouterGatewayAPI})
 	if err != nil {
 		t.Fatalf("running the story: %v", err)
+	}
+	checkDashboardFollowed(t, page)
+	if err := dash.Stop(); err != nil {
+		t.Errorf("the dashboard: %v", err)
 	}
 
 	// The time of each phase is within 1.2 × its configured delays plus the

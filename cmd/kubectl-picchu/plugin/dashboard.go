@@ -112,6 +112,9 @@ func (r *runner) serveDashboard(ctx context.Context, addr string) error {
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(r.Out, "Serving the dashboard at %s (interrupt to stop)\n", url)
+	if r.Serving != nil {
+		r.Serving(url)
+	}
 	d := &dashboard{store: st, now: r.Now, origin: ln.Addr().String(), hosts: hostsOf(ln.Addr().String()), csrf: token, runner: r, session: s,
 		rights: &rights{cs: cs, now: r.Now, answers: map[string]rightsAnswer{}}}
 	srv := &http.Server{
@@ -157,6 +160,7 @@ func (d *dashboard) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.fleet)
 	mux.HandleFunc("GET /apps/{namespace}/{app}", d.app)
+	mux.HandleFunc("GET /apps/{namespace}/{app}/forecast", d.forecast)
 	mux.HandleFunc("GET /apps/{namespace}/{app}/{action}", d.confirm)
 	mux.HandleFunc("POST /apps/{namespace}/{app}/{action}", d.act)
 	mux.HandleFunc("GET /events", d.events)
@@ -227,6 +231,48 @@ func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
 	src := appSources{clusterHistory: d.store.clusterHistory, events: events, noEvents: d.store.noEvents}
 	d.render(w, r, http.StatusOK, page{Title: name, Page: "app", Follow: true,
 		Data: newAppView(namespace, a, src, d.now(), d.rights.forbidden(r.Context(), namespace))})
+}
+
+// forecastView is the forecast page: what `kubectl picchu plan APP`
+// prints for the app's newest build.
+type forecastView struct {
+	Namespace, App, Tag string
+	// Plan is the forecast as the plugin prints it; Failed says why there
+	// is none.
+	Plan, Failed string
+}
+
+// forecast forecasts the app's newest build, as `kubectl picchu plan`
+// does: from the dashboard's cache for the app, and the namespace's
+// Clusters read from the API server when the page is asked for. The page
+// does not follow the cluster: it is a forecast from now.
+func (d *dashboard) forecast(w http.ResponseWriter, r *http.Request) {
+	revs, rms, err := d.store.snapshot(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	namespace, name := r.PathValue("namespace"), r.PathValue("app")
+	a := gather(namespace, name, revs, rms)
+	if a == nil || len(a.revisions) == 0 {
+		http.Error(w, fmt.Sprintf("app %q has no Revision in namespace %q that you may read", name, namespace), http.StatusNotFound)
+		return
+	}
+	rev := &a.revisions[len(a.revisions)-1]
+	v := forecastView{Namespace: namespace, App: name, Tag: rev.Spec.App.Tag}
+	s := *d.session
+	s.namespace = namespace
+	status := http.StatusOK
+	var plan bytes.Buffer
+	forecasts, err := s.forecast(r.Context(), d.runner, a, rev)
+	if err == nil {
+		err = writeForecasts(&plan, forecasts, "text")
+	}
+	if err != nil {
+		v.Failed, status = err.Error(), http.StatusInternalServerError
+	}
+	v.Plan = plan.String()
+	d.render(w, r, status, page{Title: name + " forecast", Page: "forecast", Data: v})
 }
 
 // render writes p with status, or only its main section when the page's script asks

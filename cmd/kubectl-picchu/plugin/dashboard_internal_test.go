@@ -100,3 +100,72 @@ func TestStore_ForgetsAReleaseManagerThatWent(t *testing.T) {
 		t.Error("the page was not told")
 	}
 }
+
+// TestStore_ChartsEachClusterAsRecorded: each cluster's percent of a build
+// is kept at the time the cluster took it, once per change, and charted as
+// steps from the first to now; a build the ReleaseManager no longer
+// records is dropped.
+func TestStore_ChartsEachClusterAsRecorded(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(40 * time.Second)
+	st := &store{weights: map[string][]weight{}, hub: newHub(), now: func() time.Time { return now }}
+	rm := &picchuv1alpha1.ReleaseManager{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app-production"}}
+	at := func(d time.Duration) *picchuv1alpha1.Timestamp {
+		ts := picchuv1alpha1.NewTimestamp(t0.Add(d))
+		return &ts
+	}
+	record := func(east, west int32, eastAt, westAt time.Duration) {
+		rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{Tag: "v2", Clusters: []picchuv1alpha1.ReleaseManagerRevisionClusterStatus{
+			{Name: "east", Percent: east, LastUpdated: at(eastAt)}, {Name: "west", Percent: west, LastUpdated: at(westAt)},
+		}}}
+		st.observe(rm)
+	}
+	record(10, 10, 0, time.Second)
+	record(20, 10, 10*time.Second, time.Second)
+	record(20, 10, 10*time.Second, time.Second) // nothing new
+	record(20, 20, 10*time.Second, 12*time.Second)
+	got := st.clusterHistory("team/app-production", "v2")
+	if len(got["east"]) != 2 || len(got["west"]) != 2 || !got["east"][1].at.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("kept %+v", got)
+	}
+	c := newChart("v2", got, []string{"east", "west"}, now)
+	if c == nil || len(c.Series) != 2 || c.Since != "40s" {
+		t.Fatalf("chart %+v", c)
+	}
+	// 40 s over 480 px: east at 10 % (y 108) from 0 s, 20 % (y 96) from 10 s.
+	if want := "0.0,108.0 120.0,108.0 120.0,96.0 480.0,96.0"; c.Series[0].Points != want || c.Series[0].Class != "c0" || c.Series[0].Now != 20 {
+		t.Errorf("east: %+v, want points %q", c.Series[0], want)
+	}
+	if want := "12.0,108.0 144.0,108.0 144.0,96.0 480.0,96.0"; c.Series[1].Points != want || c.Series[1].Class != "c1" {
+		t.Errorf("west: %+v, want points %q", c.Series[1], want)
+	}
+	rm.Status.Revisions = []picchuv1alpha1.ReleaseManagerRevisionStatus{{Tag: "v3"}}
+	st.observe(rm)
+	if got := st.clusterHistory("team/app-production", "v2"); len(got) != 0 {
+		t.Errorf("v2 kept after it went from the status: %+v", got)
+	}
+	if newChart("v2", nil, []string{"east"}, now) != nil {
+		t.Error("a chart without weights")
+	}
+}
+
+// TestWavesOf: each wave of the releasing build, with its percent, its
+// bake and whether it is done, ramping or waiting.
+func TestWavesOf(t *testing.T) {
+	spec := &picchuv1alpha1.RevisionTarget{Name: "production", Release: picchuv1alpha1.ReleaseInfo{Waves: []picchuv1alpha1.ReleaseWave{
+		{Name: "canary-region", Bake: &metav1.Duration{Duration: time.Minute}}, {}, {Name: "rest"},
+	}}}
+	record := &picchuv1alpha1.ReleaseManagerRevisionStatus{Wave: 1, WavePercents: []int32{100, 20, 0}}
+	got := wavesOf(build{spec: spec, record: record})
+	want := []waveView{
+		{Name: "canary-region", Bake: "1m0s", Percent: 100, State: "done"},
+		{Name: "wave-2", Bake: "none", Percent: 20, State: "ramping"},
+		{Name: "rest", Bake: "none", Percent: 0, State: "waiting"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("waves %+v, want %+v", got, want)
+	}
+	if got := wavesOf(build{spec: &picchuv1alpha1.RevisionTarget{Name: "staging"}, record: record}); got != nil {
+		t.Errorf("a target without waves: %+v", got)
+	}
+}

@@ -197,6 +197,9 @@ func (st *store) recordClusters(rm *picchuv1alpha1.ReleaseManager) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	key := rm.Namespace + "/" + rm.Name
+	if st.clusters == nil {
+		st.clusters = map[string]map[clusterKey][]weight{}
+	}
 	kept := st.clusters[key]
 	if kept == nil {
 		kept = map[clusterKey][]weight{}

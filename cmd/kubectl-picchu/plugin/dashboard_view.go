@@ -263,7 +263,7 @@ func newAppView(namespace string, a *app, src appSources, now time.Time, forbidd
 			}
 			for _, b := range builds {
 				if b.tag == rel.Tag {
-					tv.Waves = wavesOf(b, target)
+					tv.Waves = wavesOf(b)
 				}
 			}
 		}
@@ -299,21 +299,13 @@ func newAppView(namespace string, a *app, src appSources, now time.Time, forbidd
 	return v
 }
 
-// wavesOf are the waves of build b in target, from its Revision's waves
-// and the percents its record keeps of each; nil without waves.
-func wavesOf(b build, target string) []waveView {
-	if b.revision == nil || b.record == nil {
+// wavesOf are the waves of build b, from its target's waves and the
+// percents its record keeps of each; nil without waves.
+func wavesOf(b build) []waveView {
+	if b.spec == nil || b.record == nil || len(b.spec.Release.Waves) < 2 {
 		return nil
 	}
-	var waves []picchuv1alpha1.ReleaseWave
-	for _, t := range b.revision.Spec.Targets {
-		if t.Name == target {
-			waves = t.Release.Waves
-		}
-	}
-	if len(waves) < 2 {
-		return nil
-	}
+	waves := b.spec.Release.Waves
 	var out []waveView
 	for i, w := range waves {
 		wv := waveView{Name: cmp.Or(w.Name, fmt.Sprintf("wave-%d", i+1)), Bake: "none", State: "waiting"}

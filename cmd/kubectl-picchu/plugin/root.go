@@ -35,6 +35,9 @@ type Options struct {
 	// control-by annotation (SelfSubjectReviewUser when nil). When it
 	// fails, the change is recorded as made by "unknown".
 	WhoAmI func(ctx context.Context, cfg *rest.Config) (string, error)
+	// Serving, when set, is told the URL that `kubectl picchu dashboard`
+	// serves at, once it does (for a program that runs the dashboard).
+	Serving func(url string)
 }
 
 // NewRootCommand returns the `kubectl picchu` command, which reads and

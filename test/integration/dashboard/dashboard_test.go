@@ -196,6 +196,19 @@ func TestBrowser_FollowsAReleaseAndPausesIt(t *testing.T) {
 			t.Errorf("%s routed %v when v2 was paused: not mid-ramp", tg.Name, held[tg.Name])
 		}
 	}
+
+	// The forecast, as kubectl picchu plan prints it: every cluster's steps.
+	b.do("opening the forecast", chromedp.Click(chromedp.CSS(`a[href$="/forecast"]`)), chromedp.WaitVisible(chromedp.CSS(`pre.plan`)))
+	plan, err := eval[string](b, `document.querySelector("pre.plan").textContent`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append([]string{"v2", "paused"}, env.Targets[0].Name, env.Targets[1].Name) {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the forecast does not mention %q:\n%s", want, plan)
+		}
+	}
+	b.screenshot("forecast")
 	b.noDialogs()
 }
 
