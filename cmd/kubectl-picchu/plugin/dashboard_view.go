@@ -231,8 +231,9 @@ type buildView struct {
 }
 
 // cellView is a build's percent in a cluster: "40%", or "-" where it has
-// none recorded.
-type cellView struct{ Cluster, Percent string }
+// none recorded; and, while its judgment is against it there, the alerts
+// seen firing in that cluster and the verdict on it.
+type cellView struct{ Cluster, Percent, Alerts, Verdict string }
 
 // timelineView is a step of the timeline.
 type timelineView struct {
@@ -274,12 +275,15 @@ func newAppView(namespace string, a *app, src appSources, now time.Time, forbidd
 			if b.record != nil && b.record.Verdict != "" {
 				bv.Verdict = b.record.Verdict
 			}
+			if b.record != nil && b.record.TriggeredWhere != "" {
+				bv.Alerts += " (" + b.record.TriggeredWhere + ")"
+			}
 			if b.revision != nil && b.revision.Spec.Failed {
 				reason, _ := annotation(b.revision, picchuv1alpha1.AnnotationFailedReason)
 				bv.Failed = cmp.Or(reason, "no reason given")
 			}
 			for _, c := range tv.Clusters {
-				bv.Weights = append(bv.Weights, cellView{Cluster: c, Percent: clusterWeight(b, c)})
+				bv.Weights = append(bv.Weights, clusterCell(b, c))
 			}
 			bv.Actions = actionsOf(namespace, a.name, b, forbidden)
 			tv.Builds = append(tv.Builds, bv)
@@ -391,15 +395,17 @@ func clusterNames(builds []build) []string {
 	return out
 }
 
-// clusterWeight is b's percent in cluster c: "40%", or "-" when b has no
-// record there.
-func clusterWeight(b build, c string) string {
+// clusterCell is b's percent in cluster c ("40%", or "-" when b has no
+// record there), and what its judgment says of that cluster: the alerts
+// seen firing there and its verdict.
+func clusterCell(b build, c string) cellView {
+	cell := cellView{Cluster: c, Percent: "-"}
 	if b.record != nil {
 		for _, rc := range b.record.Clusters {
 			if rc.Name == c {
-				return percent(rc.Percent)
+				cell.Percent, cell.Alerts, cell.Verdict = percent(rc.Percent), strings.Join(rc.TriggeredAlerts, ", "), rc.Verdict
 			}
 		}
 	}
-	return "-"
+	return cell
 }
