@@ -66,8 +66,7 @@ func run(ctx context.Context, out *os.File) error {
 	fmt.Fprint(out, f.Describe())
 	fmt.Fprintf(out, "  The demo's builds: config/samples/demo/revision-v{1,2,3}.yaml; apply your own with:\n    %s\n",
 		f.KubectlCommand(f.Delivery, "apply --server-side -f <revision.yaml>"))
-	fmt.Fprintf(out, "  Dashboard (the demo served it at %s): bin/kubectl-picchu --kubeconfig %s dashboard\n",
-		dash.URL, f.Delivery.Kubeconfig)
+	fmt.Fprintf(out, "  Dashboard (the demo served it at %s while it ran): %s\n", dash.URL, f.DashboardCommand())
 	fmt.Fprintf(out, "  Grafana: import config/grafana/picchu.json with a Prometheus data source at %s (it scrapes the operator).\n",
 		f.PrometheusURL)
 	switch {

@@ -50,6 +50,12 @@ func (f *Fleet) ServeDashboard(ctx context.Context, port int, errOut io.Writer) 
 	}
 }
 
+// DashboardCommand is the command that serves the dashboard of the
+// delivery cluster, for a person to run.
+func (f *Fleet) DashboardCommand() string {
+	return fmt.Sprintf("bin/kubectl-picchu --kubeconfig %s dashboard", shown(f.Delivery.Kubeconfig))
+}
+
 // Stop stops the dashboard and returns the error it ended with.
 func (d *Dashboard) Stop() error {
 	d.cancel()
