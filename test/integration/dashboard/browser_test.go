@@ -92,9 +92,13 @@ type browser struct {
 // the test ends.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	home := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(filepath.Join(home, "profile")),
+		// Its caches and settings (fontconfig's among them) in the test's
+		// own directory, not the user's home.
+		chromedp.Env("HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"), "XDG_CONFIG_HOME="+filepath.Join(home, "config")),
 		// As root, and with no network beyond loopback: no sandbox, no GPU,
 		// no QUIC, no component updates.
 		chromedp.NoSandbox,
