@@ -211,18 +211,27 @@ func (d *dashboard) fleet(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, page{Title: "Releases", Page: "fleet", Follow: true, Data: v})
 }
 
-func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
+// appOf reads the app the request's path names from the store; it answers
+// the request itself (500 or 404) when it returns nil.
+func (d *dashboard) appOf(w http.ResponseWriter, r *http.Request) (namespace string, a *app) {
 	revs, rms, err := d.store.snapshot(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return "", nil
 	}
 	namespace, name := r.PathValue("namespace"), r.PathValue("app")
-	a := gather(namespace, name, revs, rms)
-	if a == nil {
+	if a = gather(namespace, name, revs, rms); a == nil {
 		http.Error(w, fmt.Sprintf("app %q has no Revision and no ReleaseManager in namespace %q that you may read", name, namespace), http.StatusNotFound)
+	}
+	return namespace, a
+}
+
+func (d *dashboard) app(w http.ResponseWriter, r *http.Request) {
+	namespace, a := d.appOf(w, r)
+	if a == nil {
 		return
 	}
+	name := a.name
 	events, err := d.store.eventsOf(r.Context(), namespace, a, maxEvents)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -247,14 +256,12 @@ type forecastView struct {
 // Clusters read from the API server when the page is asked for. The page
 // does not follow the cluster: it is a forecast from now.
 func (d *dashboard) forecast(w http.ResponseWriter, r *http.Request) {
-	revs, rms, err := d.store.snapshot(r.Context())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+	namespace, a := d.appOf(w, r)
+	if a == nil {
 		return
 	}
-	namespace, name := r.PathValue("namespace"), r.PathValue("app")
-	a := gather(namespace, name, revs, rms)
-	if a == nil || len(a.revisions) == 0 {
+	name := a.name
+	if len(a.revisions) == 0 {
 		http.Error(w, fmt.Sprintf("app %q has no Revision in namespace %q that you may read", name, namespace), http.StatusNotFound)
 		return
 	}
