@@ -40,39 +40,27 @@ for name in chromium chromium-browser; do
   fi
 done
 
+# shellcheck source=lib/debian.sh
+source "$root/hack/lib/debian.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# apt-get download fetches as the _apt user when run as root, which must be
-# able to write here (else it warns and fetches as root).
-if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then
-  chown _apt "$tmp"
-fi
-
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi
-}
 
 # missing lists the packages apt-get would install for chromium here.
 missing() {
   apt-get install -s --no-install-recommends chromium 2>/dev/null | awk '/^Inst /{print $2}'
 }
 
-download() {
-  local pkgs
-  pkgs=$(missing)
-  [ -n "$pkgs" ] || return 1
-  # shellcheck disable=SC2086 # one word per package
-  (cd "$tmp" && apt-get download $pkgs >&2)
-}
-
 installed=""
 if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
   log "downloading Debian's chromium package and the libraries this machine lacks"
-  if ! download; then
-    log "apt-get download failed; updating the package lists and retrying"
+  pkgs=$(missing)
+  if [ -z "$pkgs" ]; then
+    # Without package lists apt-get knows no chromium: update them once.
     as_root apt-get update >&2 || log "apt-get update failed"
-    download || log "apt-get download failed again"
+    pkgs=$(missing)
   fi
+  # shellcheck disable=SC2086 # one word per package
+  [ -z "$pkgs" ] || debian_download "$tmp" $pkgs || true
   deb=$(ls -1 "$tmp"/chromium_*.deb 2>/dev/null | head -n 1 || true)
   if [ -n "$deb" ]; then
     # Debian's version without epoch and packaging suffix: 148.0.7778.167-1~deb12u1 -> 148.0.7778.167.

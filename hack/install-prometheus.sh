@@ -37,30 +37,15 @@ if path=$(command -v prometheus 2>/dev/null) && runs "$path"; then
 fi
 
 # 3. Debian's package, downloaded and unpacked, never installed.
+# shellcheck source=lib/debian.sh
+source "$root/hack/lib/debian.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# apt-get download fetches as the _apt user when run as root, which must be
-# able to write here (else it warns and fetches as root).
-if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then
-  chown _apt "$tmp"
-fi
-
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi
-}
-
-download() {
-  (cd "$tmp" && apt-get download prometheus >&2)
-}
 
 installed=""
 if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null; then
   log "downloading Debian's prometheus package"
-  if ! download; then
-    log "apt-get download failed; updating the package lists and retrying"
-    as_root apt-get update >&2 || log "apt-get update failed"
-    download || log "apt-get download failed again"
-  fi
+  debian_download "$tmp" prometheus || true
   deb=$(ls -1 "$tmp"/prometheus_*.deb 2>/dev/null | head -n 1 || true)
   if [ -n "$deb" ]; then
     # Debian's version without epoch and packaging suffix: 2.42.0+ds-5+b6 -> 2.42.0.
