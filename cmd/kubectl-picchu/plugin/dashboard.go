@@ -21,7 +21,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// dashboardFiles are the dashboard's templates, style sheet and script,
+// dashboardFiles are the dashboard's templates, style sheet and scripts,
 // built into the binary: nothing is fetched from elsewhere at run time.
 //
 //go:embed dashboard
@@ -336,20 +336,27 @@ func (d *dashboard) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// static serves the style sheet and the script.
+// staticFiles are the files /static/ serves, by name: the style sheet, the
+// page's script and the library it uses (vendored by
+// hack/vendor-dashboard.sh), with their types.
+var staticFiles = map[string]struct{ path, kind string }{
+	"dashboard.css":    {"dashboard/dashboard.css", "text/css; charset=utf-8"},
+	"dashboard.js":     {"dashboard/dashboard.js", "text/javascript; charset=utf-8"},
+	"idiomorph.min.js": {"dashboard/vendor/idiomorph.min.js", "text/javascript; charset=utf-8"},
+}
+
+// static serves the style sheet and the scripts.
 func (d *dashboard) static(w http.ResponseWriter, r *http.Request) {
-	types := map[string]string{"dashboard.css": "text/css; charset=utf-8", "dashboard.js": "text/javascript; charset=utf-8"}
-	name := r.PathValue("file")
-	kind, ok := types[name]
+	f, ok := staticFiles[r.PathValue("file")]
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
-	data, err := dashboardFiles.ReadFile("dashboard/" + name)
+	data, err := dashboardFiles.ReadFile(f.path)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", kind)
+	w.Header().Set("Content-Type", f.kind)
 	_, _ = w.Write(data)
 }

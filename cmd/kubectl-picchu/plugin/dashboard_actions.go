@@ -111,7 +111,8 @@ func live(b build) bool {
 
 // actionLink is an action of a build on the app page.
 type actionLink struct {
-	Title, Href string
+	// Name is the action's name in its URL: pause, abort, ...
+	Name, Title, Href string
 	Allowed     bool
 	// Why is why it is disabled.
 	Why string
@@ -127,7 +128,7 @@ func actionsOf(namespace, appName string, b build, forbidden string) []actionLin
 			continue
 		}
 		href := "/apps/" + url.PathEscape(namespace) + "/" + url.PathEscape(appName) + "/" + name + "?tag=" + url.QueryEscape(b.tag)
-		out = append(out, actionLink{Title: act.Title, Href: href, Allowed: forbidden == "", Why: forbidden})
+		out = append(out, actionLink{Name: name, Title: act.Title, Href: href, Allowed: forbidden == "", Why: forbidden})
 	}
 	return out
 }

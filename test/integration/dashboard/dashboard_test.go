@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,6 +112,20 @@ func TestBrowser_FollowsAReleaseAndPausesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	release(t, app, "v2", 2, delay)
+	// A keyboard user moves to v2's Pause as soon as the page shows it; the
+	// focus, on that very node, must survive the live refreshes below.
+	until(b, time.Minute, "focusing v2's Pause", `(() => {
+		const a = document.querySelector('tr[data-build="v2"] a.action[href*="/pause?"]');
+		if (!a) return false;
+		a.focus();
+		a.picchuFocused = true; // a property of the node, not an attribute the refresh would remove
+		return document.activeElement === a;
+	})()`, func(focused bool) error {
+		if !focused {
+			return fmt.Errorf("no Pause for v2 on the page yet")
+		}
+		return nil
+	})
 	seen := map[string]map[string]bool{}
 	until(b, 2*time.Minute, "v2's weight changing in each cluster", cells("production", "v2"), func(m map[string]string) error {
 		for cluster, p := range m {
@@ -132,8 +147,18 @@ func TestBrowser_FollowsAReleaseAndPausesIt(t *testing.T) {
 		t.Errorf("the app page was reloaded to show the new weights (%v)", err)
 	}
 	b.screenshot("app")
+	focus, err := eval[string](b, `(() => {
+		const a = document.activeElement;
+		return a && a.picchuFocused === true ? a.closest("tr").dataset.build + " " + a.textContent : String(a && a.outerHTML);
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if focus != "v2 Pause" {
+		t.Fatalf("the keyboard's focus did not stay on v2's Pause while the page followed the release; it is on %s", focus)
+	}
 
-	b.do("asking to pause v2", chromedp.Click(chromedp.CSS(`tr[data-build="v2"] a.action[href*="/pause?"]`)),
+	b.do("asking to pause v2, from the keyboard", chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`form button[type="submit"]`)))
 	if text := b.text(); !strings.Contains(text, "v2") {
 		t.Errorf("the confirmation does not name v2:\n%s", text)

@@ -1,8 +1,12 @@
 // On the pages that follow the cluster (the fleet and the app pages, not an
-// action's confirmation or outcome), follows the dashboard's server-sent events: at each change, the page asks
-// the dashboard (not the API server) for its main section again, rendered
-// from the dashboard's shared watch, and puts it in place. Nothing here
-// builds HTML: the server escapes every string.
+// action's confirmation or outcome), follows the dashboard's server-sent
+// events: at each change, the page asks the dashboard (not the API server)
+// for its main section again, rendered from the dashboard's shared watch, and
+// morphs the page into it with idiomorph (vendored, see
+// hack/vendor-dashboard.sh): the nodes that did not change stay, so the
+// keyboard's focus, a link under the pointer and the rows' identity (each has
+// an id) survive every refresh. Nothing here builds HTML: the server escapes
+// every string.
 (function () {
   const main = document.getElementById("main");
   const live = document.getElementById("live");
@@ -10,6 +14,7 @@
     return;
   }
   let pending = false;
+  let last = null;
   let again = false;
   const refresh = async function () {
     if (pending) {
@@ -20,7 +25,11 @@
     try {
       const r = await fetch(location.href, { headers: { "X-Picchu-Fragment": "main" }, credentials: "same-origin" });
       if (r.ok) {
-        main.innerHTML = await r.text();
+        const html = await r.text();
+        if (html !== last) {
+          Idiomorph.morph(main, html, { morphStyle: "innerHTML" });
+          last = html;
+        }
         live.textContent = "Live: updated " + new Date().toLocaleTimeString();
       } else {
         live.textContent = "The dashboard answered " + r.status + ": " + (await r.text());
