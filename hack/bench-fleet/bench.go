@@ -59,6 +59,7 @@ type phase struct {
 	lateness histogram // ramp steps' lateness
 	throttle histogram // waits on the clients' rate limits
 	runs     histogram // the ReleaseManager controller's runs' durations
+	queued   histogram // how long its runs waited in its work queue once due
 	// allWrites are the writes of every client (the operator, the
 	// controller managers, the schedulers, the benchmark) to every API
 	// server of the fleet, from the API servers' own counters.
@@ -174,6 +175,8 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	p.throttle = after.histogram("picchu_client_throttle_wait_seconds", nil).minus(before.histogram("picchu_client_throttle_wait_seconds", nil))
 	rm := func(l map[string]string) bool { return l["controller"] == "releasemanager" }
 	p.runs = after.histogram("controller_runtime_reconcile_time_seconds", rm).minus(before.histogram("controller_runtime_reconcile_time_seconds", rm))
+	rmQueue := func(l map[string]string) bool { return l["name"] == "releasemanager" }
+	p.queued = after.histogram("workqueue_queue_duration_seconds", rmQueue).minus(before.histogram("workqueue_queue_duration_seconds", rmQueue))
 	logf("%s released in every app in %s", tag, p.took.Round(time.Millisecond))
 	serversAfter, err := b.apiServerWrites(ctx)
 	if err != nil {
@@ -492,6 +495,8 @@ func (r *result) table() string {
 	fmt.Fprintf(&sb, "| throttling wait p95 (first / second build) | %.3fs / %.3fs |\n", r.first.throttle.quantile(0.95), r.second.throttle.quantile(0.95))
 	fmt.Fprintf(&sb, "| ReleaseManager runs, p50 / p95 duration (second build, %.0f runs) | %.3fs / %.3fs |\n",
 		r.second.runs.count, r.second.runs.quantile(0.5), r.second.runs.quantile(0.95))
+	fmt.Fprintf(&sb, "| ReleaseManager runs' wait in the work queue, p50 / p95 (second build) | %.3fs / %.3fs |\n",
+		r.second.queued.quantile(0.5), r.second.queued.quantile(0.95))
 	fmt.Fprintf(&sb, "| requests per app per minute, quiet | %.3f (reads %s; writes %s) |\n",
 		perAppMinute(total(r.quietReq.reads)+total(r.quietReq.writes)), byCluster(r.quietReq.reads, r.hosts), byCluster(r.quietReq.writes, r.hosts))
 	fmt.Fprintf(&sb, "| writes per app per minute, quiet | %.3f (by method: %s) |\n", perAppMinute(total(r.quietReq.writes)), byCluster(r.quietReq.writeMethods, nil))
