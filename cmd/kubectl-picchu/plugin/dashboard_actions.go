@@ -113,7 +113,7 @@ func live(b build) bool {
 type actionLink struct {
 	// Name is the action's name in its URL: pause, abort, ...
 	Name, Title, Href string
-	Allowed     bool
+	Allowed           bool
 	// Why is why it is disabled.
 	Why string
 }
