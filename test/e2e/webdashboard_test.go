@@ -30,7 +30,7 @@ type pageFollower struct {
 
 var (
 	releasingLine = regexp.MustCompile(`Releasing: <strong>([^<]*)</strong>`)
-	buildState    = regexp.MustCompile(`<tr data-build="([^"]+)">\s*<th scope="row">[^<]*</th><td class="state">([^<]*)</td>`)
+	buildState    = regexp.MustCompile(`<tr [^>]*data-build="([^"]+)"[^>]*>\s*<th scope="row">[^<]*</th><td class="state">([^<]*)</td>`)
 )
 
 // followPage follows the dashboard page at url until stop.
