@@ -145,7 +145,10 @@ func (a Apps) WaitState(t testing.TB, timeout time.Duration, app, tag, want stri
 			return fmt.Errorf("%s not recorded: %+v", tag, rm.Status.Revisions)
 		}
 		if st.State.Current != want {
-			return fmt.Errorf("%s at %d%%; conditions %+v", st.State.Current, st.CurrentPercent, rm.Status.Conditions)
+			// Enough to tell why, when it never comes: the build's verdict,
+			// alerts and rejection, and each cluster's last word.
+			return fmt.Errorf("%s at %d%% (verdict %q, alerts %v, rejected %q); clusters %+v; conditions %+v",
+				st.State.Current, st.CurrentPercent, st.Verdict, st.TriggeredAlerts, st.Rejected, rm.Status.Clusters, rm.Status.Conditions)
 		}
 		out = st
 		return nil
