@@ -25,7 +25,9 @@ func ExternalSecretsCache(mgr ctrl.Manager, namespaces []string) (cache.Cache, e
 	case err != nil:
 		return nil, fmt.Errorf("asking the delivery cluster whether it serves %s: %w", manifests.ExternalSecretKind, err)
 	}
-	opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
+	opts := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		// Nothing reads their managed fields.
+		DefaultTransform: cache.TransformStripManagedFields()}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {

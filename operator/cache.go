@@ -15,9 +15,15 @@ import (
 // labels match). A namespace restriction loses neither when Clusters and
 // Revisions live in namespaces; a label or field selector would hide from a
 // configSelector the Secrets it matches but the cache's selector does not.
+//
+// Objects are stored without their managed fields, which nothing Picchu
+// decides reads, and which would be most of a cached object's size; a
+// write of an object read from the cache leaves them as the API server has
+// them.
 func DeliveryCache(namespaces []string) cache.Options {
+	opts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if len(namespaces) == 0 {
-		return cache.Options{}
+		return opts
 	}
 	only := func() map[string]cache.Config {
 		m := make(map[string]cache.Config, len(namespaces))
@@ -26,8 +32,9 @@ func DeliveryCache(namespaces []string) cache.Options {
 		}
 		return m
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	opts.ByObject = map[client.Object]cache.ByObject{
 		&corev1.Secret{}:    {Namespaces: only()},
 		&corev1.ConfigMap{}: {Namespaces: only()},
-	}}
+	}
+	return opts
 }

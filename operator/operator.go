@@ -21,6 +21,7 @@ import (
 	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/integrations/images"
+	"github.com/medium/picchu/plan/applier"
 )
 
 // defaultClusterHealthTimeout bounds each health check of a target cluster.
@@ -140,6 +141,8 @@ func newRegistry(mgr ctrl.Manager, remoteEvents *releasemanager.RemoteEvents, o 
 	registry.Policy = access.Policy{AllowExec: o.AllowExecCredentials}
 	registry.WrapTransport = o.WrapTransport
 	registry.QPS, registry.Burst = o.ClusterQPS, o.ClusterBurst
+	// Other managers' fields are most of what the caches would hold.
+	registry.Transform = applier.KeepOwnManagedFields
 	return registry
 }
 

@@ -59,6 +59,10 @@ type Registry struct {
 	// Now, set before the first Ensure, is the clock of the breakers and
 	// of the backoff between rebuilds (time.Now when nil).
 	Now func() time.Time
+	// Transform, set before the first Ensure, is applied to every object
+	// before a cluster's cache stores it (see cache.Options'
+	// DefaultTransform); nil stores objects as listed.
+	Transform toolscache.TransformFunc
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*entry
@@ -176,6 +180,7 @@ func (r *Registry) start(ctx context.Context, key types.NamespacedName, cfg *res
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = r.scheme
 		o.Cache.DefaultLabelSelector = labels.NewSelector().Add(*managed)
+		o.Cache.DefaultTransform = r.Transform
 		// Plans read objects of any kind as unstructured: from the cache too.
 		o.Client.Cache = &client.CacheOptions{Unstructured: true}
 	})

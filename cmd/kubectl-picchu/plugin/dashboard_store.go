@@ -116,7 +116,9 @@ func newStore(ctx context.Context, s *session, cs kubernetes.Interface, namespac
 	if !st.events {
 		st.noEvents = "you may not list and watch events in " + namespaceOrEvery(namespace)
 	}
-	opts := cache.Options{Scheme: s.scheme, ByObject: map[client.Object]cache.ByObject{
+	// The page shows no managed fields: the cache keeps none, which are
+	// much of each object's size at a thousand apps.
+	opts := cache.Options{Scheme: s.scheme, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		// Only the Events of Picchu's objects, selected by the API server.
 		&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.apiVersion", picchuv1alpha1.GroupVersion.String())},
 	}}

@@ -27,6 +27,8 @@ import (
 var (
 	env      *harness.Env
 	registry *access.Registry
+	// running is the operator, as main assembles it.
+	running *inprocess.Runner
 	// replicaSetEvents receives the ReleaseManagers the registry reports.
 	replicaSetEvents = make(chan types.NamespacedName, 100)
 )
@@ -58,7 +60,8 @@ func setup(s *harness.Suite) error {
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering release metrics: %w", err)
 	}
-	running, err := inprocess.Run(s, operator.Options{
+	var err error
+	running, err = inprocess.Run(s, operator.Options{
 		// Short, so that the tests see an unreachable cluster come back soon.
 		ClusterHealthPeriod: 2 * time.Second,
 		OnReplicaSet: func(rm types.NamespacedName) {

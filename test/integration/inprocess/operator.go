@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -29,9 +30,12 @@ import (
 type Operator struct {
 	// Registry holds the operator's clients of the target clusters.
 	Registry *access.Registry
-	env      *harness.Env
-	cancel   context.CancelFunc
-	done     chan error
+	// Client is the manager's client of the delivery cluster: it reads
+	// from the operator's own cache.
+	Client client.Client
+	env    *harness.Env
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // Start starts the operator against env's delivery cluster, with Secrets
@@ -62,7 +66,7 @@ func Start(env *harness.Env, opts operator.Options) (*Operator, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &Operator{Registry: registry, env: env, cancel: cancel, done: make(chan error, 1)}
+	o := &Operator{Registry: registry, Client: mgr.GetClient(), env: env, cancel: cancel, done: make(chan error, 1)}
 	go func() { o.done <- mgr.Start(ctx) }()
 	return o, nil
 }
