@@ -97,6 +97,8 @@ bench: k8s-binaries ## Run the benchmarks.
 APPS ?= 100
 CLUSTERS ?= 3
 OPERATOR_ARGS ?=
+# OPERATOR_ENV, when set, is environment variables for the operator alone, space-separated (say GOGC=50).
+OPERATOR_ENV ?=
 # PROFILE, when set, is a directory for the operator's CPU, block and mutex profiles of each release.
 PROFILE ?=
 # ROUTER, when set, routes the demo's builds with it: istio (their default) or gatewayAPI.
@@ -105,12 +107,12 @@ ROUTER ?=
 .PHONY: bench-fleet
 bench-fleet: k8s-binaries prometheus-binary ## Release APPS apps twice on a kwok fleet of CLUSTERS clusters (delivery included) and print the fleet figures.
 	@hack/go-build.sh "the fleet benchmark" "./hack/bench-fleet" go build -v -o bin/picchu-bench-fleet ./hack/bench-fleet
-	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS) -operator-args "$(OPERATOR_ARGS)" $(if $(PROFILE),-profile $(PROFILE))
+	@bin/picchu-bench-fleet -apps $(APPS) -clusters $(CLUSTERS) -operator-args "$(OPERATOR_ARGS)" -operator-env "$(OPERATOR_ENV)" $(if $(PROFILE),-profile $(PROFILE))
 
 .PHONY: bench-peer
 bench-peer: k8s-binaries prometheus-binary ## Release APPS apps with Argo Rollouts (built once from the Go module proxy), then with Picchu on one target, and print both and the ratios.
 	@hack/go-build.sh "the fleet benchmark" "./hack/bench-fleet" go build -v -o bin/picchu-bench-fleet ./hack/bench-fleet
-	@bin/picchu-bench-fleet -peer -apps $(APPS) -clusters 2 -operator-args "$(OPERATOR_ARGS)" $(if $(PROFILE),-profile $(PROFILE))
+	@bin/picchu-bench-fleet -peer -apps $(APPS) -clusters 2 -operator-args "$(OPERATOR_ARGS)" -operator-env "$(OPERATOR_ENV)" $(if $(PROFILE),-profile $(PROFILE))
 
 ##@ Local fleet and demo
 

@@ -77,7 +77,10 @@ type result struct {
 	quietReq            requests
 	reconciles          float64
 	reconcilesBy        map[string]float64
-	rssBefore, rssAfter int64             // operator's resident memory, bytes
+	rssBefore, rssAfter resident          // operator's resident memory
+	// goMemory is the Go runtime's account of the operator's memory at
+	// the end of the quiet spell (go_memstats_*_bytes), by figure.
+	goMemory map[string]float64
 	hosts               map[string]string // host → cluster name
 }
 
@@ -351,6 +354,10 @@ func (b *bench) measureQuiet(ctx context.Context, res *result) error {
 	if res.rssAfter, err = rss(pid); err != nil {
 		return err
 	}
+	res.goMemory = map[string]float64{}
+	for _, figure := range goMemoryFigures {
+		res.goMemory[figure] = after.sum("go_memstats_"+figure+"_bytes", nil)
+	}
 	res.quietReq = after.requests().minus(before.requests())
 	res.reconcilesBy = map[string]float64{}
 	for _, controller := range operatorControllers {
@@ -392,22 +399,47 @@ func (b *bench) operatorCPU() (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
+// goMemoryFigures are the Go runtime's figures the benchmark prints: what
+// the heap holds (in use), what it keeps unused and has not given back to
+// the system (idle minus released), the goroutines' stacks, and the heap
+// size at which it collects next.
+var goMemoryFigures = []string{"heap_inuse", "heap_idle", "heap_released", "stack_inuse", "next_gc"}
+
+// resident is a process's resident memory, in bytes, and its two parts:
+// anonymous (the Go heap, stacks and the runtime's own) and file-backed
+// (the pages of the binary and its libraries it touched).
+type resident struct{ total, anon, file int64 }
+
+// mib is n bytes in MiB.
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
 // rss is the resident memory of process pid, from /proc.
-func rss(pid int) (int64, error) {
+func rss(pid int) (resident, error) {
+	var r resident
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the operator's memory: %w", err)
+		return r, fmt.Errorf("reading the operator's memory: %w", err)
 	}
+	fields := map[string]*int64{"VmRSS:": &r.total, "RssAnon:": &r.anon, "RssFile:": &r.file}
+	found := 0
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		for prefix, into := range fields {
+			rest, ok := strings.CutPrefix(line, prefix)
+			if !ok {
+				continue
+			}
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("reading the operator's memory: %q: %w", line, err)
+				return r, fmt.Errorf("reading the operator's memory: %q: %w", line, err)
 			}
-			return kb << 10, nil
+			*into = kb << 10
+			found++
 		}
 	}
-	return 0, fmt.Errorf("reading the operator's memory: no VmRSS in /proc/%d/status", pid)
+	if found != len(fields) {
+		return r, fmt.Errorf("reading the operator's memory: VmRSS, RssAnon or RssFile missing from /proc/%d/status", pid)
+	}
+	return r, nil
 }
 
 // writeRate measures how many objects per second the first target's API
@@ -502,8 +534,11 @@ func (r *result) table() string {
 	fmt.Fprintf(&sb, "| writes per app per minute, quiet | %.3f (by method: %s) |\n", perAppMinute(total(r.quietReq.writes)), byCluster(r.quietReq.writeMethods, nil))
 	fmt.Fprintf(&sb, "| reconciles per app per minute, quiet | %.3f (ReleaseManager %.0f, Revision %.0f, Cluster %.0f in %s) |\n",
 		perAppMinute(r.reconciles), r.reconcilesBy["releasemanager"], r.reconcilesBy["revision"], r.reconcilesBy["cluster"], r.quiet.Round(time.Second))
-	fmt.Fprintf(&sb, "| operator memory (resident), start → end of the quiet spell | %.0f MiB → %.0f MiB |\n",
-		float64(r.rssBefore)/(1<<20), float64(r.rssAfter)/(1<<20))
+	fmt.Fprintf(&sb, "| operator memory (resident), start → end of the quiet spell | %.0f MiB → %.0f MiB (at the end: anonymous %.0f MiB, file-backed %.0f MiB) |\n",
+		mib(r.rssBefore.total), mib(r.rssAfter.total), mib(r.rssAfter.anon), mib(r.rssAfter.file))
+	m := r.goMemory
+	fmt.Fprintf(&sb, "| operator's Go memory at the end: heap in use / idle, kept / stacks / next collection at | %.0f / %.0f / %.0f / %.0f MiB |\n",
+		m["heap_inuse"]/(1<<20), (m["heap_idle"]-m["heap_released"])/(1<<20), m["stack_inuse"]/(1<<20), m["next_gc"]/(1<<20))
 	return sb.String()
 }
 

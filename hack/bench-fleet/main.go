@@ -61,6 +61,7 @@ type config struct {
 	quiet, settle  time.Duration
 	timeout        time.Duration
 	operatorArgs   string
+	operatorEnv    string
 	profileDir     string
 	profileSeconds int
 	// peer runs Argo Rollouts on the same apps first, and compares.
@@ -77,6 +78,7 @@ func parse(args []string) (config, error) {
 	fs.DurationVar(&c.quiet, "quiet", time.Minute, "how long the quiet spell is measured")
 	fs.DurationVar(&c.settle, "settle", 15*time.Second, "how long after every app is Ready the quiet spell starts (the last events are written meanwhile)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take")
+	fs.StringVar(&c.operatorEnv, "operator-env", "", "environment variables for the operator alone, space-separated (say \"GOGC=50\")")
 	fs.StringVar(&c.operatorArgs, "operator-args", "", "more flags for the operator, space-separated (say \"--kube-api-qps=200 --kube-api-burst=400\")")
 	fs.StringVar(&c.profileDir, "profile", "", "directory to write the operator's CPU, block and mutex profiles of each phase to (its first -profile-seconds); none when empty")
 	fs.IntVar(&c.profileSeconds, "profile-seconds", 30, "how long each phase's profiles last from its start")
@@ -139,7 +141,7 @@ func run(ctx context.Context, args []string) (err error) {
 		operatorArgs = append(operatorArgs, "--pprof-bind-address="+addr)
 		prof = &profiler{url: "http://" + addr + "/debug/pprof/", dir: c.profileDir, seconds: c.profileSeconds}
 	}
-	if err := f.StartOperator(ctx, binary, operatorArgs...); err != nil {
+	if err := f.StartOperatorWithEnv(ctx, binary, strings.Fields(c.operatorEnv), operatorArgs...); err != nil {
 		return err
 	}
 	// The benchmark watches the ReleaseManagers rather than list a

@@ -58,7 +58,7 @@ type peerResult struct {
 	// (measureFloor), before the peer starts.
 	floor         time.Duration
 	first, second peerPhase
-	rss           int64 // the controller's resident memory after both phases
+	rss           resident // the controller's resident memory after both phases
 }
 
 // installPeer builds Argo Rollouts (once) and returns its directory: the
@@ -320,7 +320,11 @@ func compare(peer peerResult, r *result) string {
 		fmt.Fprintf(&sb, "| writes per app to the delivery cluster by every client, %s build | (none) | %.1f | |\n", p.name, p.picchu.clusterWrites[fleet.Delivery]/float64(r.apps))
 	}
 	fmt.Fprintf(&sb, "| controller memory (resident) after both builds | %.0f MiB | %.0f MiB | %s |\n",
-		float64(peer.rss)/(1<<20), float64(r.rssBefore)/(1<<20), ratio(float64(r.rssBefore), float64(peer.rss)))
+		mib(peer.rss.total), mib(r.rssBefore.total), ratio(float64(r.rssBefore.total), float64(peer.rss.total)))
+	fmt.Fprintf(&sb, "| of which anonymous (heap, stacks, runtime) | %.0f MiB | %.0f MiB | %s |\n",
+		mib(peer.rss.anon), mib(r.rssBefore.anon), ratio(float64(r.rssBefore.anon), float64(peer.rss.anon)))
+	fmt.Fprintf(&sb, "| of which file-backed (the binary's pages) | %.0f MiB | %.0f MiB | %s |\n",
+		mib(peer.rss.file), mib(r.rssBefore.file), ratio(float64(r.rssBefore.file), float64(peer.rss.file)))
 	fmt.Fprintf(&sb, "\nThe cluster alone ran 2 pods of every app in %s (their ReplicaSets applied by the benchmark, no tool): "+
 		"Argo's first build took %s × that, Picchu's %s ×.\n", peer.floor.Round(100*time.Millisecond),
 		ratio(peer.first.took.Seconds(), peer.floor.Seconds()), ratio(r.first.routed.Seconds(), peer.floor.Seconds()))
