@@ -51,6 +51,7 @@ const leaderElectionID = "de705aec.picchu.medium.engineering"
 
 func main() {
 	withoutWatchList()
+	collectSooner(os.LookupEnv)
 	ctx := ctrl.SetupSignalHandler()
 	exitAfter(ctx, exitDeadline)
 	if err := run(ctx, os.Args[1:]); err != nil {
