@@ -13,10 +13,12 @@ import (
 //
 // Nothing Picchu decides reads another manager's fields, and they are most
 // of an object's size in a cache of unstructured objects (each field a map
-// of its own): a ReplicaSet carries the controller manager's status fields,
-// a Deployment-less autoscaler the metrics it wrote. Picchu's own stay, for
-// TakeOverReplicas. An object written back from the cache keeps what the
-// API server has: a write without managed fields leaves them unchanged.
+// of its own): a ReplicaSet carries the ReplicaSet controller's status
+// fields, an autoscaler its controller's. Picchu's own stay, for
+// TakeOverReplicas. Picchu never writes a cached copy back to a target
+// cluster (it applies the objects it builds, without managed fields, and
+// deletes): an Update of a copy with only some managers' fields would
+// drop the others' on the API server.
 func KeepOwnManagedFields(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
