@@ -77,11 +77,11 @@ type result struct {
 	quietReq            requests
 	reconciles          float64
 	reconcilesBy        map[string]float64
-	rssBefore, rssAfter resident          // operator's resident memory
+	rssBefore, rssAfter resident // operator's resident memory
 	// goMemory is the Go runtime's account of the operator's memory at
 	// the end of the quiet spell (go_memstats_*_bytes), by figure.
 	goMemory map[string]float64
-	hosts               map[string]string // host → cluster name
+	hosts    map[string]string // host → cluster name
 }
 
 func (b *bench) run(ctx context.Context) (*result, error) {
