@@ -117,13 +117,22 @@ func (d daemon) stop() error {
 		_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, daemonStopTimeout, true,
 			func(context.Context) (bool, error) { return !alive(pid, d.dir), nil })
 		if alive(pid, d.dir) {
-			if err := killPid(pid); err != nil {
+			if err := errors.Join(killPid(pid), awaitExit(pid, d.dir)); err != nil {
 				return fmt.Errorf("stopping %s: %w", d.name, err)
 			}
 		}
 	}
 	if err := os.Remove(d.pidFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("stopping %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// awaitExit waits until pid, killed, no longer runs a command of dir.
+func awaitExit(pid int, dir string) error {
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, daemonStopTimeout, true,
+		func(context.Context) (bool, error) { return !alive(pid, dir), nil }); err != nil {
+		return fmt.Errorf("pid %d still runs %s after SIGKILL: %w", pid, daemonStopTimeout, err)
 	}
 	return nil
 }

@@ -317,6 +317,12 @@ func killAll(dir string) error {
 	for _, pid := range pids {
 		errs = append(errs, killPid(pid))
 	}
+	// SIGKILL is delivered when the process is next scheduled: on a busy
+	// machine it still runs when kill returns. Down promises nothing of the
+	// fleet's runs when it returns, so wait for each to end.
+	for _, pid := range pids {
+		errs = append(errs, awaitExit(pid, dir))
+	}
 	return errors.Join(errs...)
 }
 
