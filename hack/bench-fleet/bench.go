@@ -115,7 +115,7 @@ func manifest(app, tag string, commit time.Time) (*picchuv1alpha1.Revision, erro
 	t := &rev.Spec.Targets[0]
 	t.Canary = picchuv1alpha1.Canary{}
 	t.ServiceLevelObjectives = nil
-	t.Scale = picchuv1alpha1.ScaleInfo{Min: ptr.To(int32(2)), Max: 2}
+	t.Scale = picchuv1alpha1.ScaleInfo{Min: ptr.To(int32(podsPerBuild)), Max: podsPerBuild}
 	t.Release.GeometricScaling = picchuv1alpha1.GeometricScaling{Start: 25, Factor: 2, Delay: &metav1.Duration{Duration: stepDelay}}
 	return rev, nil
 }

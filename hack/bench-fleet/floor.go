@@ -54,7 +54,7 @@ func measureFloor(ctx context.Context, c config, cluster *fleet.Cluster) (time.D
 		}
 		available := 0
 		for _, rs := range list.Items {
-			if rs.Status.AvailableReplicas == 2 {
+			if rs.Status.AvailableReplicas == podsPerBuild {
 				available++
 			}
 		}
@@ -85,12 +85,12 @@ func measureFloor(ctx context.Context, c config, cluster *fleet.Cluster) (time.D
 	return took, nil
 }
 
-// floorReplicaSet is a ReplicaSet running two pods of app like a first
-// build's, as the benchmark's Rollouts and Revisions ask for.
+// floorReplicaSet is a ReplicaSet running podsPerBuild pods of app like a
+// first build's, as the benchmark's Rollouts and Revisions ask for.
 func floorReplicaSet(app string) *unstructured.Unstructured {
 	labels := map[string]any{"app": app, "version": "v1"}
 	rs := object(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), app, map[string]any{
-		"replicas": int64(2),
+		"replicas": int64(podsPerBuild),
 		"selector": map[string]any{"matchLabels": labels},
 		"template": map[string]any{
 			"metadata": map[string]any{"labels": labels},

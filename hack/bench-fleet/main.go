@@ -42,11 +42,17 @@ var controllerManagerArgs = []string{"kube-api-qps=200", "kube-api-burst=400", "
 // range (10.0.0.0/24) holds 254.
 var apiServerArgs = []string{"service-cluster-ip-range=10.0.0.0/16"}
 
-// nodesFor is the number of fake nodes each cluster needs for apps: every
-// build runs one pod of 250m CPU per cluster, and both builds of an app run
-// at once during the second phase. A node takes 110 pods and 32 CPUs.
+// podsPerBuild is how many pods (of 250m CPU) every build of every app
+// runs per cluster, with either tool: the floor's ReplicaSets, Argo
+// Rollouts' Rollouts and Picchu's Revisions alike.
+const podsPerBuild = 2
+
+// nodesFor is the number of fake nodes each cluster needs for apps: both
+// builds of an app run at once during the second phase, each with
+// podsPerBuild pods. A node takes 110 pods and 32 CPUs; 100 pods a node
+// leave some room, and one node more.
 func nodesFor(apps int) int {
-	return max(fleet.NodeCount, (2*apps+99)/100+1)
+	return max(fleet.NodeCount, (2*podsPerBuild*apps+99)/100+1)
 }
 
 func main() {

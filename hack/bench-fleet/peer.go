@@ -233,12 +233,12 @@ func rolloutPromotedTo(r map[string]any, tag string) bool {
 	return observed == strconv.FormatInt(generation, 10) && stable != "" && stable == current && labels["version"] == tag
 }
 
-// rollout is app's Rollout at build tag: two pods like Picchu's builds in
-// the benchmark, and the same ramp through the VirtualService.
+// rollout is app's Rollout at build tag: podsPerBuild pods like Picchu's
+// builds in the benchmark, and the same ramp through the VirtualService.
 func rollout(app, tag string) *unstructured.Unstructured {
 	labels := map[string]any{"app": app, "version": tag}
 	return object(rolloutGVK, app, map[string]any{
-		"replicas":             int64(2),
+		"replicas":             int64(podsPerBuild),
 		"revisionHistoryLimit": int64(2),
 		"selector":             map[string]any{"matchLabels": map[string]any{"app": app}},
 		"template": map[string]any{
