@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,13 +35,21 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (code int) {
+	flag.Parse()
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "picchu-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	// go test's -timeout and Ctrl-C end this process without the deferred
+	// Down below: the guard takes the fleet down then, keeping its logs.
+	disarm := fleet.Guard(testTimeout(), os.Stderr, func(ctx context.Context) error {
+		keepFleetLogs(dir)
+		return fleet.Down(ctx, dir)
+	})
 	defer func() {
+		disarm()
 		if err := fleet.Down(ctx, dir); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: taking the fleet down:", err)
 			code = 1
@@ -72,16 +81,31 @@ func run(m *testing.M) (code int) {
 	code = m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e: the operator's log: %s (removed with the fleet)\n%s\n", lab.OperatorLog(), kit.LogTail(lab.OperatorLog(), 60))
-		// The fleet's directory goes with it: keep its logs (the operator's,
-		// the clusters' components') for whoever looks into the failure.
-		kept := dir + "-logs"
-		if err := keepLogs(dir, kept); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: keeping the fleet's logs:", err)
-		} else {
-			fmt.Fprintf(os.Stderr, "e2e: the fleet's logs are kept in %s\n", kept)
-		}
+		keepFleetLogs(dir)
 	}
 	return code
+}
+
+// keepFleetLogs keeps the logs of the fleet in dir (the operator's, the
+// clusters' components') in dir-logs, for whoever looks into a failure:
+// the fleet's directory goes with it.
+func keepFleetLogs(dir string) {
+	kept := dir + "-logs"
+	if err := keepLogs(dir, kept); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: keeping the fleet's logs:", err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "e2e: the fleet's logs are kept in %s\n", kept)
+}
+
+// testTimeout is go test's -timeout for this binary (0: none).
+func testTimeout() time.Duration {
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return 0
+	}
+	d, _ := f.Value.(flag.Getter).Get().(time.Duration)
+	return d
 }
 
 // quietNeighbour runs the test beside the other quiet neighbours, once
