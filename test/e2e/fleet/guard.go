@@ -16,8 +16,8 @@ import (
 // fleet down: a tenth of the timeout, at most two minutes.
 func GuardMargin(timeout time.Duration) time.Duration { return min(2*time.Minute, timeout/10) }
 
-// Guard takes the fleet in dir down, by down, when the test binary that
-// runs it is about to end without running its deferred functions: go
+// Guard runs down (which takes a test binary's fleet down) when that
+// binary is about to end without running its deferred functions: go
 // test's -timeout (its panic ends the process at once) or an interrupt
 // (Ctrl-C, or SIGTERM). A fleet left running (API servers, etcd, kwok, the
 // mesh, the operator) loads the machine for whatever runs next. Near the
