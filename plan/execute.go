@@ -279,8 +279,8 @@ func scale(ctx context.Context, c *applier.Cluster, s *Step, st *buildState) err
 	if !st.served && s.Unserved != nil {
 		rs = s.Unserved
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(replicaSetKind)
+	// Typed, as the observation reads ReplicaSets: one informer for both.
+	live := &appsv1.ReplicaSet{}
 	err := c.Client.Get(ctx, client.ObjectKeyFromObject(rs), live)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading ReplicaSet %s/%s: %w", rs.GetNamespace(), rs.GetName(), err)
@@ -303,7 +303,13 @@ func scale(ctx context.Context, c *applier.Cluster, s *Step, st *buildState) err
 			return err
 		}
 	default:
-		if err := c.TakeOverReplicas(ctx, live); err != nil {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+		if err != nil {
+			return fmt.Errorf("reading ReplicaSet %s/%s: %w", rs.GetNamespace(), rs.GetName(), err)
+		}
+		u := &unstructured.Unstructured{Object: content}
+		u.SetGroupVersionKind(replicaSetKind)
+		if err := c.TakeOverReplicas(ctx, u); err != nil {
 			return err
 		}
 	}
@@ -318,19 +324,18 @@ func scale(ctx context.Context, c *applier.Cluster, s *Step, st *buildState) err
 
 // replicasOf is a live ReplicaSet's spec.replicas (1 when unset, as the
 // API server defaults it).
-func replicasOf(live *unstructured.Unstructured) int64 {
-	n, found, err := unstructured.NestedInt64(live.Object, "spec", "replicas")
-	if err != nil || !found {
+func replicasOf(live *appsv1.ReplicaSet) int32 {
+	if live.Spec.Replicas == nil {
 		return 1
 	}
-	return n
+	return *live.Spec.Replicas
 }
 
 // prune deletes the objects of kind in ns that carry the selector's labels
 // and whose names keep does not hold, and returns the names it deleted. A
 // kind the cluster does not serve has nothing to prune.
 func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, keep []string) ([]string, error) {
-	list := &unstructured.UnstructuredList{}
+	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
 	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
 		if isNoKind(err) {
@@ -340,6 +345,7 @@ func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[stri
 	}
 	var removed []string
 	for i := range list.Items {
+		list.Items[i].SetGroupVersionKind(kind)
 		if !slices.Contains(keep, list.Items[i].GetName()) {
 			deleted, err := c.Deleted(ctx, &list.Items[i])
 			if err != nil {

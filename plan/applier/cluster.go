@@ -208,10 +208,8 @@ func (c *Cluster) Warm(ctx context.Context, kinds []schema.GroupVersionKind) {
 	}
 	c.kindsMu.Unlock()
 	for _, gvk := range todo {
-		// Unstructured, as Apply, Delete and the plans read them.
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		if _, err := c.Informers.GetInformer(ctx, u, cache.BlockUntilSynced(false)); c.noteServed(gvk, err) != nil {
+		// Metadata alone, as Apply, Delete and the plans read them.
+		if _, err := c.Informers.GetInformer(ctx, metadataOf(gvk), cache.BlockUntilSynced(false)); c.noteServed(gvk, err) != nil {
 			c.Log.V(1).Info("not watching a kind ahead of its first read", "kind", gvk.String(), "error", err.Error())
 		}
 	}
@@ -371,9 +369,8 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 // made, an object whose labels were removed): that is asked of the API
 // server, so that Picchu never takes it for missing and writes over it.
 // Objects Picchu created are in the cache, and cost nothing more.
-func (c *Cluster) read(ctx context.Context, key objectKey) (*unstructured.Unstructured, error) {
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(key.gvk)
+func (c *Cluster) read(ctx context.Context, key objectKey) (*metav1.PartialObjectMetadata, error) {
+	live := metadataOf(key.gvk)
 	err := c.get(ctx, key.gvk, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live)
 	if apierrors.IsNotFound(err) {
 		if c.Live == nil {
@@ -408,8 +405,7 @@ func (c *Cluster) Deleted(ctx context.Context, obj client.Object) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("kind of %T: %w", obj, err)
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
+	live := metadataOf(gvk)
 	key := objectKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
 	switch err := c.get(ctx, gvk, client.ObjectKeyFromObject(obj), live); {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
@@ -427,7 +423,7 @@ func (c *Cluster) Deleted(ctx context.Context, obj client.Object) (bool, error) 
 // Picchu, or this one for another delivery namespace, wrote.
 func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[string]string, kinds ...schema.GroupVersionKind) error {
 	for _, gvk := range kinds {
-		list := &unstructured.UnstructuredList{}
+		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels))
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
@@ -438,6 +434,7 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
+			item.SetGroupVersionKind(gvk)
 			if _, err := c.delete(ctx, objectKey{gvk: gvk, namespace: item.GetNamespace(), name: item.GetName()}, labels, item); err != nil {
 				return err
 			}
@@ -449,7 +446,7 @@ func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[
 // delete deletes live, the object of key read from the cache, unless it is
 // ignored or not the owner's for an object labelled want. The deletion is
 // conditional on live's UID, so that only the object judged is deleted.
-func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]string, live *unstructured.Unstructured) (bool, error) {
+func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]string, live *metav1.PartialObjectMetadata) (bool, error) {
 	switch {
 	case picchuv1alpha1.Ignored(live.GetLabels()):
 		c.Log.V(1).Info("leaving an ignored object alone", "object", c.describe(key))
@@ -507,7 +504,7 @@ func (c *Cluster) toApply(obj client.Object) (*unstructured.Unstructured, error)
 // Picchu's apply left: their status moves (replicas ready, metrics read)
 // without a new generation, and re-applying would write for nothing. For
 // the others (ConfigMaps, Services, namespaces), the resourceVersion.
-func (c *Cluster) unchanged(key objectKey, hash [sha256.Size]byte, live *unstructured.Unstructured) bool {
+func (c *Cluster) unchanged(key objectKey, hash [sha256.Size]byte, live metav1.Object) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	last, ok := c.applied[key]
@@ -562,4 +559,14 @@ func (c *Cluster) failed(key objectKey, verb string, err error) error {
 		return redact.Wrap(err, "%s %s", verb, c.describe(key))
 	}
 	return fmt.Errorf("%s %s: %w", verb, c.describe(key), err)
+}
+
+// metadataOf is an empty object of kind gvk to read its metadata alone
+// into: the cache keeps a metadata informer per kind read so, a fraction of
+// the memory of the whole objects, and Apply and Delete decide from
+// labels, generation, resourceVersion, UID and managed fields alone.
+func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
 }
