@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -303,13 +302,7 @@ func scale(ctx context.Context, c *applier.Cluster, s *Step, st *buildState) err
 			return err
 		}
 	default:
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-		if err != nil {
-			return fmt.Errorf("reading ReplicaSet %s/%s: %w", rs.GetNamespace(), rs.GetName(), err)
-		}
-		u := &unstructured.Unstructured{Object: content}
-		u.SetGroupVersionKind(replicaSetKind)
-		if err := c.TakeOverReplicas(ctx, u); err != nil {
+		if err := c.TakeOverReplicas(ctx, replicaSetKind, live, replicasOf(live)); err != nil {
 			return err
 		}
 	}

@@ -297,28 +297,25 @@ func (c *Cluster) CreateScaled(ctx context.Context, obj client.Object, replicas 
 	return c.apply(ctx, desired, ReplicasFieldManager)
 }
 
-// TakeOverReplicas moves the replicas of live, an object read from the
-// cluster, from the main field manager to ReplicasFieldManager without
-// changing them, when the main manager applied them (as Picchu versions
-// before ReplicasFieldManager did). Otherwise the main apply, which no
-// longer holds replicas, would remove them and the API server would reset
-// them to 1 under the autoscaler's feet.
-func (c *Cluster) TakeOverReplicas(ctx context.Context, live *unstructured.Unstructured) error {
-	n, ok := replicasAppliedBy(live, FieldManager)
-	if !ok {
+// TakeOverReplicas moves the replicas of live, an object of kind read from
+// the cluster whose spec.replicas is replicas, from the main field manager
+// to ReplicasFieldManager without changing them, when the main manager
+// applied them (as Picchu versions before ReplicasFieldManager did).
+// Otherwise the main apply, which no longer holds replicas, would remove
+// them and the API server would reset them to 1 under the autoscaler's
+// feet. It decides from live's managed fields alone: the caller reads the
+// object however its cache holds it.
+func (c *Cluster) TakeOverReplicas(ctx context.Context, kind schema.GroupVersionKind, live metav1.Object, replicas int32) error {
+	if !replicasAppliedBy(live.GetManagedFields(), FieldManager) {
 		return nil
 	}
-	return c.ApplyReplicas(ctx, live.GroupVersionKind(), live.GetNamespace(), live.GetName(), n)
+	return c.ApplyReplicas(ctx, kind, live.GetNamespace(), live.GetName(), replicas)
 }
 
-// replicasAppliedBy returns an object's spec.replicas when manager applied
-// them, and whether it did.
-func replicasAppliedBy(obj *unstructured.Unstructured, manager string) (int32, bool) {
-	n, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
-	if err != nil || !found {
-		return 0, false
-	}
-	for _, mf := range obj.GetManagedFields() {
+// replicasAppliedBy says whether manager applied spec.replicas, from an
+// object's managed fields.
+func replicasAppliedBy(managed []metav1.ManagedFieldsEntry, manager string) bool {
+	for _, mf := range managed {
 		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
 			continue
 		}
@@ -327,10 +324,10 @@ func replicasAppliedBy(obj *unstructured.Unstructured, manager string) (int32, b
 			continue
 		}
 		if _, ok := fields["f:spec"]["f:replicas"]; ok {
-			return int32(n), true
+			return true
 		}
 	}
-	return 0, false
+	return false
 }
 
 func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured, manager string) error {

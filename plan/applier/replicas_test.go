@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,16 +98,15 @@ func TestHPARecreation_HandingReplicasToAnAutoscalerResetsNothing(t *testing.T) 
 	}
 }
 
-// liveUnstructured reads obj from the API server as unstructured, with its
-// managed fields.
-func liveUnstructured(t *testing.T, c client.Client, obj client.Object) *unstructured.Unstructured {
+// liveReplicaSet reads obj's ReplicaSet from the API server, with its
+// managed fields, as the plan's scale step reads it from its cache.
+func liveReplicaSet(t *testing.T, c client.Client, obj client.Object) *appsv1.ReplicaSet {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(replicaSetKind)
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
+	rs := &appsv1.ReplicaSet{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), rs); err != nil {
 		t.Fatal(err)
 	}
-	return u
+	return rs
 }
 
 // containsReplicas says managed fields name spec.replicas.
@@ -176,8 +174,8 @@ func TestFieldOwnership_ReplicasTakenOverFromAnOlderPicchu(t *testing.T) {
 	if err := c.Apply(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	live := liveUnstructured(t, target.Client, old)
-	if err := c.TakeOverReplicas(ctx, live); err != nil {
+	live := liveReplicaSet(t, target.Client, old)
+	if err := c.TakeOverReplicas(ctx, replicaSetKind, live, *live.Spec.Replicas); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Apply(ctx, scalable("upgrade", "v1", nil)); err != nil {
@@ -195,8 +193,12 @@ func TestFieldOwnership_ReplicasTakenOverFromAnOlderPicchu(t *testing.T) {
 			t.Errorf("the main manager still owns replicas: %s", mf.FieldsV1.Raw)
 		}
 	}
-	// Without a main-manager claim, taking over is a no-op.
-	if err := c.TakeOverReplicas(ctx, liveUnstructured(t, target.Client, old)); err != nil {
+	// Without a main-manager claim, taking over is a no-op: no write.
+	live = liveReplicaSet(t, target.Client, old)
+	if err := c.TakeOverReplicas(ctx, replicaSetKind, live, *live.Spec.Replicas); err != nil {
 		t.Fatal(err)
+	}
+	if after := liveReplicaSet(t, target.Client, old); after.ResourceVersion != live.ResourceVersion {
+		t.Errorf("taking over replicas nobody else applied wrote the ReplicaSet: resourceVersion %s → %s", live.ResourceVersion, after.ResourceVersion)
 	}
 }
