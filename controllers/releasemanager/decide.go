@@ -144,10 +144,11 @@ func (s *snapshot) afterTraffic(t release.Timeouts, facts []release.Facts) {
 }
 
 // mayEnter says the build may pass on to state in this run: a state in
-// which builds are judged only once its alerts were checked (it was in
-// one already), or when nothing could judge it.
+// which builds are judged only once its alerts were checked (this run,
+// or it was in one already), or when nothing could judge it.
 func (inc *incarnation) mayEnter(state release.State) bool {
-	return !state.IsJudged() || release.State(inc.status.State.Current).IsJudged() || inc.unjudgeable
+	return !state.IsJudged() || inc.verdict != release.Unjudged ||
+		release.State(inc.status.State.Current).IsJudged() || inc.unjudgeable
 }
 
 // rampFromNothing records, for a build that passed on to its release
@@ -256,7 +257,9 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		Percent: target.Canary.Percent, TTL: time.Duration(target.Canary.TTL) * time.Second,
 		HasSLOs: len(target.ServiceLevelObjectives) > 0, Start: inc.canaryStart(s.now),
 	}
-	if f.State.ConsultsSchedule() {
+	// A deploy that finishes may pass on to a state that consults it
+	// (release.Advance).
+	if f.State.ConsultsSchedule() || (f.State == release.Deploying && f.Deployment == release.IsDeployed) {
 		sched := target.Release.Schedule
 		f.Window.Open = cal.CanRelease(sched, st.PeakPercent, target.Canary.Percent, f.Created, s.now)
 		if !f.Window.Open {

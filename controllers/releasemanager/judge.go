@@ -38,13 +38,16 @@ type GroupSource interface {
 var errNoDatadog = errors.New("the revision enables datadogMonitoring but Picchu runs without Datadog credentials (--datadog-secret)")
 
 // judged says a build's alerts are checked this run: it canaries or is
-// being released, is neither failed nor ignoring its SLOs, and has not
-// proven itself.
+// being released, or its deploy finishes this run (it may pass on to a
+// judged state at once, release.Advance), is neither failed nor ignoring
+// its SLOs, and has not proven itself.
 func (s *snapshot) judged(inc *incarnation, provenPercent int32) bool {
 	if inc.exempt() {
 		return false
 	}
-	if !release.State(inc.status.State.Current).IsJudged() {
+	state := release.State(inc.status.State.Current)
+	finishing := state == release.Deploying && s.observationOf(inc).Deployment(inc.tag) == release.IsDeployed
+	if !state.IsJudged() && !finishing {
 		return false
 	}
 	return !release.Proven(s.targetPeaks(inc), provenPercent)

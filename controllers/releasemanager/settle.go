@@ -67,6 +67,13 @@ func (s *snapshot) settleBuild(inc *incarnation, clusters clusterOutcome) settle
 	}, inc.weight, inc.status.CurrentPercent)
 	recorded := s.wavePercents(inc)
 	out := settledBuild{state: state, recorded: recorded, settled: make([]int32, len(recorded)), rejected: rejected}
+	if release.Unsettled(inc.step, state) {
+		// A finished deploy passed on to its release whose sync a live
+		// cluster lacks: it stays deploying, with the traffic it had.
+		copy(out.settled, recorded)
+		out.weight = release.Highest(out.settled)
+		return out
+	}
 	for w, wo := range clusters.waves {
 		_, out.settled[w] = release.Settle(inc.step, release.Applied{FleetLive: wo.syncedLive, SomeLive: wo.someLive, Rollback: s.rollback},
 			inc.weightIn(w), recorded[w])

@@ -5,44 +5,76 @@ package release
 // nothing makes it wait leaves it in the same tick.
 var passThrough = map[State]bool{Canaried: true, PendingRelease: true}
 
-// maxPassed bounds the states one tick passes through (canaried, then
-// pendingrelease).
-const maxPassed = 2
+// maxPassed bounds the states one tick passes through (deployed, then
+// canaried or pendingrelease).
+const maxPassed = 3
 
 // Advance is Next carried on through the states that only wait: when a
 // step enters canaried or pendingrelease, Next decides again from it, as
-// a tick at the same time, just after, would. It stops in a state that
-// holds the build (the schedule's window is shut, a freeze, a pause), at a
-// step with anything but Sync to do, and before any state may refuses:
-// the caller refuses a state whose checks it did not make this tick (a
-// judged state, for a build whose alerts were not checked). It returns
-// the step and the states passed through on the way to it, in order.
-// Advance saves the controller a run per state passed, each of which
-// waits its turn in the queue behind every other app's runs; what it
-// decides is what those runs would decide, but for the times each state
-// was entered: now, for all.
+// a tick at the same time, just after, would. A deploy that finishes this
+// tick (deploying, Then deployed) is carried on from deployed the same
+// way, when the build moves on from there at once: the step it comes to
+// is Unfinished in deploying, so the build is recorded deployed, and past
+// it, only once the tick's action is done on every live cluster, as
+// before. It stops in a state that holds the build (the schedule's window
+// is shut, a freeze, a pause), at a step with anything but Sync to do, and
+// before any state may refuses: the caller refuses a state whose checks it
+// did not make this tick (a judged state, for a build whose alerts were
+// not checked). It returns the step and the states passed through on the
+// way to it, in order. Advance saves the controller a run per state
+// passed, each of which waits its turn in the queue behind every other
+// app's runs; what it decides is what those runs would decide, but for
+// the times each state was entered: now, for all.
 func Advance(f Facts, t Timeouts, may func(State) bool) (Step, []State) {
 	step := Next(f, t)
 	var passed []State
+	var unfinished State
 	for range maxPassed {
-		if !passThrough[step.State] || step.State == f.State || !passable(step) {
-			return step, passed
+		from := step.State
+		switch {
+		case len(passed) == 0 && finishesDeploy(f, step):
+			from = step.Then
+		case !passThrough[step.State] || step.State == f.State || !passable(step):
+			return unless(step, unfinished), passed
 		}
 		g := f
-		g.State, g.Since = step.State, f.Now
+		g.State, g.Since = from, f.Now
 		next := Next(g, t)
-		stays := next.State == step.State
+		stays := next.State == from
 		if !passable(next) || (!stays && may != nil && !may(next.State)) {
-			return step, passed
+			return unless(step, unfinished), passed
 		}
 		if stays {
+			if from != step.State {
+				// Deployed holds the build: it is recorded there once the
+				// deploy is done, as Next said.
+				return step, passed
+			}
 			// It waits there: with what it waits for (its Due).
-			return next, passed
+			return unless(next, unfinished), passed
 		}
-		passed = append(passed, step.State)
+		if from != step.State {
+			unfinished = step.State
+		}
+		passed = append(passed, from)
 		f, step = g, next
 	}
-	return step, passed
+	return unless(step, unfinished), passed
+}
+
+// finishesDeploy says step, decided from f, is a deploy that finishes:
+// deploying, deployed once its action is done.
+func finishesDeploy(f Facts, step Step) bool {
+	return f.State == Deploying && step.State == Deploying && step.Then == Deployed &&
+		step.Action == Sync && !step.Restart && !step.Unknown && !step.Drop
+}
+
+// unless is step, Unfinished in state when one is given.
+func unless(step Step, state State) Step {
+	if state != "" {
+		step.Unfinished = state
+	}
+	return step
 }
 
 // passable says a step only moves the build on: Sync, nothing to finish

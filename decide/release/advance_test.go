@@ -54,9 +54,29 @@ func TestAdvance(t *testing.T) {
 		{"a deployed build with a canary goes to it, and no further",
 			with(func(f *Facts) { f.Canary = Canary{Percent: 10, TTL: time.Minute, HasSLOs: true} }), nil,
 			Step{State: Canarying, Action: Sync}, nil},
-		{"a deploy that finishes is recorded first: nothing passes with a Then",
+		{"a deploy that finishes goes on to its release in the same tick, unfinished until the deploy is done",
 			with(func(f *Facts) { f.State = Deploying }), nil,
+			Step{State: Releasing, Action: Sync, Unfinished: Deploying}, []State{Deployed, PendingRelease}},
+		{"a deploy that finishes outside the window waits in pendingrelease, unfinished until the deploy is done",
+			with(func(f *Facts) { f.State, f.Window = Deploying, Window{Opens: opens} }), nil,
+			Step{State: PendingRelease, Action: Sync, Due: opens, Unfinished: Deploying}, []State{Deployed}},
+		{"a deploy that finishes into a canary goes to it, and no further",
+			with(func(f *Facts) {
+				f.State, f.Canary = Deploying, Canary{Percent: 10, TTL: time.Minute, HasSLOs: true}
+			}), nil,
+			Step{State: Canarying, Action: Sync, Unfinished: Deploying}, []State{Deployed}},
+		{"a deploy that finishes stops before a state the caller refuses: deployed once it is done",
+			with(func(f *Facts) { f.State = Deploying }), func(s State) bool { return !s.IsJudged() },
 			Step{State: Deploying, Action: Sync, Then: Deployed}, nil},
+		{"a deploy that finishes in a freeze is deployed once it is done, and waits there",
+			with(func(f *Facts) { f.State, f.Frozen, f.FrozenUntil = Deploying, true, opens }), nil,
+			Step{State: Deploying, Action: Sync, Then: Deployed}, nil},
+		{"a deploy that finishes for a build not eligible is deployed once it is done, and waits for its TTL there",
+			with(func(f *Facts) { f.State, f.Eligible, f.TTL, f.Created = Deploying, false, time.Hour, t0 }), nil,
+			Step{State: Deploying, Action: Sync, Then: Deployed}, nil},
+		{"a deploy that has not finished goes nowhere",
+			with(func(f *Facts) { f.State, f.Deployment = Deploying, NotDeployed }), nil,
+			Step{State: Deploying, Action: Sync, Due: t0.Add(-time.Second).Add(DefaultTimeouts.Deploying)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, passed := Advance(tc.f, DefaultTimeouts, tc.may)
@@ -75,6 +95,7 @@ func FuzzAdvance(f *testing.F) {
 	f.Add("deployed", uint16(0x0083), int32(0), int64(60))
 	f.Add("canarying", uint16(0x00c3), int32(10), int64(1))
 	f.Add("tested", uint16(0x0002), int32(0), int64(0))
+	f.Add("deploying", uint16(0x0882), int32(0), int64(5))
 	f.Fuzz(func(t *testing.T, state string, flags uint16, percent int32, ttl int64) {
 		bit := func(n uint) bool { return flags&(1<<n) != 0 }
 		facts := Facts{
@@ -96,14 +117,22 @@ func FuzzAdvance(f *testing.F) {
 			t.Fatalf("Advance = %+v passing nothing, Next = %+v", got, first)
 		}
 		g := facts
-		for _, p := range passed {
-			if next := Next(g, DefaultTimeouts); next.State != p || !passThrough[p] || !passable(next) {
+		for i, p := range passed {
+			next := Next(g, DefaultTimeouts)
+			finished := i == 0 && p == Deployed && finishesDeploy(g, next)
+			if !finished && (next.State != p || !passThrough[p] || !passable(next)) {
 				t.Fatalf("passed %s, where Next from %s goes to %+v (facts %+v)", p, g.State, next, facts)
 			}
 			g.State, g.Since = p, facts.Now
 		}
 		if last := Next(g, DefaultTimeouts); last.State != got.State || !may(got.State) {
 			t.Fatalf("ended in %s, where Next from %s goes to %s (may: %v)", got.State, g.State, last.State, may(got.State))
+		}
+		// A finished deploy passed on is unfinished until the deploy is
+		// done; nothing else is.
+		if deployed := len(passed) > 0 && passed[0] == Deployed && facts.State == Deploying; (got.Unfinished == Deploying) != deployed ||
+			(!deployed && got.Unfinished != "") {
+			t.Fatalf("Advance = %+v passing %v from %s: unfinished %q", got, passed, facts.State, got.Unfinished)
 		}
 	})
 }

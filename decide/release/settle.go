@@ -20,7 +20,8 @@ type Applied struct {
 // Settle is the state and the traffic weight to record for a build once
 // its step's action ran where a says. The step's Then state is reached
 // only when the action is done: on every live cluster, or on every cluster
-// for a deletion. A weight counts only once every live cluster has it:
+// for a deletion; until it is, a step with an Unfinished state records
+// that one (the caller keeps the weights recorded before, Unsettled). A weight counts only once every live cluster has it:
 // until then the record keeps the weight recorded before (recorded), so no
 // ramp step is counted as taken, and none is shortened, while a live
 // cluster lags. A rollback is the exception: traffic leaving a failing
@@ -34,11 +35,21 @@ func Settle(step Step, a Applied, weight, recorded int32) (State, int32) {
 	if step.Action == Delete {
 		done = a.All
 	}
-	if step.Then != "" && done {
+	switch {
+	case step.Then != "" && done:
 		state = step.Then
+	case step.Unfinished != "" && !done:
+		state = step.Unfinished
 	}
 	if !a.FleetLive && !(a.Rollback && a.SomeLive) {
 		weight = recorded
 	}
 	return state, weight
+}
+
+// Unsettled says a build's step settled back on its Unfinished state:
+// the run's weights do not count for it, in any wave, and what was
+// recorded before stays.
+func Unsettled(step Step, state State) bool {
+	return step.Unfinished != "" && state == step.Unfinished && state != step.State
 }

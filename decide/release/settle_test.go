@@ -29,6 +29,10 @@ func TestSettle(t *testing.T) {
 		{"a failing build gives its traffic where clusters answer", Step{State: Failing, Action: Sync}, Applied{SomeLive: true, Rollback: true}, Failing, 10, 10, 40},
 		{"a failing build gives the rest of it and waits for the others", Step{State: Failing, Action: Retire, Then: Failed}, Applied{SomeLive: true, Rollback: true}, Failing, 0, 0, 10},
 		{"a failing build is failed once every live cluster took it", Step{State: Failing, Action: Retire, Then: Failed}, Applied{FleetLive: true, Live: true, SomeLive: true, Rollback: true}, Failed, 0, 0, 10},
+		{"a finished deploy passed on to its release is released once its sync is done", Step{State: Releasing, Action: Sync, Unfinished: Deploying}, liveOnly, Releasing, 50, 0, 0},
+		{"a finished deploy passed on whose sync a live cluster lacks stays deploying", Step{State: Releasing, Action: Sync, Unfinished: Deploying}, buildLagging, Deploying, 50, 0, 0},
+		{"a finished deploy passed on to its last step is released once every live cluster took it", Step{State: Releasing, Action: Sync, Then: Released, Unfinished: Deploying}, liveOnly, Released, 50, 0, 0},
+		{"a finished deploy passed on to its last step stays deploying while a live cluster lags", Step{State: Releasing, Action: Sync, Then: Released, Unfinished: Deploying}, buildLagging, Deploying, 50, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.weight == 0 && tc.recorded == 0 {
@@ -37,6 +41,28 @@ func TestSettle(t *testing.T) {
 			state, weight := Settle(tc.step, tc.applied, tc.weight, tc.recorded)
 			if state != tc.wantState || weight != tc.wantWeight {
 				t.Errorf("Settle(%+v, %+v, %d, %d) = %s, %d; want %s, %d", tc.step, tc.applied, tc.weight, tc.recorded, state, weight, tc.wantState, tc.wantWeight)
+			}
+		})
+	}
+}
+
+// TestUnsettled: only a step settled back on its Unfinished state keeps
+// the weights recorded before.
+func TestUnsettled(t *testing.T) {
+	passedOn := Step{State: Releasing, Action: Sync, Unfinished: Deploying}
+	for _, tc := range []struct {
+		name  string
+		step  Step
+		state State
+		want  bool
+	}{
+		{"settled back on its unfinished state", passedOn, Deploying, true},
+		{"settled where it was passed on to", passedOn, Releasing, false},
+		{"a step without an unfinished state", Step{State: Deploying, Action: Sync, Then: Deployed}, Deploying, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Unsettled(tc.step, tc.state); got != tc.want {
+				t.Errorf("Unsettled(%+v, %s) = %v, want %v", tc.step, tc.state, got, tc.want)
 			}
 		})
 	}

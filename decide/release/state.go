@@ -194,6 +194,12 @@ type Step struct {
 	// Then, when set, is the state to store once Action succeeded on every
 	// cluster of the fleet; until then the incarnation stays in State.
 	Then State
+	// Unfinished, when set, is the state to store instead of State (or
+	// Then) while Action has not succeeded on every live cluster, with the
+	// weights recorded before: a step that passed through a state entered
+	// only once its action is done (a deploy that finished, Advance) leaves
+	// the build where it was until it is.
+	Unfinished State
 	// Due, when not zero, is when this incarnation needs another tick even
 	// if nothing changes (a deadline, a canary's end, a schedule opening).
 	Due time.Time
