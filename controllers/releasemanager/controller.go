@@ -410,7 +410,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // release runs one release step for the app of rm: it observes (snapshot),
-// judges the builds and checks them before flight, decides, plans every
+// checks the builds before flight and judges them, decides, plans every
 // cluster, acts on the fleet, settles what the clusters took, and records
 // the outcome, then collects the app's garbage.
 func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
@@ -428,8 +428,10 @@ func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 		releasemetrics.ObserveReconcileInterval(rm.Spec.App, rm.Spec.Target, snap.now.Sub(prev.(time.Time)))
 	}
 	r.markUnjudgeable(snap)
-	r.judge(ctx, snap)
+	// Pre-flight checks first: a deploy that finishes is judged only
+	// when nothing holds it deployed (snapshot.passesToJudged).
 	r.checkPreflight(ctx, snap)
+	r.judge(ctx, snap)
 	snap.decide(r.Timeouts, r.Calendar)
 	acted := r.act(ctx, snap.fleet, plans(snap))
 	res, err := r.record(ctx, snap, settle(snap, acted))

@@ -9,6 +9,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/plan/manifests"
 	"github.com/medium/picchu/releasemetrics"
@@ -38,19 +39,35 @@ type GroupSource interface {
 var errNoDatadog = errors.New("the revision enables datadogMonitoring but Picchu runs without Datadog credentials (--datadog-secret)")
 
 // judged says a build's alerts are checked this run: it canaries or is
-// being released, or its deploy finishes this run (it may pass on to a
-// judged state at once, release.Advance), is neither failed nor ignoring
-// its SLOs, and has not proven itself.
-func (s *snapshot) judged(inc *incarnation, provenPercent int32) bool {
+// being released, or its deploy finishes this run into a judged state
+// (passesToJudged), is neither failed nor ignoring its SLOs, and has not
+// proven itself.
+func (s *snapshot) judged(inc *incarnation, provenPercent int32, t release.Timeouts, cal *schedule.Calendar) bool {
 	if inc.exempt() {
 		return false
 	}
-	state := release.State(inc.status.State.Current)
-	finishing := state == release.Deploying && s.observationOf(inc).Deployment(inc.tag) == release.IsDeployed
-	if !state.IsJudged() && !finishing {
+	if !release.State(inc.status.State.Current).IsJudged() && !s.passesToJudged(inc, t, cal) {
 		return false
 	}
 	return !release.Proven(s.targetPeaks(inc), provenPercent)
+}
+
+// passesToJudged says a build's deploy finishes this run and the run
+// takes it on to a judged state (release.Advance, nothing refused):
+// its alerts are checked in this run, as the run of that state would have
+// checked them, so that it may go on (incarnation.mayEnter). A build
+// that stays deployed (not eligible, a freeze, pre-flight checks, an
+// external test) is judged once it enters such a state, as before.
+func (s *snapshot) passesToJudged(inc *incarnation, t release.Timeouts, cal *schedule.Calendar) bool {
+	if release.State(inc.status.State.Current) != release.Deploying || inc.target == nil {
+		return false
+	}
+	f := s.facts(inc, cal)
+	if f.Deployment != release.IsDeployed {
+		return false
+	}
+	step, passed := release.Advance(f, t, nil)
+	return step.State.IsJudged() || slices.ContainsFunc(passed, release.State.IsJudged)
 }
 
 // targetPeaks are the build's targets with their peaks and whether they
@@ -116,7 +133,7 @@ type namedSource struct {
 // in the snapshot; problems says which checks could not run.
 func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 	for _, inc := range s.incarnations {
-		if !s.judged(inc, r.ProvenPercent) {
+		if !s.judged(inc, r.ProvenPercent, r.Timeouts, r.Calendar) {
 			continue
 		}
 		srcs := r.sources(inc.target)
