@@ -65,8 +65,9 @@ func Advance(f Facts, t Timeouts, may func(State) bool) (Step, []State) {
 // finishesDeploy says step, decided from f, is a deploy that finishes:
 // deploying, deployed once its action is done.
 func finishesDeploy(f Facts, step Step) bool {
-	return f.State == Deploying && step.State == Deploying && step.Then == Deployed &&
-		step.Action == Sync && !step.Restart && !step.Unknown && !step.Drop
+	done := step
+	done.Then = ""
+	return f.State == Deploying && step.State == Deploying && step.Then == Deployed && passable(done)
 }
 
 // unless is step, Unfinished in state when one is given.
