@@ -328,24 +328,22 @@ func replicasOf(live *appsv1.ReplicaSet) int32 {
 // and whose names keep does not hold, and returns the names it deleted. A
 // kind the cluster does not serve has nothing to prune.
 func prune(ctx context.Context, c *applier.Cluster, ns string, selector map[string]string, kind schema.GroupVersionKind, keep []string) ([]string, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
-	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
+	items, err := c.ListMetadata(ctx, kind, ns, selector)
+	if err != nil {
 		if isNoKind(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("listing %s in %s: %w", kind.Kind, ns, err)
+		return nil, err
 	}
 	var removed []string
-	for i := range list.Items {
-		list.Items[i].SetGroupVersionKind(kind)
-		if !slices.Contains(keep, list.Items[i].GetName()) {
-			deleted, err := c.Deleted(ctx, &list.Items[i])
+	for i := range items {
+		if !slices.Contains(keep, items[i].GetName()) {
+			deleted, err := c.Deleted(ctx, &items[i])
 			if err != nil {
 				return removed, err
 			}
 			if deleted {
-				removed = append(removed, list.Items[i].GetName())
+				removed = append(removed, items[i].GetName())
 			}
 		}
 	}

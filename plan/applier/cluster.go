@@ -420,24 +420,35 @@ func (c *Cluster) Deleted(ctx context.Context, obj client.Object) (bool, error) 
 // Picchu, or this one for another delivery namespace, wrote.
 func (c *Cluster) DeleteAllOf(ctx context.Context, namespace string, labels map[string]string, kinds ...schema.GroupVersionKind) error {
 	for _, gvk := range kinds {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels))
+		items, err := c.ListMetadata(ctx, gvk, namespace, labels)
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("listing %s in %s: %w", gvk.Kind, namespace, err)
+			return err
 		}
-		for i := range list.Items {
-			item := &list.Items[i]
-			item.SetGroupVersionKind(gvk)
+		for i := range items {
+			item := &items[i]
 			if _, err := c.delete(ctx, objectKey{gvk: gvk, namespace: item.GetNamespace(), name: item.GetName()}, labels, item); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// ListMetadata lists the metadata of the objects of kind in namespace
+// that carry labels, from the cache, each with its kind set.
+func (c *Cluster) ListMetadata(ctx context.Context, kind schema.GroupVersionKind, namespace string, labels map[string]string) ([]metav1.PartialObjectMetadata, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {
+		return nil, fmt.Errorf("listing %s in %s: %w", kind.Kind, namespace, err)
+	}
+	for i := range list.Items {
+		list.Items[i].SetGroupVersionKind(kind)
+	}
+	return list.Items, nil
 }
 
 // delete deletes live, the object of key read from the cache, unless it is
