@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // DefaultPortName is the port chosen as an ingress's default port when the
 // ingress has several ports and none is flagged default.
@@ -136,15 +139,30 @@ func (r *Revision) DefaultScale() {
 	}
 }
 
-// DefaultLabels sets the app label to spec.app.name, so that a Revision
-// carries it from its creation. Picchu finds Revisions by spec.app.name;
-// the label is for people and tools selecting them.
+// DefaultLabels sets the labels Picchu keeps on a Revision (KeptLabels),
+// so that it carries them from its creation: Picchu finds Revisions by
+// spec.app.name, the labels are for people and tools selecting them, and
+// a Revision admitted with them costs the Revision controller no write.
 func (r *Revision) DefaultLabels() {
 	if r.Spec.App.Name == "" {
 		return
 	}
-	if r.Labels == nil {
-		r.Labels = map[string]string{}
+	r.Labels = r.KeptLabels()
+}
+
+// KeptLabels are the Revision's labels as Picchu keeps them: the user's,
+// plus the app label (spec.app.name) and "fleet.picchu.medium.engineering/<fleet>"
+// for each target's fleet, without fleet labels of fleets not targeted.
+func (r *Revision) KeptLabels() map[string]string {
+	out := make(map[string]string, len(r.Labels)+1+len(r.Spec.Targets))
+	for k, v := range r.Labels {
+		if !strings.HasPrefix(k, LabelFleetPrefix) {
+			out[k] = v
+		}
 	}
-	r.Labels[LabelApp] = r.Spec.App.Name
+	out[LabelApp] = r.Spec.App.Name
+	for _, t := range r.Spec.Targets {
+		out[LabelFleetPrefix+t.Fleet] = ""
+	}
+	return out
 }

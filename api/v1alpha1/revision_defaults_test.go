@@ -213,3 +213,50 @@ func TestDefaultRouting_ZeroPortsReadAsUnset(t *testing.T) {
 		t.Errorf("set numbers changed to %d/%d/%d", p.Port, p.ContainerPort, p.IngressPort)
 	}
 }
+
+// TestDefaultLabels: a Revision is admitted with the labels Picchu keeps on
+// it (the user's, the app label, one fleet label per target's fleet and no
+// other fleet label), so that the Revision controller, which writes
+// KeptLabels when they differ, has nothing to write; a second defaulting
+// changes nothing.
+func TestDefaultLabels(t *testing.T) {
+	targets := func(fleets ...string) []RevisionTarget {
+		var out []RevisionTarget
+		for i, f := range fleets {
+			out = append(out, RevisionTarget{Name: "t" + string(rune('a'+i)), Fleet: f})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		targets []RevisionTarget
+		want    map[string]string
+	}{
+		{"no labels", nil, targets("production"),
+			map[string]string{LabelApp: "shop", LabelFleetPrefix + "production": ""}},
+		{"the user's kept, the app label corrected", map[string]string{"team": "web", LabelApp: "other"}, targets("production", "staging"),
+			map[string]string{"team": "web", LabelApp: "shop", LabelFleetPrefix + "production": "", LabelFleetPrefix + "staging": ""}},
+		{"a fleet no longer targeted loses its label", map[string]string{LabelFleetPrefix + "old": "", LabelFleetPrefix + "production": "x"}, targets("production"),
+			map[string]string{LabelApp: "shop", LabelFleetPrefix + "production": ""}},
+		{"two targets in one fleet make one label", nil, targets("production", "production"),
+			map[string]string{LabelApp: "shop", LabelFleetPrefix + "production": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Revision{Spec: RevisionSpec{App: RevisionApp{Name: "shop"}, Targets: tc.targets}}
+			r.Labels = tc.labels
+			r.DefaultLabels()
+			if !reflect.DeepEqual(r.Labels, tc.want) {
+				t.Errorf("labels %v, want %v", r.Labels, tc.want)
+			}
+			if kept := r.KeptLabels(); !reflect.DeepEqual(kept, r.Labels) {
+				t.Errorf("KeptLabels of a defaulted Revision %v, want its labels %v: the controller would write them", kept, r.Labels)
+			}
+		})
+	}
+	r := &Revision{}
+	r.DefaultLabels()
+	if r.Labels != nil {
+		t.Errorf("a Revision without an app got labels %v", r.Labels)
+	}
+}

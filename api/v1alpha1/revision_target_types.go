@@ -37,9 +37,12 @@ type RevisionTarget struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// fleet names the group of Clusters (label picchu.medium.engineering/fleet)
-	// this target is deployed to.
+	// this target is deployed to. It is a label value of those Clusters and
+	// the name of the Revision's label "fleet.picchu.medium.engineering/<fleet>".
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	Fleet string `json:"fleet"`
 	// acceptanceTarget makes SLO alerts in this target count like production
 	// ones when Picchu decides whether to fail the revision.

@@ -351,10 +351,12 @@ func TimedOutTarget(tag string, rms []*picchuv1alpha1.ReleaseManager) (string, b
 	return "", false
 }
 
-// ensureLabels sets the app label and one fleet label per target, and
-// removes fleet labels of fleets the Revision no longer targets.
+// ensureLabels sets the labels Picchu keeps (KeptLabels): the app label
+// and one fleet label per target, without fleet labels of fleets the
+// Revision no longer targets. A Revision admitted through the webhook has
+// them already, and is not written.
 func (r *Reconciler) ensureLabels(ctx context.Context, rev *picchuv1alpha1.Revision) error {
-	want := RevisionLabels(rev)
+	want := rev.KeptLabels()
 	if maps.Equal(want, rev.Labels) {
 		return nil
 	}
@@ -364,23 +366,6 @@ func (r *Reconciler) ensureLabels(ctx context.Context, rev *picchuv1alpha1.Revis
 		return fmt.Errorf("labelling revision %s/%s: %w", rev.Namespace, rev.Name, err)
 	}
 	return nil
-}
-
-// RevisionLabels returns a Revision's labels as Picchu keeps them: the
-// user's, plus the app label and "fleet.picchu.medium.engineering/<fleet>"
-// for each target's fleet, without fleet labels of fleets not targeted.
-func RevisionLabels(rev *picchuv1alpha1.Revision) map[string]string {
-	out := map[string]string{}
-	for k, v := range rev.Labels {
-		if !strings.HasPrefix(k, picchuv1alpha1.LabelFleetPrefix) {
-			out[k] = v
-		}
-	}
-	out[picchuv1alpha1.LabelApp] = rev.Spec.App.Name
-	for _, t := range rev.Spec.Targets {
-		out[picchuv1alpha1.LabelFleetPrefix+t.Fleet] = ""
-	}
-	return out
 }
 
 // ensureReleaseManager creates the ReleaseManager of the Revision's app in

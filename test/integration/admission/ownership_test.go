@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -18,8 +19,10 @@ func appRevisionJSON(app, target string) string {
 }
 
 // TestRevisionWebhook_LabelsTheApp checks that a Revision applied without
-// the app label carries it from its creation, so that nothing, not even a
-// Revision controller that lags, sees it without its app.
+// the app label and its fleet's carries them from its creation, so that
+// nothing, not even a Revision controller that lags, sees it without its
+// app, and the controller has no labels to write; a label of a fleet the
+// Revision no longer targets goes with the update that moves it.
 func TestRevisionWebhook_LabelsTheApp(t *testing.T) {
 	ctx := context.Background()
 	u := object(t, "Revision", appRevisionJSON("labelled", "production"))
@@ -31,8 +34,21 @@ func TestRevisionWebhook_LabelsTheApp(t *testing.T) {
 	if err := hookedClient.Get(ctx, client.ObjectKeyFromObject(u), rev); err != nil {
 		t.Fatal(err)
 	}
-	if rev.Labels[picchuv1alpha1.LabelApp] != "labelled" || rev.Labels["team"] != "web" {
-		t.Errorf("labels %v, want the app label added to the user's", rev.Labels)
+	want := map[string]string{"team": "web", picchuv1alpha1.LabelApp: "labelled", picchuv1alpha1.LabelFleetPrefix + "production": ""}
+	if !maps.Equal(rev.Labels, want) {
+		t.Errorf("labels %v, want %v: the user's, the app's and the fleet's", rev.Labels, want)
+	}
+	if kept := rev.KeptLabels(); !maps.Equal(kept, rev.Labels) {
+		t.Errorf("the Revision controller would write labels %v over %v", kept, rev.Labels)
+	}
+	rev.Spec.Targets[0].Fleet = "staging"
+	if err := hookedClient.Update(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, picchuv1alpha1.LabelFleetPrefix+"production")
+	want[picchuv1alpha1.LabelFleetPrefix+"staging"] = ""
+	if !maps.Equal(rev.Labels, want) {
+		t.Errorf("labels after moving to fleet staging %v, want %v", rev.Labels, want)
 	}
 }
 
