@@ -141,8 +141,9 @@ func newRegistry(mgr ctrl.Manager, remoteEvents *releasemanager.RemoteEvents, o 
 	registry.Policy = access.Policy{AllowExec: o.AllowExecCredentials}
 	registry.WrapTransport = o.WrapTransport
 	registry.QPS, registry.Burst = o.ClusterQPS, o.ClusterBurst
-	// Other managers' fields are most of what the caches would hold.
-	registry.Transform = applier.KeepOwnManagedFields
+	// Managed fields are most of what the caches would hold: only whether
+	// the main manager applied replicas is read back.
+	registry.Transform = applier.KeepReplicasOwner
 	return registry
 }
 

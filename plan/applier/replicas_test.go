@@ -174,7 +174,16 @@ func TestFieldOwnership_ReplicasTakenOverFromAnOlderPicchu(t *testing.T) {
 	if err := c.Apply(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	live := liveReplicaSet(t, target.Client, old)
+	// Read as a target cluster's cache holds it: its managed fields cut
+	// to what the take-over reads.
+	cached := func() *appsv1.ReplicaSet {
+		live := liveReplicaSet(t, target.Client, old)
+		if _, err := applier.KeepReplicasOwner(live); err != nil {
+			t.Fatal(err)
+		}
+		return live
+	}
+	live := cached()
 	if err := c.TakeOverReplicas(ctx, replicaSetKind, live, *live.Spec.Replicas); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +203,7 @@ func TestFieldOwnership_ReplicasTakenOverFromAnOlderPicchu(t *testing.T) {
 		}
 	}
 	// Without a main-manager claim, taking over is a no-op: no write.
-	live = liveReplicaSet(t, target.Client, old)
+	live = cached()
 	if err := c.TakeOverReplicas(ctx, replicaSetKind, live, *live.Spec.Replicas); err != nil {
 		t.Fatal(err)
 	}

@@ -1,39 +1,51 @@
 package applier
 
 import (
-	"slices"
+	"bytes"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// KeepOwnManagedFields is the transform of a target cluster's cache: it
-// drops from every object the managed fields of every manager but
-// FieldManager and ReplicasFieldManager before the object is stored.
+// KeepReplicasOwner is the transform of a target cluster's cache: it drops
+// every managed field of every object before the object is stored, but
+// the one fact Picchu reads back from them: that FieldManager applied
+// spec.replicas (TakeOverReplicas), kept as FieldManager's entry holding
+// that field alone.
 //
-// Nothing Picchu decides reads another manager's fields, and they are most
-// of an object's size in a cache of unstructured objects (each field a map
+// Nothing else Picchu decides reads managed fields, and they are most of
+// an object's size in a cache of unstructured objects (each field a map
 // of its own): a ReplicaSet carries the ReplicaSet controller's status
-// fields, an autoscaler its controller's. Picchu's own stay, for
-// TakeOverReplicas. Picchu never writes a cached copy back to a target
-// cluster (it applies the objects it builds, without managed fields, and
-// deletes): an Update of a copy with only some managers' fields would
-// drop the others' on the API server.
-func KeepOwnManagedFields(in any) (any, error) {
+// fields, an autoscaler its controller's, and Picchu's own entry names
+// every field it applied. Picchu never writes a cached copy back to a
+// target cluster (it applies the objects it builds, without managed
+// fields, and deletes): an Update of a copy without them would drop them
+// on the API server.
+func KeepReplicasOwner(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
 		return in, nil // not an object: nothing to drop
 	}
 	fields := obj.GetManagedFields()
-	own := slices.DeleteFunc(slices.Clone(fields), func(mf metav1.ManagedFieldsEntry) bool {
-		return mf.Manager != FieldManager && mf.Manager != ReplicasFieldManager
-	})
-	if len(own) == len(fields) {
+	if len(fields) == 0 || (len(fields) == 1 && isReplicasOwner(fields[0])) {
 		return in, nil
 	}
-	if len(own) == 0 {
-		own = nil
+	var kept []metav1.ManagedFieldsEntry
+	if replicasAppliedBy(fields, FieldManager) {
+		kept = []metav1.ManagedFieldsEntry{{
+			Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: bytes.Clone(replicasOnly)},
+		}}
 	}
-	obj.SetManagedFields(own)
+	obj.SetManagedFields(kept)
 	return in, nil
+}
+
+// replicasOnly are the managed fields of spec.replicas alone.
+var replicasOnly = []byte(`{"f:spec":{"f:replicas":{}}}`)
+
+// isReplicasOwner says mf is the entry KeepReplicasOwner keeps.
+func isReplicasOwner(mf metav1.ManagedFieldsEntry) bool {
+	return mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
+		mf.Subresource == "" && mf.FieldsV1 != nil && bytes.Equal(mf.FieldsV1.Raw, replicasOnly)
 }
