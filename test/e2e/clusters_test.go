@@ -149,9 +149,13 @@ func TestRollbackWhileATargetIsDown(t *testing.T) {
 	})
 	routesAlone(t, time.Minute, app, "v1", clusters...)
 
-	// v2 steps every 12 s: time to stop north at 40 %, before its next step.
+	// v2 starts at 20 % and steps every 12 s: time to stop north at 40 %,
+	// before its next step.
 	w := watch(app)
-	slow := trio(12 * time.Second)
+	slow := func(r *picchuv1alpha1.Revision) {
+		trio(12 * time.Second)(r)
+		r.Spec.Targets[0].Release.GeometricScaling.Start = 20
+	}
 	apply(t, app, "v2", slow)
 	until(t, 2*time.Minute, app, "v2 releasing at 40 %", rampingAt("v2", 40))
 	if err := lab.StopCluster(ctx, "north"); err != nil {

@@ -177,8 +177,15 @@ func TestReleaseInWaves(t *testing.T) {
 		t.Errorf("the mesh counted %.0f requests to %s without a route while its routes moved to the Gateway API", after-unroutedBefore, app)
 	}
 
-	// v3, failed while it ramps in west, is rolled back in both waves.
-	apply(t, app, "v3", gatewayAPI(5*time.Second))
+	// v3, failed while it ramps in west, is rolled back in both waves. It
+	// has no canary and bakes 2 s in east: what it shows is the rollback.
+	v3 := func(r *picchuv1alpha1.Revision) {
+		gatewayAPI(3 * time.Second)(r)
+		tg := &r.Spec.Targets[0]
+		tg.Canary = picchuv1alpha1.Canary{}
+		tg.Release.Waves[0].Bake = &metav1.Duration{Duration: 2 * time.Second}
+	}
+	apply(t, app, "v3", v3)
 	if err := kit.Poll(ctx, pollInterval, 3*time.Minute, app+": v3 ramping in west", func(ctx context.Context) error {
 		inWest, err := weightsIn(ctx, west, app)
 		if err != nil {
@@ -191,7 +198,7 @@ func TestReleaseInWaves(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v\n%s", err, recordOf(app))
 	}
-	apply(t, app, "v3", func(r *picchuv1alpha1.Revision) { gatewayAPI(5 * time.Second)(r); r.Spec.Failed = true })
+	apply(t, app, "v3", func(r *picchuv1alpha1.Revision) { v3(r); r.Spec.Failed = true })
 	took := routesAlone(t, time.Minute, app, "v2", east, west)
 	t.Logf("v3 failed while ramping in west: east and west route v2 alone %s later", took.Round(time.Millisecond))
 	until(t, time.Minute, app, "v3 failed", func(s story.Snapshot) error {
