@@ -19,8 +19,8 @@ import (
 // fields, an autoscaler its controller's, and Picchu's own entry names
 // every field it applied. Picchu never writes a cached copy back to a
 // target cluster (it applies the objects it builds, without managed
-// fields, and deletes): an Update of a copy without them would drop them
-// on the API server.
+// fields, and deletes): an Update of a copy carrying the one entry kept
+// would replace every manager's on the API server.
 func KeepReplicasOwner(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
