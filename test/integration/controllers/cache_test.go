@@ -84,13 +84,14 @@ func TestDeliveryCache_HoldsSecretsAndConfigMapsOfItsNamespacesOnly(t *testing.T
 	}
 }
 
-// TestCaches_HoldNoManagedFields releases an app through the
-// operator as main assembles it, while another manager writes the status of
-// its ReplicaSets (as the ReplicaSet controller does): the target clusters'
+// TestCaches_HoldNoManagedFields releases an app through the operator as
+// main assembles it, while another manager writes the status of its
+// ReplicaSets (as the ReplicaSet controller does): the target clusters'
 // caches hold none of their managed fields (only an older Picchu's claim
 // on replicas would be kept, for the take-over: applier.KeepReplicasOwner),
-// and the delivery cache none of the app's Revision and ReleaseManager. The API servers keep every manager's, the status
-// writes from the stripped copies included.
+// and the delivery cache none of the app's Revision and ReleaseManager.
+// The API servers keep every manager's, the status writes from the
+// stripped copies included.
 func TestCaches_HoldNoManagedFields(t *testing.T) {
 	ctx := context.Background()
 	const app = "lean"
