@@ -145,17 +145,47 @@ func builds(ctx context.Context, f *fleet.Fleet, app string) ([]Build, error) {
 	return out, nil
 }
 
+// observeTarget reads app's routes on a target cluster and its builds'
+// pods there, as one snapshot: the routes are read again after the pods,
+// and the whole read again (up to 5 times) when they moved meanwhile. Two
+// reads are not atomic: a run that moves a build's last traffic away and
+// the next one that retires its pods can both land between them, which
+// would read as traffic to a build without pods. A ReplicaSet scaled down
+// before its routes moved still shows: the routes read the same on both
+// sides of the pods.
 func observeTarget(ctx context.Context, c client.Client, app string) (map[string]int32, map[string]Pods, error) {
+	for attempt := 1; ; attempt++ {
+		weights, err := routeWeights(ctx, c, app)
+		if err != nil {
+			return nil, nil, err
+		}
+		pods, err := podsOf(ctx, c, app)
+		if err != nil {
+			return nil, nil, err
+		}
+		after, err := routeWeights(ctx, c, app)
+		if err != nil {
+			return nil, nil, err
+		}
+		if maps.Equal(weights, after) || attempt == 5 {
+			return weights, pods, nil
+		}
+	}
+}
+
+// routeWeights reads the weights of app's builds on a target cluster, by
+// tag: from its HTTPRoute when it has one, else its VirtualService.
+func routeWeights(ctx context.Context, c client.Client, app string) (map[string]int32, error) {
 	ns := app + "-" + Target
 	weights, routed, err := gatewayWeights(ctx, c, app)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	vs := &istionetworking.VirtualService{}
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, vs); {
 	case routed || apierrors.IsNotFound(err):
 	case err != nil:
-		return nil, nil, fmt.Errorf("reading the VirtualService of %s: %w", app, err)
+		return nil, fmt.Errorf("reading the VirtualService of %s: %w", app, err)
 	default:
 		for _, route := range vs.Spec.Http {
 			if route.Name != releaseRoute {
@@ -168,10 +198,17 @@ func observeTarget(ctx context.Context, c client.Client, app string) (map[string
 			}
 		}
 	}
+	return weights, nil
+}
+
+// podsOf reads, by tag, the replicas app's ReplicaSets ask for on a target
+// cluster and the pods of each that run and are ready.
+func podsOf(ctx context.Context, c client.Client, app string) (map[string]Pods, error) {
+	ns := app + "-" + Target
 	pods := map[string]Pods{}
 	rss := &appsv1.ReplicaSetList{}
 	if err := c.List(ctx, rss, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing the ReplicaSets of %s: %w", app, err)
+		return nil, fmt.Errorf("listing the ReplicaSets of %s: %w", app, err)
 	}
 	for _, rs := range rss.Items {
 		tag := rs.Labels[picchuv1alpha1.LabelTag]
@@ -183,7 +220,7 @@ func observeTarget(ctx context.Context, c client.Client, app string) (map[string
 	}
 	list := &corev1.PodList{}
 	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing the pods of %s: %w", app, err)
+		return nil, fmt.Errorf("listing the pods of %s: %w", app, err)
 	}
 	for _, pod := range list.Items {
 		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil || !podReady(&pod) {
@@ -194,7 +231,7 @@ func observeTarget(ctx context.Context, c client.Client, app string) (map[string
 		p.Running++
 		pods[tag] = p
 	}
-	return weights, pods, nil
+	return pods, nil
 }
 
 // ObserveGatewayRoute says whether app is routed on c by the Gateway API
