@@ -1,6 +1,7 @@
 package applier
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -312,11 +313,17 @@ func (c *Cluster) TakeOverReplicas(ctx context.Context, kind schema.GroupVersion
 	return c.ApplyReplicas(ctx, kind, live.GetNamespace(), live.GetName(), replicas)
 }
 
+// replicasField is how spec.replicas is named in managed fields.
+var replicasField = []byte(`"f:replicas"`)
+
 // replicasAppliedBy says whether manager applied spec.replicas, from an
 // object's managed fields.
 func replicasAppliedBy(managed []metav1.ManagedFieldsEntry, manager string) bool {
 	for _, mf := range managed {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+		// Decoded only when it may hold replicas: the caches' transform asks
+		// this of every object at every event.
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil ||
+			!bytes.Contains(mf.FieldsV1.Raw, replicasField) {
 			continue
 		}
 		var fields map[string]map[string]any
