@@ -387,6 +387,10 @@ func (r *Reconciler) ensureReleaseManager(ctx context.Context, rev *picchuv1alph
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      key.Name,
 			Namespace: key.Namespace,
+			// Created with the finalizer the ReleaseManager controller
+			// keeps, which it would otherwise add in a write of its own:
+			// one write fewer per app and target.
+			Finalizers: []string{picchuv1alpha1.FinalizerReleaseManager},
 			Labels: map[string]string{
 				picchuv1alpha1.LabelApp:    rev.Spec.App.Name,
 				picchuv1alpha1.LabelTarget: target.Name,

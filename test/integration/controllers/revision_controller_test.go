@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,9 +36,41 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	production := picchuv1alpha1.RevisionTarget{Name: "production", Fleet: "nowhere"}
 	staging := picchuv1alpha1.RevisionTarget{Name: "staging", Fleet: "nowhere-staging"}
 
+	// The ReleaseManagers are watched from before they exist: each is
+	// created with the finalizer its controller keeps, which costs no
+	// write of its own.
+	rmWatcher, err := client.NewWithWatch(env.Delivery.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rmWatch, err := rmWatcher.Watch(ctx, &picchuv1alpha1.ReleaseManagerList{}, client.InNamespace(env.Namespace),
+		client.MatchingLabels{picchuv1alpha1.LabelApp: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rmWatch.Stop()
 	v1 := revision("shop-v1", "v1", nil, production, staging)
 	if err := c.Create(ctx, v1); err != nil {
 		t.Fatal(err)
+	}
+	for created := map[string]bool{}; len(created) < 2; {
+		select {
+		case e := <-rmWatch.ResultChan():
+			if e.Type == watch.Error {
+				t.Fatalf("watching the release managers of shop: %v", e.Object)
+			}
+			rm, ok := e.Object.(*picchuv1alpha1.ReleaseManager)
+			if !ok || created[rm.Name] {
+				continue
+			}
+			created[rm.Name] = true
+			if e.Type != watch.Added || !slices.Equal(rm.Finalizers, []string{picchuv1alpha1.FinalizerReleaseManager}) {
+				t.Errorf("release manager %s first seen %s with finalizers %v, want added with %s",
+					rm.Name, e.Type, rm.Finalizers, picchuv1alpha1.FinalizerReleaseManager)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the release managers of shop were not created within 20s")
+		}
 	}
 	v2 := revision("shop-v2", "v2", map[string]string{"team": "checkout", picchuv1alpha1.LabelFleetPrefix + "old": ""}, production)
 	if err := c.Create(ctx, v2); err != nil {
