@@ -9,7 +9,8 @@
 // them: CLUSTERS=3 is delivery, target-1 and target-2. The fleet has no
 // Prometheus and no mesh, whose reads would load the API servers measured;
 // the builds have no canary and no SLO, and ramp 25 → 50 → 100 % with 2 s
-// steps (4 s of delays). The operator's requests are its client-go counters
+// steps (4 s of delays). The operator serves its admission webhooks to the
+// delivery cluster, as in production. The operator's requests are its client-go counters
 // (rest_client_requests_total, by cluster host); its reconciles,
 // controller-runtime's; its memory, the kernel's resident set.
 package main
@@ -132,8 +133,13 @@ func run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	hooks, hookArgs, err := prepareWebhooks()
+	if err != nil {
+		return err
+	}
+	defer hooks.cleanup()
 	// No Prometheus runs: the builds have no SLO, and nothing is queried.
-	operatorArgs := append([]string{"--prometheus-enabled=false"}, strings.Fields(c.operatorArgs)...)
+	operatorArgs := append(append([]string{"--prometheus-enabled=false"}, hookArgs...), strings.Fields(c.operatorArgs)...)
 	var prof *profiler
 	if c.profileDir != "" {
 		port, err := kit.FreePort()
@@ -148,6 +154,9 @@ func run(ctx context.Context, args []string) (err error) {
 		prof = &profiler{url: "http://" + addr + "/debug/pprof/", dir: c.profileDir, seconds: c.profileSeconds}
 	}
 	if err := f.StartOperatorWithEnv(ctx, binary, strings.Fields(c.operatorEnv), operatorArgs...); err != nil {
+		return err
+	}
+	if err := hooks.install(f); err != nil {
 		return err
 	}
 	// The benchmark watches the ReleaseManagers rather than list a
