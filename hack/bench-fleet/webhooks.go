@@ -16,7 +16,9 @@ import (
 // port on the loopback, with a certificate envtest makes. A Revision then
 // gets its labels at admission, as in production, and the Revision
 // controller writes none; a fleet without webhooks counts that write.
-type webhooks struct{ o *envtest.WebhookInstallOptions }
+type webhooks struct {
+	o *envtest.WebhookInstallOptions
+}
 
 // prepareWebhooks makes the certificate and picks the port: the operator's
 // flags to serve them.
