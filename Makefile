@@ -12,6 +12,10 @@ GO_TEST_FLAGS ?= -race -timeout 40m
 # of a package's time is spent waiting on API servers and release steps, not
 # on the CPU: three at a time on 2 cores.
 TEST_PARALLEL ?= 3
+# End-to-end tests that share the fleet quietly (quietNeighbour) run at once,
+# three at a time: their time is release steps, not CPU (50 s less than two
+# at a time on 2 cores).
+E2E_PARALLEL ?= 3
 PKGS ?= ./...
 
 # What the targets write stays in the repository, but for Go's own caches:
@@ -87,7 +91,7 @@ test: verify k8s-binaries prometheus-binary alertmanager-binary chromium-binary 
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -p $(TEST_PARALLEL) $$pkgs
 	@echo "test: the end-to-end tests, alone: beside other packages' API servers, their fleet misses its deadlines on 2 cores"
 	e2e=$$(go list $(PKGS) | grep /test/e2e$$ || true); [ -z "$$e2e" ] || \
-		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) $$e2e
+		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -parallel $(E2E_PARALLEL) $$e2e
 	cd test/kubevalidation && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
@@ -133,7 +137,7 @@ fleet-down: ## Stop every process of the local fleet and remove .fleet/.
 
 .PHONY: test-e2e
 test-e2e: k8s-binaries prometheus-binary ## Run the end-to-end tests on their own local fleet.
-	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -v ./test/e2e/
+	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -parallel $(E2E_PARALLEL) -v ./test/e2e/
 
 ##@ Build and run
 

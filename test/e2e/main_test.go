@@ -115,7 +115,9 @@ func testTimeout() time.Duration {
 // (a cluster stopped or hung, the operator restarted, a cluster filled)
 // run one after the other, before them. Most of a test's time is release
 // steps, not CPU (on 2 cores the CPU is 60 % idle with one test running), so
-// the quiet ones together take about as long as the longest of them.
+// the quiet ones together take about as long as the longest of them. The
+// Makefile runs three at a time (E2E_PARALLEL): go test's default is the
+// number of cores.
 func quietNeighbour(t *testing.T) {
 	t.Helper()
 	t.Parallel()
