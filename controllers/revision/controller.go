@@ -53,16 +53,16 @@ type Reconciler struct {
 	// Revision's mirrored status (DefaultMirrorInterval when 0): the
 	// changes of its ReleaseManagers within it are written together.
 	MirrorInterval time.Duration
-	// ProgressInterval is the least time between two writes of one
-	// Revision's mirrored status when only its progress moved
-	// (DefaultProgressInterval when 0): see mirrorWait.
+	// ProgressInterval is how long a Revision's progress, once it moved,
+	// waits to be written (DefaultProgressInterval when 0): what else
+	// moves meanwhile goes with it. See mirrorWait.
 	ProgressInterval time.Duration
 	// ProtectedNamespaces are the namespaces no app is deployed in
 	// (picchuv1alpha1.ProtectedNamespaces): a target whose "<app>-<target>"
 	// is one gets no ReleaseManager, and the Revision is held there.
 	ProtectedNamespaces []string
 
-	// mirrored is when each Revision's status was last written.
+	// mirrored is each Revision's mirror: a mirrorRecord.
 	mirrored sync.Map
 }
 
@@ -76,9 +76,10 @@ const DefaultMirrorInterval = 2 * time.Second
 
 // DefaultProgressInterval is the default ProgressInterval. The states,
 // percents and replicas of a release move at every step, in two builds at
-// once; the Revisions show them within this interval, and what a person
-// or a GitOps tool acts on (a condition's status or reason, a hold, alerts
-// firing, a pause) within MirrorInterval.
+// once; the Revisions show them within this interval, every move within
+// it in one write, and what a person or a GitOps tool acts on (a
+// condition's status or reason, a hold, alerts firing, a pause) within
+// MirrorInterval.
 const DefaultProgressInterval = 10 * time.Second
 
 // SetupWithManager watches Revisions and the ReleaseManagers of their apps.
@@ -420,9 +421,9 @@ func (e *collisionError) Error() string {
 // mirrorStatus copies each target's state, traffic and scale for this tag
 // from its ReleaseManager, sets the Ready, Reconciling and Stalled
 // conditions from them (SetConditions), and writes the status only when it
-// changed, at most once per MirrorInterval, or per ProgressInterval when
-// only the release's progress moved (mirrorWait): a change within it is
-// written when it ends.
+// changed: within MirrorInterval when what a person or a GitOps tool acts
+// on changed, within ProgressInterval when only the release's progress
+// moved, every change within it in one write (mirrorWait).
 func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager,
 	held map[string]*picchuv1alpha1.RevisionHold) (ctrl.Result, error) {
 	before := rev.DeepCopy()
@@ -430,32 +431,59 @@ func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revis
 	rev.Status.Targets = TargetStatuses(rev, rms, held)
 	rev.Status.Summary = Summary(rev.Status.Targets)
 	SetConditions(rev, time.Now())
+	key, now := client.ObjectKeyFromObject(rev), time.Now()
+	var rec mirrorRecord
+	if v, ok := r.mirrored.Load(key); ok {
+		rec = v.(mirrorRecord)
+	}
 	if equality.Semantic.DeepEqual(before.Status, rev.Status) {
+		if !rec.moved.IsZero() {
+			// Back to what is written: nothing waits.
+			r.mirrored.Store(key, mirrorRecord{written: rec.written})
+		}
 		return ctrl.Result{}, nil
 	}
-	key, now := client.ObjectKeyFromObject(rev), time.Now()
-	if last, ok := r.mirrored.Load(key); ok {
-		if wait := r.mirrorWait(&before.Status, &rev.Status, last.(time.Time), now); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
+	wait, rec := r.mirrorWait(&before.Status, &rev.Status, rec, now)
+	if wait > 0 {
+		r.mirrored.Store(key, rec)
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.Client.Status().Patch(ctx, rev, client.MergeFrom(before)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of revision %s/%s: %w", rev.Namespace, rev.Name, err)
 	}
-	r.mirrored.Store(key, now)
+	r.mirrored.Store(key, mirrorRecord{written: now})
 	return ctrl.Result{}, nil
 }
 
+// mirrorRecord is what the controller keeps of a Revision's mirror between
+// its runs (lost with the process, which then writes sooner, never later).
+type mirrorRecord struct {
+	// written is when its status was last written; zero when never, by
+	// this process.
+	written time.Time
+	// moved is when its progress was first seen to differ from what is
+	// written; zero when it does not.
+	moved time.Time
+}
+
 // mirrorWait is how long the write of a Revision's status, from before
-// to after, waits when it was last written at last: until MirrorInterval
-// has passed when what a person or a GitOps tool acts on changed
-// (acted), else until ProgressInterval has.
-func (r *Reconciler) mirrorWait(before, after *picchuv1alpha1.RevisionStatus, last, now time.Time) time.Duration {
-	interval := cmp.Or(r.MirrorInterval, DefaultMirrorInterval)
-	if !acted(before, after) {
-		interval = max(interval, cmp.Or(r.ProgressInterval, DefaultProgressInterval))
+// (as written) to after, waits at now, and the record to keep meanwhile:
+// when what a person or a GitOps tool acts on changed (acted), until
+// MirrorInterval has passed since the last write; when only the release's
+// progress moved, until ProgressInterval has passed since it first moved,
+// so that the moves of the steps within it are written together (the
+// trailing edge: a ramp's first step is written once the interval ends,
+// with the steps after it), and at least MirrorInterval after the last
+// write.
+func (r *Reconciler) mirrorWait(before, after *picchuv1alpha1.RevisionStatus, rec mirrorRecord, now time.Time) (time.Duration, mirrorRecord) {
+	wait := cmp.Or(r.MirrorInterval, DefaultMirrorInterval) - now.Sub(rec.written)
+	if acted(before, after) {
+		return max(wait, 0), rec
 	}
-	return interval - now.Sub(last)
+	if rec.moved.IsZero() {
+		rec.moved = now
+	}
+	return max(wait, cmp.Or(r.ProgressInterval, DefaultProgressInterval)-now.Sub(rec.moved), 0), rec
 }
 
 // acted says a Revision's status changed in what a person or a GitOps

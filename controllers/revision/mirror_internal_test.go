@@ -11,7 +11,7 @@ import (
 
 // TestMirrorWait: a change of what a person or a GitOps tool acts on is
 // written MirrorInterval after the last write; the release's progress
-// alone, ProgressInterval after it.
+// alone, ProgressInterval after it first moved, with every move since.
 func TestMirrorWait(t *testing.T) {
 	last := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	before := picchuv1alpha1.RevisionStatus{
@@ -56,15 +56,64 @@ func TestMirrorWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			after := before.DeepCopy()
 			tc.change(after)
-			if got := r.mirrorWait(&before, after, last, last); got != tc.want {
+			if got, _ := r.mirrorWait(&before, after, mirrorRecord{written: last}, last); got != tc.want {
 				t.Errorf("waits %s after a write, want %s", got, tc.want)
 			}
-			if got := r.mirrorWait(&before, after, last, last.Add(time.Minute)); got > 0 {
-				t.Errorf("waits %s a minute after a write", got)
+			// A minute after the last write, what people act on goes at
+			// once, and progress once it has waited its interval.
+			later := last.Add(time.Minute)
+			want := time.Duration(0)
+			if tc.want == DefaultProgressInterval {
+				want = DefaultProgressInterval
+			}
+			got, rec := r.mirrorWait(&before, after, mirrorRecord{written: last}, later)
+			if got != want {
+				t.Errorf("waits %s a minute after a write, want %s", got, want)
+			}
+			if got, _ := r.mirrorWait(&before, after, rec, later.Add(DefaultProgressInterval)); got > 0 {
+				t.Errorf("waits %s more once the progress waited its interval", got)
 			}
 		})
 	}
-	if got := (&Reconciler{MirrorInterval: time.Second, ProgressInterval: 5 * time.Second}).mirrorWait(&before, &before, last, last); got != 5*time.Second {
+	if got, _ := (&Reconciler{MirrorInterval: time.Second, ProgressInterval: 5 * time.Second}).mirrorWait(&before, &before, mirrorRecord{written: last}, last); got != 5*time.Second {
 		t.Errorf("configured intervals: progress waits %s, want 5s", got)
+	}
+}
+
+// TestMirrorWait_ARampsStepsGoInOneWrite: the steps of a ramp, moving
+// every 2 s, are written together once the first has waited
+// ProgressInterval, never between; a change people act on meanwhile goes
+// at once, the progress with it, and what moves after it waits again.
+func TestMirrorWait_ARampsStepsGoInOneWrite(t *testing.T) {
+	r := &Reconciler{}
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	written := picchuv1alpha1.RevisionStatus{ObservedGeneration: 1,
+		Targets: []picchuv1alpha1.RevisionTargetStatus{{Name: "production", State: "released",
+			Release: picchuv1alpha1.RevisionReleaseStatus{CurrentPercent: 100, PeakPercent: 100}}}}
+	rec := mirrorRecord{written: start.Add(-time.Hour)}
+	step := func(percent int32) *picchuv1alpha1.RevisionStatus {
+		st := written.DeepCopy()
+		st.Targets[0].Release.CurrentPercent = percent
+		return st
+	}
+	var wait time.Duration
+	for i, percent := range []int32{75, 50, 25, 0} {
+		now := start.Add(time.Duration(i) * 2 * time.Second)
+		wait, rec = r.mirrorWait(&written, step(percent), rec, now)
+		if want := DefaultProgressInterval - time.Duration(i)*2*time.Second; wait != want {
+			t.Fatalf("step to %d%% at %s: waits %s, want %s (the interval from the first step)", percent, now.Sub(start), wait, want)
+		}
+	}
+	if !rec.moved.Equal(start) {
+		t.Errorf("progress recorded as first moved at %s, want the first step's %s", rec.moved, start)
+	}
+	if wait, _ = r.mirrorWait(&written, step(0), rec, start.Add(DefaultProgressInterval)); wait > 0 {
+		t.Errorf("the interval over: waits %s more", wait)
+	}
+	// A change people act on goes at once, however recent the progress.
+	retired := step(0)
+	retired.Conditions = []metav1.Condition{{Type: picchuv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: picchuv1alpha1.ReasonSettled}}
+	if wait, _ = r.mirrorWait(&written, retired, mirrorRecord{written: start.Add(-time.Hour), moved: start}, start.Add(time.Second)); wait > 0 {
+		t.Errorf("ready while the progress waits: waits %s, want 0", wait)
 	}
 }
