@@ -456,7 +456,8 @@ func (r *Reconciler) mirrorStatus(ctx context.Context, rev *picchuv1alpha1.Revis
 }
 
 // mirrorRecord is what the controller keeps of a Revision's mirror between
-// its runs (lost with the process, which then writes sooner, never later).
+// its runs. It is lost with the process: a new one waits the intervals
+// from its own first run, which delays progress by at most one interval.
 type mirrorRecord struct {
 	// written is when its status was last written; zero when never, by
 	// this process.

@@ -116,4 +116,12 @@ func TestMirrorWait_ARampsStepsGoInOneWrite(t *testing.T) {
 	if wait, _ = r.mirrorWait(&written, retired, mirrorRecord{written: start.Add(-time.Hour), moved: start}, start.Add(time.Second)); wait > 0 {
 		t.Errorf("ready while the progress waits: waits %s, want 0", wait)
 	}
+	// Written then (the record starts again from that write), progress
+	// that moves after it waits its own interval.
+	scaledDown := retired.DeepCopy()
+	scaledDown.Targets[0].Scale.Current = 0
+	retired.Targets[0].Scale.Current = 2
+	if wait, _ = r.mirrorWait(retired, scaledDown, mirrorRecord{written: start.Add(time.Second)}, start.Add(3*time.Second)); wait != DefaultProgressInterval {
+		t.Errorf("progress after a write: waits %s, want %s", wait, DefaultProgressInterval)
+	}
 }

@@ -10,8 +10,8 @@
 // Prometheus and no mesh, whose reads would load the API servers measured;
 // the builds have no canary and no SLO, and ramp 25 → 50 → 100 % with 2 s
 // steps (4 s of delays). The operator serves its admission webhooks to the
-// delivery cluster, as in production. The operator's requests are its client-go counters
-// (rest_client_requests_total, by cluster host); its reconciles,
+// delivery cluster, as in production. Its requests are its client-go
+// counters (rest_client_requests_total, by cluster host); its reconciles,
 // controller-runtime's; its memory, the kernel's resident set.
 package main
 
