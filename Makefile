@@ -7,7 +7,11 @@ SHELL := /usr/bin/env bash -o pipefail
 CONTROLLER_TOOLS_VERSION ?= v0.22.0
 CONTROLLER_GEN ?= $(CURDIR)/bin/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
 IMG ?= ghcr.io/medium/picchu:latest
-GO_TEST_FLAGS ?= -race -timeout 40m
+# -ldflags=-w: test binaries without DWARF link in two thirds of the CPU
+# (about 4.5 s less per package with the race detector), and the packages'
+# phase is CPU-bound on 2 cores; stack traces and race reports read the
+# runtime's own tables, not DWARF.
+GO_TEST_FLAGS ?= -race -timeout 40m -ldflags=-w
 # Packages tested at once (not the end-to-end tests, which run alone). Most
 # of a package's time is spent waiting on API servers and release steps, not
 # on the CPU: three at a time on 2 cores.
