@@ -116,8 +116,7 @@ func testTimeout() time.Duration {
 // run one after the other, before them. Most of a test's time is release
 // steps, not CPU (on 2 cores the CPU is 60 % idle with one test running), so
 // the quiet ones together take about as long as the longest of them. The
-// Makefile runs three at a time (E2E_PARALLEL): go test's default is the
-// number of cores.
+// Makefile runs E2E_PARALLEL at a time (go test's -parallel).
 func quietNeighbour(t *testing.T) {
 	t.Helper()
 	t.Parallel()
