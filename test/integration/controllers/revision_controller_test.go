@@ -39,11 +39,11 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	// The ReleaseManagers are watched from before they exist: each is
 	// created with the finalizer its controller keeps, which costs no
 	// write of its own.
-	rmWatcher, err := client.NewWithWatch(env.Delivery.Config, client.Options{Scheme: env.Scheme})
+	watcher, err := client.NewWithWatch(env.Delivery.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rmWatch, err := rmWatcher.Watch(ctx, &picchuv1alpha1.ReleaseManagerList{}, client.InNamespace(env.Namespace),
+	rmWatch, err := watcher.Watch(ctx, &picchuv1alpha1.ReleaseManagerList{}, client.InNamespace(env.Namespace),
 		client.MatchingLabels{picchuv1alpha1.LabelApp: "shop"})
 	if err != nil {
 		t.Fatal(err)
@@ -145,10 +145,6 @@ func TestRevisionReconciler_ReleaseManagersLabelsAndStatus(t *testing.T) {
 	// A burst of changes to the release record's progress is mirrored
 	// together: one write of v1's status, the last change included. v1's
 	// writes are counted from a watch of v1 alone.
-	watcher, err := client.NewWithWatch(env.Delivery.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mirrored := &picchuv1alpha1.Revision{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(v1), mirrored); err != nil {
 		t.Fatal(err)
