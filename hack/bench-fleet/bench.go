@@ -66,6 +66,8 @@ type phase struct {
 	allWrites float64
 	// clusterWrites are allWrites by cluster name.
 	clusterWrites map[string]float64
+	// idle is the share of the machine's CPU time left idle meanwhile.
+	idle float64
 }
 
 // result is what the benchmark measured.
@@ -138,6 +140,10 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	if err != nil {
 		return p, err
 	}
+	machineBefore, err := readMachineCPU()
+	if err != nil {
+		return p, err
+	}
 	profiled := b.profiler.start(ctx, tag)
 	commit := time.Now()
 	start := time.Now()
@@ -164,6 +170,11 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 		return p, err
 	}
 	p.took = time.Since(start)
+	machineAfter, err := readMachineCPU()
+	if err != nil {
+		return p, err
+	}
+	p.idle = machineBefore.idleShare(machineAfter)
 	cpuAfter, err := b.operatorCPU()
 	if err != nil {
 		return p, err
@@ -508,9 +519,9 @@ func (r *result) table() string {
 		if p.p.routed > 0 && p.p.routed < p.p.took {
 			fmt.Fprintf(&sb, "| %s at 100 %% of its traffic | %s |\n", strings.TrimSuffix(p.name, " released"), p.p.routed.Round(100*time.Millisecond))
 		}
-		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it; operator CPU %s) |\n", p.name, p.p.took.Round(100*time.Millisecond),
+		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it; operator CPU %s; machine CPU %.0f %% idle) |\n", p.name, p.p.took.Round(100*time.Millisecond),
 			byCluster(p.p.requests.writes, r.hosts), bound(p.p).Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(bound(p.p).Seconds(), 1e-9),
-			p.p.cpu.Round(100*time.Millisecond))
+			p.p.cpu.Round(100*time.Millisecond), 100*p.p.idle)
 	}
 	// The API servers share the machine's cores: at the measured rate,
 	// every write to any of them takes its share of the same time.

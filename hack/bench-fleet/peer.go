@@ -50,6 +50,8 @@ type peerPhase struct {
 	// API server's counters (the benchmark's own applies among them, as
 	// the Revisions' are on Picchu's delivery cluster).
 	writes float64
+	// idle is the share of the machine's CPU time left idle meanwhile.
+	idle float64
 }
 
 // peerResult is what the peer measured.
@@ -155,6 +157,10 @@ func (p *peer) release(ctx context.Context, tag string) (peerPhase, error) {
 	if err != nil {
 		return ph, err
 	}
+	machineBefore, err := readMachineCPU()
+	if err != nil {
+		return ph, err
+	}
 	start := time.Now()
 	if err := applyApps(p.apps, func(app string) error { return p.apply(ctx, app, tag) }); err != nil {
 		return ph, fmt.Errorf("applying %s: %w", tag, err)
@@ -173,6 +179,11 @@ func (p *peer) release(ctx context.Context, tag string) (peerPhase, error) {
 		return ph, err
 	}
 	ph.took = time.Since(start)
+	machineAfter, err := readMachineCPU()
+	if err != nil {
+		return ph, err
+	}
+	ph.idle = machineBefore.idleShare(machineAfter)
 	after, err := scrapeAPIServer(ctx, p.cluster.Config)
 	if err != nil {
 		return ph, err
@@ -318,6 +329,7 @@ func compare(peer peerResult, r *result) string {
 		}
 		fmt.Fprintf(&sb, "| writes to a target cluster by every client, %s build | %.0f | %.0f | %s |\n", p.name, p.argo.writes, target, ratio(target, p.argo.writes))
 		fmt.Fprintf(&sb, "| writes per app to the delivery cluster by every client, %s build | (none) | %.1f | |\n", p.name, p.picchu.clusterWrites[fleet.Delivery]/float64(r.apps))
+		fmt.Fprintf(&sb, "| machine CPU idle, %s build | %.0f %% | %.0f %% | |\n", p.name, 100*p.argo.idle, 100*p.picchu.idle)
 	}
 	fmt.Fprintf(&sb, "| controller memory (resident) after both builds | %.0f MiB | %.0f MiB | %s |\n",
 		mib(peer.rss.total), mib(r.rssBefore.total), ratio(float64(r.rssBefore.total), float64(peer.rss.total)))
