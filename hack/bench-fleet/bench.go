@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -53,8 +54,12 @@ type phase struct {
 	took time.Duration
 	// routed is when every app's build took all of its traffic: at once
 	// for a first build, at the end of its ramp for the others.
-	routed   time.Duration
-	cpu      time.Duration // the operator's CPU time (user and system)
+	routed time.Duration
+	// appsRouted are, in order, when each app was first seen with the
+	// build at 100 % of its traffic (on every target): the spread of the
+	// apps behind routed.
+	appsRouted []time.Duration
+	cpu        time.Duration // the operator's CPU time (user and system)
 	requests requests
 	lateness histogram // ramp steps' lateness
 	throttle histogram // waits on the clients' rate limits
@@ -157,8 +162,9 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 		return p, fmt.Errorf("applying %s: %w", tag, err)
 	}
 	logf("%s of %d apps applied in %s; waiting until every app has it released", tag, b.apps, time.Since(start).Round(time.Millisecond))
+	routedAt := map[string]time.Duration{}
 	if err := kit.Poll(ctx, watchPoll, b.timeout, tag+" released in every app", func(ctx context.Context) error {
-		routed, released, err := b.released(ctx, tag)
+		routed, released, err := b.released(ctx, tag, routedAt, time.Since(start))
 		if err == nil && routed == b.apps && p.routed == 0 {
 			p.routed = time.Since(start)
 		}
@@ -170,6 +176,7 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 		return p, err
 	}
 	p.took = time.Since(start)
+	p.appsRouted = slices.Sorted(maps.Values(routedAt))
 	machineAfter, err := readMachineCPU()
 	if err != nil {
 		return p, err
@@ -268,12 +275,15 @@ func topWrites(after, before map[string]float64) string {
 }
 
 // released counts the apps whose ReleaseManager records tag at 100 % of
-// the traffic (routed), and those that record it released.
-func (b *bench) released(ctx context.Context, tag string) (routed, released int, err error) {
+// the traffic (routed), and those that record it released. It notes in
+// routedAt, by app, when one is first seen routed on every target: at
+// since.
+func (b *bench) released(ctx context.Context, tag string, routedAt map[string]time.Duration, since time.Duration) (routed, released int, err error) {
 	rms := &picchuv1alpha1.ReleaseManagerList{}
 	if err := b.rms.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
 		return 0, 0, err
 	}
+	targets := map[string]int{}
 	for _, rm := range rms.Items {
 		for _, st := range rm.Status.Revisions {
 			if st.Tag != tag {
@@ -281,13 +291,31 @@ func (b *bench) released(ctx context.Context, tag string) (routed, released int,
 			}
 			if st.CurrentPercent == 100 {
 				routed++
+				targets[rm.Spec.App]++
 			}
 			if st.State.Current == "released" {
 				released++
 			}
 		}
 	}
+	for app, n := range targets {
+		if _, seen := routedAt[app]; !seen && n == b.clusters-1 {
+			routedAt[app] = since
+		}
+	}
 	return routed, released, nil
+}
+
+// spread is the first, median, 90th percentile and last of sorted
+// durations, as a table cell.
+func spread(sorted []time.Duration) string {
+	if len(sorted) == 0 {
+		return "none"
+	}
+	at := func(q float64) time.Duration {
+		return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))].Round(100 * time.Millisecond)
+	}
+	return fmt.Sprintf("%s / %s / %s / %s", at(0), at(0.5), at(0.9), sorted[len(sorted)-1].Round(100*time.Millisecond))
 }
 
 // settled fails until every app's ReleaseManager is Ready: every build in a
@@ -519,6 +547,7 @@ func (r *result) table() string {
 		if p.p.routed > 0 && p.p.routed < p.p.took {
 			fmt.Fprintf(&sb, "| %s at 100 %% of its traffic | %s |\n", strings.TrimSuffix(p.name, " released"), p.p.routed.Round(100*time.Millisecond))
 		}
+		fmt.Fprintf(&sb, "| %s: apps at 100 %% of their traffic, first / median / p90 / last | %s |\n", strings.TrimSuffix(p.name, " released"), spread(p.p.appsRouted))
 		fmt.Fprintf(&sb, "| %s | %s (writes: %s; write bound %s = %.1f × it; operator CPU %s; machine CPU %.0f %% idle) |\n", p.name, p.p.took.Round(100*time.Millisecond),
 			byCluster(p.p.requests.writes, r.hosts), bound(p.p).Round(100*time.Millisecond), p.p.took.Seconds()/math.Max(bound(p.p).Seconds(), 1e-9),
 			p.p.cpu.Round(100*time.Millisecond), 100*p.p.idle)

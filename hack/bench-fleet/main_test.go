@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // A fleet sized by nodesFor holds both builds of every app at once, each
 // with podsPerBuild pods: a pod that finds no node stays Pending, and a
@@ -15,5 +18,18 @@ func TestNodesFor_HoldsBothBuildsOfEveryApp(t *testing.T) {
 		if room, need := nodes*podsPerNode, 2*podsPerBuild*apps; room < need {
 			t.Errorf("nodesFor(%d) = %d: room for %d pods, both builds of every app need %d", apps, nodes, room, need)
 		}
+	}
+}
+
+func TestSpread(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 10; i++ {
+		ds = append(ds, time.Duration(i)*time.Second)
+	}
+	if got, want := spread(ds), "1s / 6s / 10s / 10s"; got != want {
+		t.Errorf("spread of 1..10 s: %q, want %q", got, want)
+	}
+	if got, want := spread(nil), "none"; got != want {
+		t.Errorf("spread of nothing: %q, want %q", got, want)
 	}
 }
