@@ -276,14 +276,13 @@ func topWrites(after, before map[string]float64) string {
 
 // released counts the apps whose ReleaseManager records tag at 100 % of
 // the traffic (routed), and those that record it released. It notes in
-// routedAt, by app, when one is first seen routed on every target: at
-// since.
+// routedAt, by ReleaseManager (an app's, for every cluster of its
+// target), when one is first seen routed: at since.
 func (b *bench) released(ctx context.Context, tag string, routedAt map[string]time.Duration, since time.Duration) (routed, released int, err error) {
 	rms := &picchuv1alpha1.ReleaseManagerList{}
 	if err := b.rms.List(ctx, rms, client.InNamespace(b.fleet.Namespace)); err != nil {
 		return 0, 0, err
 	}
-	targets := map[string]int{}
 	for _, rm := range rms.Items {
 		for _, st := range rm.Status.Revisions {
 			if st.Tag != tag {
@@ -291,16 +290,13 @@ func (b *bench) released(ctx context.Context, tag string, routedAt map[string]ti
 			}
 			if st.CurrentPercent == 100 {
 				routed++
-				targets[rm.Spec.App]++
+				if _, seen := routedAt[rm.Name]; !seen {
+					routedAt[rm.Name] = since
+				}
 			}
 			if st.State.Current == "released" {
 				released++
 			}
-		}
-	}
-	for app, n := range targets {
-		if _, seen := routedAt[app]; !seen && n == b.clusters-1 {
-			routedAt[app] = since
 		}
 	}
 	return routed, released, nil
