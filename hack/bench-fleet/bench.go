@@ -60,11 +60,11 @@ type phase struct {
 	// apps behind routed.
 	appsRouted []time.Duration
 	cpu        time.Duration // the operator's CPU time (user and system)
-	requests requests
-	lateness histogram // ramp steps' lateness
-	throttle histogram // waits on the clients' rate limits
-	runs     histogram // the ReleaseManager controller's runs' durations
-	queued   histogram // how long its runs waited in its work queue once due
+	requests   requests
+	lateness   histogram // ramp steps' lateness
+	throttle   histogram // waits on the clients' rate limits
+	runs       histogram // the ReleaseManager controller's runs' durations
+	queued     histogram // how long its runs waited in its work queue once due
 	// allWrites are the writes of every client (the operator, the
 	// controller managers, the schedulers, the benchmark) to every API
 	// server of the fleet, from the API servers' own counters.
