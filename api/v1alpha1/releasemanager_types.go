@@ -156,7 +156,9 @@ type ReleaseManagerRevisionStatus struct {
 	// +kubebuilder:validation:MaxLength=2048
 	Verdict string `json:"verdict,omitempty"`
 	// rejected is why a live cluster's API server refused the build's
-	// objects (as invalid), which fails the build: "<cluster>: <reason>".
+	// objects (as invalid), or why no live cluster can run its image,
+	// which fails the build: "<cluster>: <reason>". A failed build keeps
+	// it.
 	// +optional
 	Rejected string `json:"rejected,omitempty"`
 	// lastUpdated is when the build's traffic percent last changed.

@@ -53,6 +53,11 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
 		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
 	}
+	if rejected == "" && inc.revision != nil && inc.revision.Spec.Failed {
+		// A failed build keeps on record why it was rejected: it is no
+		// longer inspected nor applied, so no run would find it again.
+		rejected = st.Rejected
+	}
 	st.Rejected = rejected
 	if out.changed {
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s", inc.tag, inc.statePath(state))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -285,5 +286,35 @@ func TestClip(t *testing.T) {
 		if got := clip(tc.s, tc.n); got != tc.want || len(got) > tc.n {
 			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
+	}
+}
+
+// A build a cluster rejected keeps the reason on record once it is failed:
+// a failed build is neither inspected nor applied again, so its later runs
+// find no reason of their own, and must not wipe the one that failed it.
+func TestBuildReport_AFailedBuildKeepsWhyItWasRejected(t *testing.T) {
+	const why = "no live cluster has a ready node of a platform image registry.example/shop:v2 offers (linux/s390x): east runs linux/amd64"
+	for _, tc := range []struct {
+		name     string
+		failed   bool
+		recorded string // Rejected as recorded before the run
+		found    string // why this run found it rejected
+		want     string
+	}{
+		{"found, not yet failed", false, "", why, why},
+		{"failed: kept when no run finds it again", true, why, "", why},
+		{"failed: a reason found again is recorded", true, why, "east: invalid", "east: invalid"},
+		{"not failed: cleared once no cluster rejects it", false, why, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inc := platformBuild(tc.failed, nil)
+			inc.status = picchuv1alpha1.ReleaseManagerRevisionStatus{Tag: inc.tag, Rejected: tc.recorded}
+			inc.status.State.Current = "failing"
+			s := &snapshot{now: time.Now(), rm: &picchuv1alpha1.ReleaseManager{}}
+			out := s.buildReport(inc, settledBuild{state: "failing", rejected: tc.found}, clusterOutcome{})
+			if out.status.Rejected != tc.want {
+				t.Errorf("rejected %q, want %q", out.status.Rejected, tc.want)
+			}
+		})
 	}
 }
