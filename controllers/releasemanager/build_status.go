@@ -29,6 +29,17 @@ type buildOutcome struct {
 	controls []controlAction
 }
 
+// recordedRejection is why a build is recorded rejected, from what was
+// recorded and what this run found: what it found, but a failed build
+// keeps its record, as it is no longer inspected nor applied and no run
+// would find the reason again.
+func recordedRejection(inc *incarnation, recorded, found string) string {
+	if found == "" && inc.revision != nil && inc.revision.Spec.Failed {
+		return recorded
+	}
+	return found
+}
+
 // buildReport makes a build's status entry and events from the step it
 // settled on (settleBuild).
 func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters clusterOutcome) buildOutcome {
@@ -53,12 +64,7 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
 		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
 	}
-	if rejected == "" && inc.revision != nil && inc.revision.Spec.Failed {
-		// A failed build keeps on record why it was rejected: it is no
-		// longer inspected nor applied, so no run would find it again.
-		rejected = st.Rejected
-	}
-	st.Rejected = rejected
+	st.Rejected = recordedRejection(inc, st.Rejected, rejected)
 	if out.changed {
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s", inc.tag, inc.statePath(state))
 		switch {
