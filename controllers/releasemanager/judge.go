@@ -11,6 +11,7 @@ import (
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/integrations/querycache"
 	"github.com/medium/picchu/plan/manifests"
 	"github.com/medium/picchu/releasemetrics"
 )
@@ -130,7 +131,10 @@ type namedSource struct {
 }
 
 // judge checks the alerts of every judged build and records the verdicts
-// in the snapshot; problems says which checks could not run.
+// in the snapshot; problems says which checks could not run. A build is
+// judged on answers asked since it entered its state (querycache.NotBefore),
+// never on ones the sources kept from before: a build retried after a
+// false positive starts its judgment over.
 func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 	for _, inc := range s.incarnations {
 		if !s.judged(inc, r.ProvenPercent, r.Timeouts, r.Calendar) {
@@ -140,38 +144,9 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 		if len(srcs) == 0 {
 			continue
 		}
+		ctx := sinceEntered(ctx, inc)
 		inc.verdict = release.Healthy
-		canaryOnly := inc.revision.Spec.CanaryWithSLIRules
-		var firing, problems []string
-		for _, ns := range srcs {
-			var alerts []string
-			var err error
-			switch src := ns.src.(type) {
-			case nil:
-				err = errNoDatadog
-			case ClusterAlertSource:
-				var named []prometheus.Alert
-				if named, err = src.FiringAlertsIn(ctx, s.rm.Spec.App, inc.tag, canaryOnly); err == nil {
-					s.firingIn(inc, named)
-					for _, a := range named {
-						alerts = append(alerts, a.Name)
-					}
-				}
-			default:
-				alerts, err = src.FiringAlerts(ctx, s.rm.Spec.App, inc.tag, canaryOnly)
-			}
-			if err != nil {
-				releasemetrics.AlertCheck(ns.name, "error")
-				problems = append(problems, fmt.Sprintf("%s: %v", ns.name, err))
-				continue
-			}
-			outcome := "clear"
-			if len(alerts) > 0 {
-				outcome = "firing"
-			}
-			releasemetrics.AlertCheck(ns.name, outcome)
-			firing = append(firing, alerts...)
-		}
+		firing, problems := s.askSources(ctx, inc, srcs)
 		slices.Sort(firing)
 		inc.firing = slices.Compact(firing)
 		switch {
@@ -188,6 +163,52 @@ func (r *Reconciler) judge(ctx context.Context, s *snapshot) {
 			r.compareBaselines(ctx, s, inc, srcs)
 		}
 	}
+}
+
+// askSources asks every alert source of inc which of its alerts fire, and
+// returns them (unsorted) and the problems of the sources that could not
+// tell; Prometheus' alerts also say, by cluster, where they fire.
+func (s *snapshot) askSources(ctx context.Context, inc *incarnation, srcs []namedSource) (firing, problems []string) {
+	canaryOnly := inc.revision.Spec.CanaryWithSLIRules
+	for _, ns := range srcs {
+		var alerts []string
+		var err error
+		switch src := ns.src.(type) {
+		case nil:
+			err = errNoDatadog
+		case ClusterAlertSource:
+			var named []prometheus.Alert
+			if named, err = src.FiringAlertsIn(ctx, s.rm.Spec.App, inc.tag, canaryOnly); err == nil {
+				s.firingIn(inc, named)
+				for _, a := range named {
+					alerts = append(alerts, a.Name)
+				}
+			}
+		default:
+			alerts, err = src.FiringAlerts(ctx, s.rm.Spec.App, inc.tag, canaryOnly)
+		}
+		if err != nil {
+			releasemetrics.AlertCheck(ns.name, "error")
+			problems = append(problems, fmt.Sprintf("%s: %v", ns.name, err))
+			continue
+		}
+		outcome := "clear"
+		if len(alerts) > 0 {
+			outcome = "firing"
+		}
+		releasemetrics.AlertCheck(ns.name, outcome)
+		firing = append(firing, alerts...)
+	}
+	return firing, problems
+}
+
+// sinceEntered is ctx asking the alert sources for answers fetched since
+// inc entered its state.
+func sinceEntered(ctx context.Context, inc *incarnation) context.Context {
+	if entered := inc.status.State.LastUpdated; entered != nil {
+		return querycache.NotBefore(ctx, entered.Time)
+	}
+	return ctx
 }
 
 // exempt says no alert check applies to the build: its Revision is gone,

@@ -3,11 +3,13 @@
 // Size answers are kept, and the callers that miss the cache together share
 // one fetch. The fetch runs apart from the first caller's cancellation, so
 // that one caller giving up does not fail the others; each caller still
-// returns as soon as its own context is done.
+// returns as soon as its own context is done. A caller may ask, through its
+// context (NotBefore), for no answer fetched before a time.
 package querycache
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 // use. Its expiry runs a goroutine that lives as long as the process:
 // create one per client and keep it.
 type Cache[V any] struct {
-	lru   *expirable.LRU[string, V]
+	lru   *expirable.LRU[string, entry[V]]
 	group singleflight.Group
 	// wrap describes a caller's context error for query.
 	wrap func(query string, err error) error
@@ -30,21 +32,46 @@ type Cache[V any] struct {
 	joined  func(query string)
 }
 
+// entry is an answer and when the fetch that got it began: the answer is
+// no older than that.
+type entry[V any] struct {
+	v  V
+	at time.Time
+}
+
+type notBeforeKey struct{}
+
+// NotBefore returns ctx asking the caches it reaches for no answer
+// fetched before t: what judges a build whose judgment began at t (its
+// canary, a retry) must have been asked since, not kept from before.
+func NotBefore(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, notBeforeKey{}, t)
+}
+
+// notBefore is the time ctx asks answers to be fetched after (NotBefore);
+// zero when it asks nothing.
+func notBefore(ctx context.Context) time.Time {
+	t, _ := ctx.Value(notBeforeKey{}).(time.Time)
+	return t
+}
+
 // New returns a cache of at most size answers, each kept for ttl. wrap
 // describes the error of a caller whose context ended before its answer
 // came (the fetch's own errors are returned as they are).
 func New[V any](size int, ttl time.Duration, wrap func(query string, err error) error) *Cache[V] {
-	return &Cache[V]{lru: expirable.NewLRU[string, V](size, nil, ttl), wrap: wrap}
+	return &Cache[V]{lru: expirable.NewLRU[string, entry[V]](size, nil, ttl), wrap: wrap}
 }
 
 // Get returns query's answer: from the cache, or else from fetch, called
 // once for all the callers that miss the cache together, with a context
 // that ctx's cancellation does not reach (fetch sets its own deadline). A
-// successful answer is cached; an error is not.
+// successful answer is cached; an error is not. An answer fetched before
+// the time ctx asks for (NotBefore) is not returned: it is fetched again.
 func (c *Cache[V]) Get(ctx context.Context, query string, fetch func(context.Context) (V, error)) (V, error) {
 	var zero V
-	if v, ok := c.lru.Get(query); ok {
-		return v, nil
+	since := notBefore(ctx)
+	if e, ok := c.lru.Get(query); ok && !e.at.Before(since) {
+		return e.v, nil
 	}
 	if err := context.Cause(ctx); err != nil {
 		return zero, c.wrap(query, err)
@@ -52,31 +79,39 @@ func (c *Cache[V]) Get(ctx context.Context, query string, fetch func(context.Con
 	c.waiting.Add(1)
 	defer c.waiting.Add(-1)
 	flightCtx := context.WithoutCancel(ctx)
-	results := c.group.DoChan(query, func() (any, error) {
-		// A flight that ended just before this one began has cached its answer.
-		if v, ok := c.lru.Get(query); ok {
-			return v, nil
+	// A flight that began before since does not answer this caller: it
+	// waits for it to end, then flies again (at most once more).
+	for range 2 {
+		results := c.group.DoChan(query, func() (any, error) {
+			// A flight that ended just before this one began has cached its answer.
+			if e, ok := c.lru.Get(query); ok && !e.at.Before(since) {
+				return e, nil
+			}
+			e := entry[V]{at: time.Now()}
+			v, err := fetch(flightCtx)
+			if err != nil {
+				return nil, err
+			}
+			e.v = v
+			c.lru.Add(query, e)
+			return e, nil
+		})
+		if c.joined != nil {
+			c.joined(query)
 		}
-		v, err := fetch(flightCtx)
-		if err != nil {
-			return nil, err
+		select {
+		case r := <-results:
+			if r.Err != nil {
+				return zero, r.Err
+			}
+			if e, _ := r.Val.(entry[V]); !e.at.Before(since) {
+				return e.v, nil
+			}
+		case <-ctx.Done():
+			return zero, c.wrap(query, context.Cause(ctx))
 		}
-		c.lru.Add(query, v)
-		return v, nil
-	})
-	if c.joined != nil {
-		c.joined(query)
 	}
-	select {
-	case r := <-results:
-		if r.Err != nil {
-			return zero, r.Err
-		}
-		v, _ := r.Val.(V)
-		return v, nil
-	case <-ctx.Done():
-		return zero, c.wrap(query, context.Cause(ctx))
-	}
+	return zero, fmt.Errorf("%s: no answer fetched since %s", query, since.Format(time.RFC3339Nano))
 }
 
 // Len is the number of answers cached now, never more than the size

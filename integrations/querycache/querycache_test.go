@@ -97,3 +97,73 @@ func TestGet_CallersShareOneFetchAndLeaveAlone(t *testing.T) {
 		t.Errorf("%d callers still waiting", c.Waiting())
 	}
 }
+
+// TestGet_NotBefore checks that a caller asking for answers fetched since a
+// time (a build whose judgment starts over) never gets one kept from before
+// it, and that the answer it causes serves every caller after.
+func TestGet_NotBefore(t *testing.T) {
+	c := querycache.New[string](8, time.Hour, wrap)
+	answer := "alert"
+	fetches := 0
+	fetch := func(context.Context) (string, error) { fetches++; return answer, nil }
+	if v, err := c.Get(context.Background(), "q", fetch); v != "alert" || err != nil {
+		t.Fatalf("Get = %q, %v; want alert", v, err)
+	}
+	answer = "ok"
+	retried := time.Now()
+	if v, err := c.Get(context.Background(), "q", fetch); v != "alert" || err != nil || fetches != 1 {
+		t.Fatalf("Get without NotBefore = %q, %v after %d fetches; want the cached alert", v, err, fetches)
+	}
+	if v, err := c.Get(querycache.NotBefore(context.Background(), retried), "q", fetch); v != "ok" || err != nil || fetches != 2 {
+		t.Fatalf("Get NotBefore the retry = %q, %v after %d fetches; want ok, fetched again", v, err, fetches)
+	}
+	if v, err := c.Get(querycache.NotBefore(context.Background(), retried), "q", fetch); v != "ok" || err != nil || fetches != 2 {
+		t.Errorf("Get NotBefore the retry again = %q, %v after %d fetches; want ok from the cache", v, err, fetches)
+	}
+}
+
+// TestGet_NotBeforeWaitsOutAnOlderFlight checks that a caller asking for
+// answers since a time does not take the answer of a fetch that began
+// before it, but fetches again once that fetch ends.
+func TestGet_NotBeforeWaitsOutAnOlderFlight(t *testing.T) {
+	c := querycache.New[string](8, time.Hour, wrap)
+	joined := make(chan struct{}, 4)
+	c.OnJoined(func(string) { joined <- struct{}{} })
+	started, release := make(chan struct{}), make(chan struct{})
+	var fetches atomic.Int32
+	fetch := func(context.Context) (string, error) {
+		if fetches.Add(1) == 1 {
+			close(started)
+			<-release
+			return "before", nil
+		}
+		return "after", nil
+	}
+	first := make(chan string, 1)
+	go func() {
+		v, _ := c.Get(context.Background(), "q", fetch)
+		first <- v
+	}()
+	<-started // the first flight is under way
+	<-joined
+	since := time.Now()
+	second := make(chan string, 1)
+	go func() {
+		v, err := c.Get(querycache.NotBefore(context.Background(), since), "q", fetch)
+		if err != nil {
+			v = err.Error()
+		}
+		second <- v
+	}()
+	<-joined // the second caller joined the first flight
+	close(release)
+	if v := <-first; v != "before" {
+		t.Errorf("first caller got %q, want before", v)
+	}
+	if v := <-second; v != "after" {
+		t.Errorf("caller asking since the flight began got %q, want after", v)
+	}
+	if n := fetches.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
+	}
+}
