@@ -55,9 +55,9 @@ type phase struct {
 	// routed is when every app's build took all of its traffic: at once
 	// for a first build, at the end of its ramp for the others.
 	routed time.Duration
-	// appsRouted are, in order, when each app was first seen with the
-	// build at 100 % of its traffic (on every target): the spread of the
-	// apps behind routed.
+	// appsRouted are, in order, when each app's ReleaseManager was first
+	// seen with the build at 100 % of its traffic: the spread of the apps
+	// behind routed.
 	appsRouted []time.Duration
 	cpu        time.Duration // the operator's CPU time (user and system)
 	requests   requests
