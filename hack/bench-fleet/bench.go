@@ -141,7 +141,7 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	if err != nil {
 		return p, err
 	}
-	serversBefore, err := b.apiServerWrites(ctx)
+	serversBefore, err := b.apiServerRequests(ctx)
 	if err != nil {
 		return p, err
 	}
@@ -199,17 +199,19 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	rmQueue := func(l map[string]string) bool { return l["name"] == "releasemanager" }
 	p.queued = after.histogram("workqueue_queue_duration_seconds", rmQueue).minus(before.histogram("workqueue_queue_duration_seconds", rmQueue))
 	logf("%s released in every app in %s", tag, p.took.Round(time.Millisecond))
-	serversAfter, err := b.apiServerWrites(ctx)
+	serversAfter, err := b.apiServerRequests(ctx)
 	if err != nil {
 		return p, err
 	}
 	p.clusterWrites = map[string]float64{}
 	for name, after := range serversAfter {
-		for k, n := range after {
-			p.allWrites += n - serversBefore[name][k]
-			p.clusterWrites[name] += n - serversBefore[name][k]
+		before := serversBefore[name]
+		for k, n := range after.writes {
+			p.allWrites += n - before.writes[k]
+			p.clusterWrites[name] += n - before.writes[k]
 		}
-		logf("%s: writes to %s by every client, by verb and resource: %s", tag, name, topWrites(after, serversBefore[name]))
+		logf("%s: writes to %s by every client, by verb and resource: %s", tag, name, topWrites(after.writes, before.writes))
+		logf("%s: reads of single objects from %s by every client: %s", tag, name, topWrites(after.gets, before.gets))
 	}
 	// Waited for last: a profile outlasting the release must not stretch
 	// the span whose writes are counted.
@@ -240,16 +242,20 @@ func applyApps(apps int, apply func(app string) error) error {
 	return <-errs
 }
 
-// apiServerWrites are the writes each API server of the fleet counted, by
-// cluster name and then verb and resource.
-func (b *bench) apiServerWrites(ctx context.Context) (map[string]map[string]float64, error) {
-	out := map[string]map[string]float64{}
+// serverCounts are an API server's counts of requests, by verb and
+// resource: its writes, and its GETs of single objects.
+type serverCounts struct{ writes, gets map[string]float64 }
+
+// apiServerRequests are the requests each API server of the fleet counted,
+// by cluster name.
+func (b *bench) apiServerRequests(ctx context.Context) (map[string]serverCounts, error) {
+	out := map[string]serverCounts{}
 	for _, c := range append([]*fleet.Cluster{b.fleet.Delivery}, b.fleet.Targets...) {
 		ms, err := scrapeAPIServer(ctx, c.Config)
 		if err != nil {
 			return nil, err
 		}
-		out[c.Name] = ms.writesByResource()
+		out[c.Name] = serverCounts{writes: ms.writesByResource(), gets: ms.getsByResource()}
 	}
 	return out, nil
 }

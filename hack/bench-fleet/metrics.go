@@ -34,11 +34,29 @@ func scrapeAPIServer(ctx context.Context, cfg *rest.Config) (metrics, error) {
 // writesByResource are an API server's writes by verb and resource, from
 // its own counters (every client's, the operator's and the benchmark's).
 func (ms metrics) writesByResource() map[string]float64 {
+	return ms.byResource(func(verb string) bool {
+		switch verb {
+		case "GET", "LIST", "WATCH", "CONNECT":
+			return false
+		}
+		return true
+	})
+}
+
+// getsByResource are an API server's GETs of single objects by resource,
+// from its own counters: what clients ask of it beside their caches' lists
+// and watches.
+func (ms metrics) getsByResource() map[string]float64 {
+	return ms.byResource(func(verb string) bool { return verb == "GET" })
+}
+
+// byResource are the counts of an API server's requests whose verb counts,
+// by verb and resource.
+func (ms metrics) byResource(counts func(verb string) bool) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range ms["apiserver_request_total"].GetMetric() {
 		l := labels(m)
-		switch l["verb"] {
-		case "GET", "LIST", "WATCH", "CONNECT":
+		if !counts(l["verb"]) {
 			continue
 		}
 		key := l["verb"] + " " + l["resource"]
