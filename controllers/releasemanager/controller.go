@@ -474,9 +474,14 @@ func (r *Reconciler) orphaned(ctx context.Context, snap *snapshot) (ctrl.Result,
 // deadline) with the controller's backoff, which grows to minutes while
 // the error lasts: the release must not wait on garbage. The collection is
 // tried again at the next run, which comes at the latest after gcRetry.
+// Otherwise the next run comes at the latest when a build expires that
+// would then be collected: nothing else may happen to a quiet app.
 func (r *Reconciler) collectGarbageOf(ctx context.Context, snap *snapshot, res ctrl.Result) ctrl.Result {
-	err := r.collectGarbage(ctx, snap)
+	next, err := r.collectGarbage(ctx, snap)
 	if err == nil {
+		if wait := next.Sub(snap.now); !next.IsZero() && (res.RequeueAfter <= 0 || wait < res.RequeueAfter) {
+			res.RequeueAfter = wait
+		}
 		return res
 	}
 	ctrl.LoggerFrom(ctx).Error(err, "collecting garbage; the release goes on")

@@ -14,8 +14,10 @@ import (
 // collectGarbage labels the Revisions of the builds garbage collection
 // chose "target-deletable.picchu.medium.engineering/<target>=true"; the
 // Revision controller deletes a Revision once every target says so. It
-// decides from the states recorded by this run.
-func (r *Reconciler) collectGarbage(ctx context.Context, s *snapshot) error {
+// decides from the states recorded by this run, and says when the next
+// build expires that it would then collect (release.NextCollection; zero
+// for none).
+func (r *Reconciler) collectGarbage(ctx context.Context, s *snapshot) (time.Time, error) {
 	revs := map[string]*picchuv1alpha1.Revision{}
 	for _, inc := range s.incarnations {
 		revs[inc.tag] = inc.revision
@@ -40,8 +42,9 @@ func (r *Reconciler) collectGarbage(ctx context.Context, s *snapshot) error {
 		}
 		rev.Labels[key] = "true"
 		if err := r.Client.Patch(ctx, rev, patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("marking revision %s/%s deletable in %s: %w", rev.Namespace, rev.Name, s.rm.Spec.Target, err)
+			return time.Time{}, fmt.Errorf("marking revision %s/%s deletable in %s: %w", rev.Namespace, rev.Name, s.rm.Spec.Target, err)
 		}
 	}
-	return nil
+	next, _ := release.NextCollection(builds, s.now, r.KeepDone)
+	return next, nil
 }

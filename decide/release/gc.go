@@ -1,6 +1,9 @@
 package release
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // KeepRetired is how many of the newest retired builds of a target garbage
 // collection always keeps, so that there is something to roll back to.
@@ -74,4 +77,30 @@ func (b GCCandidate) expired(now time.Time) bool {
 		return false
 	}
 	return !b.Created.Add(b.TTL).After(now)
+}
+
+// NextCollection is when garbage collection next has more to collect of
+// builds (given newest first, as Collectable takes them) as they stand:
+// the earliest expiry after now that makes a build collectable that is not
+// at now. ok is false when no such time comes: only a change of the builds
+// (a new one, a state reached) would make more collectable. A
+// ReleaseManager runs again then, so that an expired build goes without
+// waiting for anything else to happen to its app.
+func NextCollection(builds []GCCandidate, now time.Time, keepDone int) (next time.Time, ok bool) {
+	var expiries []time.Time
+	for _, b := range builds {
+		if collectableState(b.State) && !b.Created.IsZero() && b.TTL > 0 && b.Created.Add(b.TTL).After(now) {
+			expiries = append(expiries, b.Created.Add(b.TTL))
+		}
+	}
+	slices.SortFunc(expiries, time.Time.Compare)
+	before := Collectable(builds, now, keepDone)
+	for _, at := range expiries {
+		for i, c := range Collectable(builds, at, keepDone) {
+			if c && !before[i] {
+				return at, true
+			}
+		}
+	}
+	return time.Time{}, false
 }

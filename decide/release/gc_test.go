@@ -174,3 +174,77 @@ func FuzzCollectable(f *testing.F) {
 		}
 	})
 }
+
+func TestNextCollection(t *testing.T) {
+	in := func(d time.Duration) time.Time { return t0.Add(d) }
+	for _, tc := range []struct {
+		name   string
+		builds []GCCandidate
+		want   time.Time // zero: none comes
+	}{
+		{"no builds", nil, time.Time{}},
+		{"a failed build that expires in a second",
+			[]GCCandidate{old(Released), build(Failed, 0, time.Second)}, in(time.Second)},
+		{"expired already: collectable now, nothing more to come",
+			[]GCCandidate{old(Released), old(Failed)}, time.Time{}},
+		{"the first of two expiries",
+			[]GCCandidate{old(Released), build(Retired, time.Hour, 3*time.Hour), build(Failed, time.Hour, 2*time.Hour),
+				old(Retired), old(Retired), old(Retired)}, in(time.Hour)},
+		{"a build that is not done never comes, whatever its ttl",
+			[]GCCandidate{old(Released), build(Releasing, 0, time.Second)}, time.Time{}},
+		{"one of the newest three retired: its expiry collects nothing",
+			[]GCCandidate{build(Retired, 0, time.Second), old(Released)}, time.Time{}},
+		{"the newest, spared when all would go: its expiry collects nothing",
+			[]GCCandidate{build(Failed, 0, time.Second)}, time.Time{}},
+		{"an older build's expiry, when a newer one's collects nothing",
+			[]GCCandidate{build(Retired, 0, time.Second), old(Released), build(Failed, 0, time.Minute)}, in(time.Minute)},
+		{"no ttl or no creation time: never",
+			[]GCCandidate{old(Released), build(Failed, 0, 0), {State: Failed, TTL: time.Second}}, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := NextCollection(tc.builds, t0, DefaultKeepDone)
+			if ok != !tc.want.IsZero() || !got.Equal(tc.want) {
+				t.Errorf("NextCollection = %v, %v; want %v", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzNextCollection: at the time NextCollection gives, a build is
+// collectable that is not now, and at no earlier expiry; when it gives
+// none, no expiry nor any later time makes one collectable.
+func FuzzNextCollection(f *testing.F) {
+	f.Add([]byte{}, int64(0), uint8(20))
+	f.Add([]byte{14, 0, 1, 10, 48, 24, 12, 1, 3}, int64(1_800_000_000), uint8(20))
+	f.Add([]byte{12, 1, 2, 12, 1, 3, 12, 1, 4, 12, 1, 5, 14, 2, 5}, int64(0), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, unix int64, keep uint8) {
+		now := time.Unix(unix, 0)
+		builds := decodeCandidates(data, now)
+		keepDone := int(keep % 32)
+		before := Collectable(builds, now, keepDone)
+		more := func(at time.Time) bool {
+			for i, c := range Collectable(builds, at, keepDone) {
+				if c && !before[i] {
+					return true
+				}
+			}
+			return false
+		}
+		next, ok := NextCollection(builds, now, keepDone)
+		if ok && (!next.After(now) || !more(next)) {
+			t.Fatalf("next %v (now %v) collects nothing more: %+v", next, now, builds)
+		}
+		for _, b := range builds {
+			at := b.Created.Add(b.TTL)
+			if b.Created.IsZero() || !at.After(now) || (ok && !at.Before(next)) {
+				continue
+			}
+			if more(at) {
+				t.Fatalf("next %v, %v; but %v (an expiry) collects more: %+v at %v", next, ok, at, builds, now)
+			}
+		}
+		if !ok && more(now.Add(1000*time.Hour)) {
+			t.Fatalf("no next, but later more is collectable: %+v at %v", builds, now)
+		}
+	})
+}
