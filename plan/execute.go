@@ -82,8 +82,10 @@ type Outcome struct {
 
 // Execute carries out p on c: the app's steps, each build's, then the
 // routes, the waypoint and the monitoring. A build whose steps fail stops
-// neither the others nor the routes. Its error is an *Errors.
+// neither the others nor the routes. Its error is an *Errors. It is one
+// run of c (applier.WithRun): what it writes, it does not ask about again.
 func Execute(ctx context.Context, c *applier.Cluster, p *Cluster) (Outcome, error) {
+	ctx = applier.WithRun(ctx)
 	var out Outcome
 	errs := &Errors{Builds: map[string]error{}}
 	c.Warm(ctx, p.kinds(c.Client.Scheme()))

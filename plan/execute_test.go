@@ -88,7 +88,7 @@ func TestExecute_ScaleReplicaSet(t *testing.T) {
 		want     *int32 // nil: no ReplicaSet
 	}{
 		{name: "absent, created at its count", replicas: plan.Replicas{Set: true, To: 3, CreateAt: 3},
-			writes: []string{"apply picchu-replicas", "apply picchu"}, want: ptr.To[int32](3)},
+			writes: []string{"apply picchu", "apply picchu-replicas"}, want: ptr.To[int32](3)},
 		{name: "absent while retiring: nothing", replicas: plan.Replicas{Set: true, To: 0, SkipAbsent: true}},
 		{name: "present, replicas set first", live: replicaSet(ptr.To[int32](2), nil), replicas: plan.Replicas{Set: true, To: 5, CreateAt: 5},
 			writes: []string{"apply picchu-replicas", "apply picchu"}, want: ptr.To[int32](5)},

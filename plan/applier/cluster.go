@@ -73,7 +73,8 @@ type Cluster struct {
 	Client client.Client
 	// Live reads the target cluster's API server. Before Picchu writes an
 	// object its cache does not hold, it asks Live whether someone else's
-	// object is there.
+	// object is there, unless the run knows (WithRun): it wrote the object,
+	// or created the namespace it goes in.
 	Live client.Reader
 	// Owner is whose marker Picchu stamps on what it applies here, and
 	// must find on what it writes over or deletes.
@@ -282,20 +283,45 @@ func (c *Cluster) ApplyReplicas(ctx context.Context, gvk schema.GroupVersionKind
 	return c.apply(ctx, u, ReplicasFieldManager)
 }
 
-// CreateScaled creates obj, of a scalable kind, with replicas in one
-// request, as ReplicasFieldManager, so a new ReplicaSet starts at its count
-// rather than at the API server's default of 1. The caller's Apply of obj
-// that follows makes the main manager co-own every other field; the next
-// ApplyReplicas, which applies replicas alone, leaves those to it.
+// CreateScaled creates obj, of a scalable kind, with replicas, so a new
+// ReplicaSet starts at its count rather than at the API server's default
+// of 1: the main manager applies obj with them, then ReplicasFieldManager
+// applies them alone (ApplyReplicas). The main manager co-owns the
+// replicas until its next write, which leaves them out and so to
+// ReplicasFieldManager; meanwhile they cannot be removed, as
+// ReplicasFieldManager holds them too. The caller's Apply of obj that
+// follows, and the next ApplyReplicas of the same count, find nothing to
+// change and send nothing: two writes make the object. (Made by
+// ReplicasFieldManager with every field, it took a third, which left those
+// fields to the main manager.)
 func (c *Cluster) CreateScaled(ctx context.Context, obj client.Object, replicas int32) error {
 	desired, err := c.toApply(obj)
 	if err != nil {
 		return err
 	}
-	if err := unstructured.SetNestedField(desired.Object, int64(replicas), "spec", "replicas"); err != nil {
-		return fmt.Errorf("setting replicas of %s %s/%s: %w", desired.GetKind(), desired.GetNamespace(), desired.GetName(), err)
+	main := objectKey{desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName(), FieldManager}
+	data, err := json.Marshal(desired.Object)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", c.describe(main), err)
 	}
-	return c.apply(ctx, desired, ReplicasFieldManager)
+	scaled := desired.DeepCopy()
+	if err := unstructured.SetNestedField(scaled.Object, int64(replicas), "spec", "replicas"); err != nil {
+		return fmt.Errorf("setting replicas of %s: %w", c.describe(main), err)
+	}
+	if err := c.apply(ctx, scaled, FieldManager); err != nil {
+		return err
+	}
+	if err := c.ApplyReplicas(ctx, main.gvk, main.namespace, main.name, replicas); err != nil {
+		return err
+	}
+	// What the main manager holds now is obj as Apply sends it: every
+	// field but the replicas, at the generation the object has.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if scaledBy, ok := c.applied[objectKey{main.gvk, main.namespace, main.name, ReplicasFieldManager}]; ok {
+		c.applied[main] = appliedObject{hash: sha256.Sum256(data), generation: scaledBy.generation, resourceVersion: scaledBy.resourceVersion}
+	}
+	return nil
 }
 
 // TakeOverReplicas moves the replicas of live, an object of kind read from
@@ -363,7 +389,9 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 		client.FieldOwner(manager), client.ForceOwnership); err != nil {
 		return c.failed(key, "applying", err)
 	}
+	// desired is now what the API server returned.
 	c.remember(key, appliedObject{hash: hash, generation: desired.GetGeneration(), resourceVersion: desired.GetResourceVersion()})
+	runOf(ctx).applied(key, live != nil, desired)
 	return nil
 }
 
@@ -371,12 +399,17 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 // It reads the cache first. The cache holds only objects labelled with an
 // app, so an object it does not hold may still exist (a namespace someone
 // made, an object whose labels were removed): that is asked of the API
-// server, so that Picchu never takes it for missing and writes over it.
-// Objects Picchu created are in the cache, and cost nothing more.
+// server, so that Picchu never takes it for missing and writes over it,
+// unless ctx's run knows it (see run): written by the run, or missing from
+// a namespace the run created. Objects Picchu created are in the cache,
+// and cost nothing more.
 func (c *Cluster) read(ctx context.Context, key objectKey) (*metav1.PartialObjectMetadata, error) {
 	live := metadataOf(key.gvk)
 	err := c.get(ctx, key.gvk, client.ObjectKey{Namespace: key.namespace, Name: key.name}, live)
 	if apierrors.IsNotFound(err) {
+		if known, ok := runOf(ctx).known(key); ok {
+			return known, nil
+		}
 		if c.Live == nil {
 			return nil, fmt.Errorf("reading %s: no reader of the API server to tell whether someone else's object is there", c.describe(key))
 		}
@@ -480,6 +513,7 @@ func (c *Cluster) delete(ctx context.Context, key objectKey, want map[string]str
 		return false, c.failed(key, "deleting", err)
 	}
 	c.forget(key)
+	runOf(ctx).deleted(key)
 	return true, nil
 }
 

@@ -83,13 +83,19 @@ func clusters(t *testing.T) ([]*applier.Cluster, *writes) {
 
 // wiredClusters binds each target as the operator does: the client, API
 // reader and cache of a access.Registry, whose cache holds only objects
-// labelled with an app, for instance "picchu-test". The writes are counted.
-func wiredClusters(t *testing.T) ([]*applier.Cluster, *writes) {
+// labelled with an app, for instance "picchu-test". The writes are counted;
+// more wraps see every request too.
+func wiredClusters(t *testing.T, wraps ...func(http.RoundTripper) http.RoundTripper) ([]*applier.Cluster, *writes) {
 	t.Helper()
 	ctx := context.Background()
 	w := &writes{n: map[string]int{}}
 	registry := access.NewRegistry(env.Scheme, log.Log, nil)
-	registry.WrapTransport = w.wrap
+	registry.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		for _, wrap := range wraps {
+			rt = wrap(rt)
+		}
+		return w.wrap(rt)
+	}
 	var out []*applier.Cluster
 	for _, target := range env.Targets {
 		secret := &corev1.Secret{}

@@ -10,8 +10,11 @@ import (
 // KeepReplicasOwner is the transform of a target cluster's cache: it drops
 // every managed field of every object before the object is stored, but
 // the one fact Picchu reads back from them: that FieldManager applied
-// spec.replicas (TakeOverReplicas), kept as FieldManager's entry holding
-// that field alone.
+// spec.replicas and ReplicasFieldManager did not (TakeOverReplicas: an
+// older Picchu's ReplicaSet), kept as FieldManager's entry holding that
+// field alone. A ReplicaSet CreateScaled made has its replicas held by both
+// until FieldManager's next write: ReplicasFieldManager's hold keeps them,
+// and there is nothing to take over.
 //
 // Nothing else Picchu decides reads managed fields, and they are most of
 // an object's size in a cache of unstructured objects (each field a map
@@ -31,7 +34,7 @@ func KeepReplicasOwner(in any) (any, error) {
 		return in, nil
 	}
 	var kept []metav1.ManagedFieldsEntry
-	if replicasAppliedBy(fields, FieldManager) {
+	if replicasAppliedBy(fields, FieldManager) && !replicasAppliedBy(fields, ReplicasFieldManager) {
 		kept = []metav1.ManagedFieldsEntry{{
 			Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1",
 			FieldsV1: &metav1.FieldsV1{Raw: bytes.Clone(replicasOnly)},

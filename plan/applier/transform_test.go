@@ -25,8 +25,9 @@ const (
 )
 
 // TestKeepReplicasOwner: a target cluster's cache keeps of an object's
-// managed fields only that Picchu's main manager applied its replicas
-// (which TakeOverReplicas reads), as that manager's entry holding
+// managed fields only that Picchu's main manager applied its replicas and
+// its replicas manager did not (which TakeOverReplicas reads), as that
+// manager's entry holding
 // spec.replicas alone; nothing when it did not. Typed and unstructured
 // objects alike, the same object transformed, twice the same as once.
 func TestKeepReplicasOwner(t *testing.T) {
@@ -40,6 +41,8 @@ func TestKeepReplicasOwner(t *testing.T) {
 			[]metav1.ManagedFieldsEntry{entry(applier.FieldManager, replicasOnly)}},
 		{"Picchu's replicas manager holds them: nothing is kept",
 			[]metav1.ManagedFieldsEntry{entry(applier.FieldManager, template), entry(applier.ReplicasFieldManager, replicasOnly)}, nil},
+		{"just created, both of Picchu's managers hold them: nothing is kept",
+			[]metav1.ManagedFieldsEntry{entry(applier.FieldManager, withReplicas), entry(applier.ReplicasFieldManager, replicasOnly)}, nil},
 		{"another manager applied replicas: nothing is kept",
 			[]metav1.ManagedFieldsEntry{entry("kubectl", withReplicas)}, nil},
 		{"the main manager updated, not applied, replicas: nothing is kept",
