@@ -31,9 +31,14 @@ func (s *snapshot) meshMode() manifests.MeshMode {
 // fails to sync with an error saying so.
 func waypointSteps(app, target string, newest *picchuv1alpha1.RevisionTarget, mode manifests.MeshMode) []plan.Step {
 	gateway := manifests.WaypointGateway(app, target)
-	options, err := manifests.WaypointOptions(app, target, newest.WaypointResources)
-	if err != nil {
-		return []plan.Step{{Op: plan.Fail, Err: err}}
+	// Written out only when applied: every run of an app without a
+	// waypoint removes it.
+	options := manifests.WaypointOptionsName(app, target)
+	if manifests.WantsWaypoint(mode) {
+		var err error
+		if options, err = manifests.WaypointOptions(app, target, newest.WaypointResources); err != nil {
+			return []plan.Step{{Op: plan.Fail, Err: err}}
+		}
 	}
 	objs := []client.Object{
 		options, gateway,

@@ -416,8 +416,9 @@ func TestCluster_NeverAdoptsOrDeletesWhatItDidNotCreate(t *testing.T) {
 	}
 }
 
-// TestCluster_ForgetsWhatANamespaceHeldWhenItGoes applies a namespace and a
-// ConfigMap in it, then deletes the namespace: the cluster remembers neither,
+// TestCluster_ForgetsWhatANamespaceHeldWhenItGoes applies a namespace, a
+// ConfigMap and a ReplicaSet in it, deletes the ReplicaSet (forgotten for
+// both of its managers), then the namespace: the cluster remembers nothing,
 // so a removed app leaves nothing behind in the operator's memory.
 func TestCluster_ForgetsWhatANamespaceHeldWhenItGoes(t *testing.T) {
 	ctx := context.Background()
@@ -431,8 +432,19 @@ func TestCluster_ForgetsWhatANamespaceHeldWhenItGoes(t *testing.T) {
 	if err := c.Apply(ctx, configMap(ns.Name, map[string]string{"a": "1"})); err != nil {
 		t.Fatal(err)
 	}
+	rs := scalable(ns.Name, "v1", nil)
+	rs.Labels[picchuv1alpha1.LabelTarget] = "production"
+	if err := c.CreateScaled(ctx, rs, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Remembered(); n != 4 {
+		t.Fatalf("remembers %d objects after applying a namespace, a ConfigMap and a ReplicaSet with both managers, want 4", n)
+	}
+	if err := c.Delete(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
 	if n := c.Remembered(); n != 2 {
-		t.Fatalf("remembers %d objects after applying a namespace and a ConfigMap, want 2", n)
+		t.Fatalf("remembers %d objects after deleting the ReplicaSet, want the namespace and the ConfigMap", n)
 	}
 	if err := c.Delete(ctx, ns); err != nil {
 		t.Fatal(err)

@@ -125,6 +125,7 @@ func WaypointGateway(app, target string) *gatewayv1.Gateway {
 // node.medium.engineering/role=waypoint, Datadog checks their proxy, and
 // its proxy gets the target's waypointResources when set.
 func WaypointOptions(app, target string, resources *corev1.ResourceRequirements) (*corev1.ConfigMap, error) {
+	cm := WaypointOptionsName(app, target)
 	proxy := map[string]any{"name": "istio-proxy"}
 	if resources != nil {
 		proxy["resources"] = resources
@@ -149,11 +150,17 @@ func WaypointOptions(app, target string, resources *corev1.ResourceRequirements)
 	if err != nil {
 		return nil, fmt.Errorf("writing the waypoint's deployment overlay: %w", err)
 	}
+	cm.Data = map[string]string{"deployment": string(deployment)}
+	return cm, nil
+}
+
+// WaypointOptionsName is the waypoint's options ConfigMap without its
+// data: what removing it needs, without writing the overlay out.
+func WaypointOptionsName(app, target string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: waypointOptionsName, Namespace: picchuv1alpha1.AppNamespace(app, target), Labels: appLabels(app, target)},
-		Data:       map[string]string{"deployment": string(deployment)},
-	}, nil
+	}
 }
 
 // waypointRange is the waypoint autoscaler's replica range and CPU target:
