@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -365,6 +366,11 @@ func replicasAppliedBy(managed []metav1.ManagedFieldsEntry, manager string) bool
 
 func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured, manager string) error {
 	key := objectKey{desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName(), manager}
+	if !slices.Contains(managers[:], manager) {
+		// forget would not drop what it applied: a recreated object
+		// could be taken for unchanged.
+		return fmt.Errorf("applying %s: %q is not one of Picchu's field managers", c.describe(key), manager)
+	}
 	data, err := json.Marshal(desired.Object)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", c.describe(key), err)
