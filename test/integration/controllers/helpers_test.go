@@ -34,7 +34,8 @@ var targetWrites = &writeCounter{}
 type writeCounter struct {
 	mu       sync.Mutex
 	requests []string
-	// reads are the requests that read something, but watches.
+	// reads are the requests that read something, but watches, each with
+	// the status code of its answer ("GET url 404"; 0 when none came).
 	reads []string
 	// rejectHost, when set, is a target whose writes fail with 500.
 	rejectHost string
@@ -61,9 +62,16 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			if r.URL.Query().Get("watch") != "true" {
+				// Recorded with the answer's status code once it comes.
+				resp, err := rt.RoundTrip(r)
+				code := 0
+				if err == nil {
+					code = resp.StatusCode
+				}
 				w.mu.Lock()
-				w.reads = append(w.reads, r.Method+" "+r.URL.String())
+				w.reads = append(w.reads, fmt.Sprintf("%s %s %d", r.Method, r.URL.String(), code))
 				w.mu.Unlock()
+				return resp, err
 			}
 		default:
 			w.mu.Lock()
