@@ -301,9 +301,9 @@ func (c *Cluster) CreateScaled(ctx context.Context, obj client.Object, replicas 
 		return err
 	}
 	main := objectKey{desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName(), FieldManager}
-	data, err := json.Marshal(desired.Object)
+	hash, err := c.hashOf(main, desired)
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", c.describe(main), err)
+		return err
 	}
 	scaled := desired.DeepCopy()
 	if err := unstructured.SetNestedField(scaled.Object, int64(replicas), "spec", "replicas"); err != nil {
@@ -320,7 +320,8 @@ func (c *Cluster) CreateScaled(ctx context.Context, obj client.Object, replicas 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if scaledBy, ok := c.applied[objectKey{main.gvk, main.namespace, main.name, ReplicasFieldManager}]; ok {
-		c.applied[main] = appliedObject{hash: sha256.Sum256(data), generation: scaledBy.generation, resourceVersion: scaledBy.resourceVersion}
+		scaledBy.hash = hash
+		c.applied[main] = scaledBy
 	}
 	return nil
 }
@@ -371,11 +372,10 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 		// could be taken for unchanged.
 		return fmt.Errorf("applying %s: %q is not one of Picchu's field managers", c.describe(key), manager)
 	}
-	data, err := json.Marshal(desired.Object)
+	hash, err := c.hashOf(key, desired)
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", c.describe(key), err)
+		return err
 	}
-	hash := sha256.Sum256(data)
 
 	live, err := c.read(ctx, key)
 	switch {
@@ -399,6 +399,16 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 	c.remember(key, appliedObject{hash: hash, generation: desired.GetGeneration(), resourceVersion: desired.GetResourceVersion()})
 	runOf(ctx).applied(key, live != nil, desired)
 	return nil
+}
+
+// hashOf is the hash of desired, key's object as applied: what remember
+// keeps of it.
+func (c *Cluster) hashOf(key objectKey, desired *unstructured.Unstructured) ([sha256.Size]byte, error) {
+	data, err := json.Marshal(desired.Object)
+	if err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("encoding %s: %w", c.describe(key), err)
+	}
+	return sha256.Sum256(data), nil
 }
 
 // read returns the live object of key, or nil when the cluster has none.

@@ -33,21 +33,38 @@ func TestMain(m *testing.M) {
 	harness.Main(m, harness.Options{Targets: 2}, harness.KeepEnv(&env))
 }
 
-// writes counts the requests that change something, per HTTP method.
+// writes counts the requests that change something, per HTTP method, and
+// the GETs of single objects (but watches), by the object's name (the last
+// element of the path): what a cluster asks beside its caches' lists.
 type writes struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	gets map[string]int
 }
 
 func (w *writes) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet {
-			w.mu.Lock()
+		w.mu.Lock()
+		switch {
+		case req.Method != http.MethodGet:
 			w.n[req.Method]++
-			w.mu.Unlock()
+		case req.URL.Query().Get("watch") == "":
+			w.gets[req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]]++
 		}
+		w.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
+}
+
+// getsOf is how many GETs named any of names.
+func (w *writes) getsOf(names ...string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, name := range names {
+		n += w.gets[name]
+	}
+	return n
 }
 
 func (w *writes) total() int {
@@ -67,7 +84,7 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // clusters binds a client to each target that counts its writes.
 func clusters(t *testing.T) ([]*applier.Cluster, *writes) {
 	t.Helper()
-	w := &writes{n: map[string]int{}}
+	w := &writes{n: map[string]int{}, gets: map[string]int{}}
 	var out []*applier.Cluster
 	for _, target := range env.Targets {
 		cfg := rest.CopyConfig(target.Config)
@@ -83,19 +100,13 @@ func clusters(t *testing.T) ([]*applier.Cluster, *writes) {
 
 // wiredClusters binds each target as the operator does: the client, API
 // reader and cache of a access.Registry, whose cache holds only objects
-// labelled with an app, for instance "picchu-test". The writes are counted;
-// more wraps see every request too.
-func wiredClusters(t *testing.T, wraps ...func(http.RoundTripper) http.RoundTripper) ([]*applier.Cluster, *writes) {
+// labelled with an app, for instance "picchu-test". The writes are counted.
+func wiredClusters(t *testing.T) ([]*applier.Cluster, *writes) {
 	t.Helper()
 	ctx := context.Background()
-	w := &writes{n: map[string]int{}}
+	w := &writes{n: map[string]int{}, gets: map[string]int{}}
 	registry := access.NewRegistry(env.Scheme, log.Log, nil)
-	registry.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		for _, wrap := range wraps {
-			rt = wrap(rt)
-		}
-		return w.wrap(rt)
-	}
+	registry.WrapTransport = w.wrap
 	var out []*applier.Cluster
 	for _, target := range env.Targets {
 		secret := &corev1.Secret{}

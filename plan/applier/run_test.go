@@ -4,59 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/plan/applier"
+	"github.com/medium/picchu/test/kit"
 )
-
-// gets counts the API server's answers to GETs of single objects, by the
-// object's name (the last element of the path), as a cluster's requests
-// pass: what the operator asks beside its caches' lists and watches.
-type gets struct {
-	mu     sync.Mutex
-	byName map[string]int
-}
-
-func (g *gets) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "" {
-			g.mu.Lock()
-			g.byName[req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]]++
-			g.mu.Unlock()
-		}
-		return rt.RoundTrip(req)
-	})
-}
-
-// of is how many GETs named any of names.
-func (g *gets) of(names ...string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := 0
-	for _, name := range names {
-		n += g.byName[name]
-	}
-	return n
-}
 
 // runCluster is the first target bound as the operator binds it
 // (wiredClusters), with its writes and its GETs of single objects counted.
-func runCluster(t *testing.T) (*applier.Cluster, *writes, *gets) {
+func runCluster(t *testing.T) (*applier.Cluster, *writes) {
 	t.Helper()
-	g := &gets{byName: map[string]int{}}
-	cs, w := wiredClusters(t, g.wrap)
-	return cs[0], w, g
+	cs, w := wiredClusters(t)
+	return cs[0], w
 }
 
 // cached waits until c's cache holds obj: a run after it reads it there.
@@ -68,12 +35,9 @@ func cached(t *testing.T, c *applier.Cluster, obj client.Object) {
 	}
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(gvk)
-	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return c.Client.Get(ctx, client.ObjectKeyFromObject(obj), live) == nil, nil
+	kit.Eventually(t, 30*time.Second, fmt.Sprintf("the cache holding %s %s/%s", gvk.Kind, obj.GetNamespace(), obj.GetName()), func() error {
+		return c.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), live)
 	})
-	if err != nil {
-		t.Fatalf("the cache never held %s %s/%s: %v", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
 }
 
 // TestRun_AsksOnlyAboutTheNamespaceItCreates: a new app's first run writes
@@ -86,7 +50,7 @@ func cached(t *testing.T, c *applier.Cluster, obj client.Object) {
 // replicas and nothing else, FieldManager every other field (and the
 // replicas with it until its next write, which never sends them).
 func TestRun_AsksOnlyAboutTheNamespaceItCreates(t *testing.T) {
-	c, w, g := runCluster(t)
+	c, w := runCluster(t)
 	name := fmt.Sprintf("run-test-%d", nsSeq.Add(1))
 	owner := map[string]string{picchuv1alpha1.LabelApp: "demo", picchuv1alpha1.LabelTarget: "production"}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: owner}}
@@ -118,9 +82,9 @@ func TestRun_AsksOnlyAboutTheNamespaceItCreates(t *testing.T) {
 
 	before := w.total()
 	runOnce(false)
-	if got := g.of(names...); got != 1 || g.of(ns.Name) != 1 {
+	if got := w.getsOf(names...); got != 1 || w.getsOf(ns.Name) != 1 {
 		t.Errorf("the first run asked the API server %d times about its objects (%d about the namespace), want once, about the namespace",
-			got, g.of(ns.Name))
+			got, w.getsOf(ns.Name))
 	}
 	if got := w.total() - before; got != 4 {
 		t.Errorf("the first run wrote %d times, want 4: the namespace, the ConfigMap, and the ReplicaSet in two", got)
@@ -149,9 +113,9 @@ func TestRun_AsksOnlyAboutTheNamespaceItCreates(t *testing.T) {
 	for _, obj := range []client.Object{ns, cm, rs} {
 		cached(t, c, obj)
 	}
-	asked, wrote := g.of(names...), w.total()
+	asked, wrote := w.getsOf(names...), w.total()
 	runOnce(true)
-	if got := g.of(names...) - asked; got != 0 {
+	if got := w.getsOf(names...) - asked; got != 0 {
 		t.Errorf("the second run asked the API server %d times about objects its cache holds, want 0", got)
 	}
 	if got := w.total() - wrote; got != 0 {
@@ -167,7 +131,7 @@ func TestRun_AsksOnlyAboutTheNamespaceItCreates(t *testing.T) {
 // created, one Kubernetes makes in every namespace (its controllers' default
 // ServiceAccount, made here as they would, after the namespace).
 func TestRun_NeverWritesOverWhatItDidNotCreate(t *testing.T) {
-	c, w, _ := runCluster(t)
+	c, w := runCluster(t)
 	ctx := context.Background()
 	owner := map[string]string{picchuv1alpha1.LabelApp: "demo", picchuv1alpha1.LabelTarget: "production"}
 	theirs := func(obj client.Object) {
