@@ -199,6 +199,11 @@ func (b *bench) release(ctx context.Context, tag string) (phase, error) {
 	rmQueue := func(l map[string]string) bool { return l["name"] == "releasemanager" }
 	p.queued = after.histogram("workqueue_queue_duration_seconds", rmQueue).minus(before.histogram("workqueue_queue_duration_seconds", rmQueue))
 	logf("%s released in every app in %s", tag, p.took.Round(time.Millisecond))
+	// A release's writes are counted until the fleet is done with it: the
+	// old build retired, the Revisions' mirrors and the last events written.
+	if err := b.drained(ctx); err != nil {
+		return p, err
+	}
 	serversAfter, err := b.apiServerRequests(ctx)
 	if err != nil {
 		return p, err
@@ -351,6 +356,22 @@ func (b *bench) settled(ctx context.Context) error {
 	return nil
 }
 
+// drained waits until every app has settled (Ready), then b.settle: the
+// operator writes the last events and Revision mirrors of a release
+// meanwhile (a Revision's progress waits up to 10 s to be written).
+func (b *bench) drained(ctx context.Context) error {
+	logf("waiting until every app has settled (Ready), then %s", b.settle)
+	if err := kit.Poll(ctx, pollEvery, b.timeout, "every app settled", b.settled); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.settle):
+		return nil
+	}
+}
+
 // operatorControllers are the operator's controllers, by their names in
 // controller-runtime's metrics.
 var operatorControllers = []string{"releasemanager", "revision", "cluster"}
@@ -361,16 +382,7 @@ func (b *bench) measureQuiet(ctx context.Context, res *result) error {
 	if !ok {
 		return fmt.Errorf("the operator is not running")
 	}
-	logf("waiting until every app has settled (Ready), then %s, then measuring a quiet %s", b.settle, b.quiet)
-	if err := kit.Poll(ctx, pollEvery, b.timeout, "every app settled", b.settled); err != nil {
-		return err
-	}
-	// The events of the last state changes are still being written.
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(b.settle):
-	}
+	logf("measuring a quiet %s", b.quiet)
 	before, err := scrape(ctx, b.fleet.OperatorMetricsURL())
 	if err != nil {
 		return err

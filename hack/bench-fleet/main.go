@@ -83,7 +83,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.dir, "dir", filepath.Join(kit.RepoRoot(), ".fleet-bench"), "the fleet's directory")
 	fs.BoolVar(&c.keep, "keep", false, "leave the fleet running at the end (take it down with: go run ./hack/fleet --dir DIR down)")
 	fs.DurationVar(&c.quiet, "quiet", time.Minute, "how long the quiet spell is measured")
-	fs.DurationVar(&c.settle, "settle", 15*time.Second, "how long after every app is Ready the quiet spell starts (the last events are written meanwhile)")
+	fs.DurationVar(&c.settle, "settle", 15*time.Second, "how long after every app is Ready a release's writes are still counted, and the quiet spell starts (the last events and Revision mirrors are written meanwhile)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "how long each phase may take")
 	fs.StringVar(&c.operatorEnv, "operator-env", "", "environment variables for the operator alone, space-separated (say \"GOGC=50\")")
 	fs.StringVar(&c.operatorArgs, "operator-args", "", "more flags for the operator, space-separated (say \"--kube-api-qps=200 --kube-api-burst=400\")")
