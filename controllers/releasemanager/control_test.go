@@ -146,8 +146,9 @@ func TestControl_PauseHoldsAndResumeGoesOn(t *testing.T) {
 	}
 	c.ask("v2", picchuv1alpha1.AnnotationPause, "")
 	c.expect(step, "v2 releasing 50, v1 released 50", "Resumed: v2 resumed at 25% in production by alice")
-	// Its last step releases it, and v1 leaves, in the same run.
-	c.expect(step, "v2 released 100, v1 retiring 0")
+	// Its last step releases it, and v1 leaves and is retired, in the
+	// same run.
+	c.expect(step, "v2 released 100, v1 retired 0")
 }
 
 // TestControl_PauseStopsTheCanarysTimer: a canary of a minute paused for
@@ -184,7 +185,7 @@ func TestControl_Promote(t *testing.T) {
 	}
 	c.expect(0, "v2 releasing 25, v1 released 75", []string{}...)
 	c.ask("v2", picchuv1alpha1.AnnotationPromote, picchuv1alpha1.PromoteRequest(true, c.s.now))
-	c.expect(time.Second, "v2 released 100, v1 retiring 0", "Promoted: v2 promoted (full) from releasing in production by alice")
+	c.expect(time.Second, "v2 released 100, v1 retired 0", "Promoted: v2 promoted (full) from releasing in production by alice")
 	c.expect(0, "v2 released 100, v1 retired 0", []string{}...)
 }
 

@@ -91,12 +91,15 @@ func passable(s Step) bool {
 // build whose ramp reaches its release's maximum this tick is released
 // once every live cluster takes the weights (its step's Then, so a
 // cluster that lags keeps it releasing); a build left with no traffic and
-// no eligibility leaves now, as Next decides from a state it stays in.
-// Anything but a Sync step that only moves the build on, into released or
-// out of a state it stayed in, is left as it is. It saves the
-// ReleaseManager a run, and its status a write, at the end of every
-// release. The caller passes no new peak for a target that releases in
-// waves, whose maximum is reached wave by wave.
+// no eligibility leaves now, as Next decides from a state it stays in,
+// and is retired once every live cluster routes it nothing (Then): its
+// pods go at the next tick (retired retires them), after the record says
+// it has no traffic, never before. Anything but a Sync step that only
+// moves the build on, into released or out of a state it stayed in, is
+// left as it is. It saves the ReleaseManager two runs, and its status
+// two writes, at the end of every release. The caller passes no new peak
+// for a target that releases in waves, whose maximum is reached wave by
+// wave.
 func AfterTraffic(f Facts, t Timeouts, step Step, peak int32, eligible bool) Step {
 	if !passable(step) || (peak <= f.PeakPercent && eligible == f.Eligible) {
 		return step
@@ -114,6 +117,13 @@ func AfterTraffic(f Facts, t Timeouts, step Step, peak int32, eligible bool) Ste
 		step.Then = next.State
 		return step
 	case !eligible && step.State == f.State && next.State == Retiring:
+		// Lost to a newer build that took all of its traffic: with none
+		// left, the next tick would retire it.
+		h := g
+		h.State, h.Percent = next.State, 0
+		if gone := Next(h, t); gone.State == Retiring && gone.Action == Retire && gone.Then == Retired {
+			next.Then = Retired
+		}
 		return next
 	}
 	return step

@@ -169,8 +169,8 @@ func TestAfterTraffic(t *testing.T) {
 			ramping, sync(Releasing), 75, true, sync(Releasing)},
 		{"a ramp whose waves are not done goes on",
 			with(ramping, func(f *Facts) { f.WavesLeft = true }), sync(Releasing), 100, true, sync(Releasing)},
-		{"the build that lost its last traffic leaves now",
-			released, sync(Released), 0, false, sync(Retiring)},
+		{"the build that lost its last traffic leaves now, retired once the clusters route it nothing",
+			released, sync(Released), 0, false, Step{State: Retiring, Action: Sync, Then: Retired}},
 		{"a failed build that lost its traffic fails, as before",
 			with(released, func(f *Facts) { f.Failed = true }), sync(Failing), 0, false, sync(Failing)},
 		{"nothing new: the step stays",
@@ -220,6 +220,15 @@ func FuzzAfterTraffic(f *testing.F) {
 		g.PeakPercent, g.Eligible = max(facts.PeakPercent, peak), eligible
 		next := Next(g, DefaultTimeouts)
 		switch {
+		case got.Then.IsRetired():
+			// It leaves, and the next tick, from retiring with no
+			// traffic, would retire it.
+			h := g
+			h.State, h.Since, h.Percent = Retiring, facts.Now, 0
+			if gone := Next(h, DefaultTimeouts); eligible || next.State != Retiring || got.State != Retiring || got.Action != Sync ||
+				gone != (Step{State: Retiring, Action: Retire, Then: Retired}) {
+				t.Fatalf("%+v became %+v, where Next without eligibility goes to %+v and from there with no traffic to %+v", step, got, next, gone)
+			}
 		case got.Then != "":
 			if got.State != step.State || got.Then != next.State || !got.Then.IsReleased() {
 				t.Fatalf("%+v became %+v, where Next from the new peak goes to %+v", step, got, next)
