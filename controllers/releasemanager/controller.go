@@ -47,6 +47,9 @@ type Reconciler struct {
 	// superseded are the versions this process's writes replaced, which a
 	// run must not decide from.
 	superseded superseded
+	// unwritten are the statuses runs decided and did not write yet,
+	// which the next runs decide from.
+	unwritten unwritten
 	// APIReader asks the API server, not the cache, whether an app has
 	// Revisions left before it is removed. Client is used when nil.
 	APIReader client.Reader
@@ -245,9 +248,16 @@ func (r *Reconciler) forgetShard(ctx context.Context, s int) {
 			releasemetrics.Forget(rms.Items[i].Spec.App, rms.Items[i].Spec.Target)
 			r.lastRun.Delete(client.ObjectKeyFromObject(&rms.Items[i]))
 			r.stuck.forget(client.ObjectKeyFromObject(&rms.Items[i]).String())
-			r.superseded.forget(client.ObjectKeyFromObject(&rms.Items[i]))
+			r.forget(client.ObjectKeyFromObject(&rms.Items[i]))
 		}
 	}
+}
+
+// forget drops what the process keeps of a ReleaseManager's status
+// between runs: it is gone, or this replica no longer drives it.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.superseded.forget(key)
+	r.unwritten.forget(key)
 }
 
 // shardKey is the shard key of a ReleaseManager: its app's.
@@ -372,7 +382,7 @@ func (r *Reconciler) listReleaseManagers(ctx context.Context, namespace string, 
 // Reconcile runs one release step for one app in one target.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rm := &picchuv1alpha1.ReleaseManager{}
-	prologue := controllers.Prologue{What: "release manager", ShardKey: shardKey, Gone: r.superseded.forget}
+	prologue := controllers.Prologue{What: "release manager", ShardKey: shardKey, Gone: r.forget}
 	run, err := prologue.Begin(ctx, r.Client, r.Shards, req, rm)
 	if run == nil {
 		return ctrl.Result{}, err
@@ -415,9 +425,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // the outcome, then collects the app's garbage.
 func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(rm)
+	// A status a run did not write yet is decided from, as written.
+	written := rm.Status.DeepCopy()
+	rm, pending := r.unwritten.current(key, rm)
 	snap, err := r.snapshot(ctx, rm)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	snap.pending = pending
+	if pending != nil && pending.status != nil {
+		snap.written = written
 	}
 	if !snap.hasRevisions() {
 		if res, done, err := r.orphaned(ctx, snap); done {

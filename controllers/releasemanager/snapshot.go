@@ -66,6 +66,20 @@ type snapshot struct {
 	// preflightSince is when pre-flight checks started to fail, from the
 	// Preflight condition; zero when they did not.
 	preflightSince time.Time
+	// written is the ReleaseManager's status as the API server holds it,
+	// when a status pending (not written yet) is what rm holds; nil when
+	// none is.
+	written *picchuv1alpha1.ReleaseManagerStatus
+	pending *pending
+}
+
+// pendingSince is when a run first decided the status pending; zero when
+// none is.
+func (s *snapshot) pendingSince() time.Time {
+	if s.pending == nil {
+		return time.Time{}
+	}
+	return s.pending.since
 }
 
 // incarnation is one build of the app in the target.

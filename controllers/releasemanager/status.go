@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -47,24 +48,20 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 	}
 	r.forecastFinish(s, before, &rm.Status)
 	next := rep.next
-	if wait := scaleOnlyWait(before, &rm.Status, s.now); wait > 0 {
-		// Only replica counts moved: they go with the next write.
+	wait, events, err := r.persist(ctx, s, before, rep.events)
+	if errors.Is(err, errConflict) {
+		// Someone else changed the ReleaseManager: decide again from it.
+		ctrl.LoggerFrom(ctx).V(1).Info("status changed meanwhile; running again")
+		return ctrl.Result{RequeueAfter: again}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if wait > 0 {
 		next = min(next, wait)
-	} else if !sameStatus(before, &rm.Status) {
-		now := metav1.NewTime(s.now)
-		rm.Status.LastUpdated = &now
-		err := r.write(rm, func() error { return r.Client.Status().Update(ctx, rm) })
-		if apierrors.IsConflict(err) {
-			// Someone else changed the ReleaseManager: decide again from it.
-			ctrl.LoggerFrom(ctx).V(1).Info("status changed meanwhile; running again")
-			return ctrl.Result{RequeueAfter: again}, nil
-		}
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("writing status of release manager %s/%s: %w", rm.Namespace, rm.Name, err)
-		}
 	}
 	if r.Recorder != nil {
-		for _, e := range rep.events {
+		for _, e := range events {
 			r.Recorder.Eventf(rm, nil, e.kind, e.reason, "Release", "%s", e.note)
 		}
 	}
@@ -85,6 +82,57 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 		releasemetrics.ObserveStepLateness(rm.Spec.Target, due, applied)
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// errConflict says someone else wrote the ReleaseManager since the run read it.
+var errConflict = errors.New("the release manager changed meanwhile")
+
+// persist writes the run's status (s.rm's, decided from before), or keeps
+// it for a later write when it may wait: replica counts alone
+// (scaleOnlyWait), or builds that only started their deploy
+// (deployStartsWait), whose events wait with it. It returns how long it
+// waits (0 when written, or when nothing changed), and the events to emit
+// now: the run's, after those of the runs whose status waited.
+func (r *Reconciler) persist(ctx context.Context, s *snapshot, before *picchuv1alpha1.ReleaseManagerStatus, events []statusEvent) (time.Duration, []statusEvent, error) {
+	rm := s.rm
+	key := client.ObjectKeyFromObject(rm)
+	if s.pending != nil {
+		events = mergeEvents(append(slices.Clone(s.pending.events), events...))
+	}
+	written := before
+	if s.written != nil {
+		written = s.written
+	}
+	since := s.pendingSince()
+	if since.IsZero() {
+		since = s.now
+	}
+	if sameStatus(written, &rm.Status) {
+		r.unwritten.forget(key)
+		return 0, events, nil
+	}
+	if wait := scaleOnlyWait(written, &rm.Status, s.now); wait > 0 {
+		// Only replica counts moved: they go with the next write.
+		r.unwritten.forget(key)
+		return wait, events, nil
+	}
+	if wait := deployStartsWait(written, &rm.Status, since, s.now); wait > 0 {
+		// Builds only started their deploy: the start goes with the next
+		// write, at the latest when the wait ends, and so do its events.
+		r.unwritten.keep(key, &pending{version: rm.ResourceVersion, status: rm.Status.DeepCopy(), events: events, since: since})
+		return wait, nil, nil
+	}
+	now := metav1.NewTime(s.now)
+	rm.Status.LastUpdated = &now
+	err := r.write(rm, func() error { return r.Client.Status().Update(ctx, rm) })
+	r.unwritten.forget(key)
+	switch {
+	case apierrors.IsConflict(err):
+		return 0, nil, errConflict
+	case err != nil:
+		return 0, nil, fmt.Errorf("writing status of release manager %s/%s: %w", rm.Namespace, rm.Name, err)
+	}
+	return 0, events, nil
 }
 
 // scaleRefresh is how long a change of builds' replica counts alone may
@@ -260,7 +308,7 @@ func mergeEvents(events []statusEvent) []statusEvent {
 	for _, e := range events {
 		key := [2]string{e.kind, e.reason}
 		if i, ok := at[key]; ok {
-			out[i].note += "; " + e.note
+			out[i].note = joinNote(out[i].note, e.note)
 			continue
 		}
 		at[key] = len(out)

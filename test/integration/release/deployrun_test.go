@@ -3,8 +3,10 @@ package release_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/test/kit"
 )
@@ -22,9 +25,15 @@ import (
 // deployed on every cluster checks its SLO alerts and takes it on, through
 // deployed and pendingrelease, to its release (a first build to released,
 // a second to its first step), as one StateChanged event names: no run,
-// status write or event of its own for deployed or pendingrelease.
+// status write or event of its own for deployed or pendingrelease. A
+// deploy that finishes within releasemanager.DeployStartWait (5 s) of its start is not
+// written on its own either: the build's first record is its release, and
+// one event names the whole way from new.
 func TestRelease_AFinishedDeployGoesOnInTheSameRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	const app = "onerun"
+	records := recordStates(ctx, watchReleaseManager(ctx, t, app))
 	create(t, build{app: app, tag: "v1", commit: 1, delay: 500 * time.Millisecond})
 	state(t, 30*time.Second, app, "v1", "released")
 	create(t, build{app: app, tag: "v2", commit: 2, delay: 500 * time.Millisecond})
@@ -37,12 +46,12 @@ func TestRelease_AFinishedDeployGoesOnInTheSameRun(t *testing.T) {
 		if notes, err = stateChanges(rm); err != nil {
 			return err
 		}
-		for _, want := range []string{
-			"v1 deploying → deployed → pendingrelease → releasing → released",
-			"v2 deploying → deployed → pendingrelease → releasing",
+		for tag, want := range map[string]string{
+			"v1": "deploying → deployed → pendingrelease → releasing → released",
+			"v2": "deploying → deployed → pendingrelease → releasing",
 		} {
-			if !containsNote(notes, want) {
-				return fmt.Errorf("no event %q among %q", want, notes)
+			if !hasPath(notes, tag, want) {
+				return fmt.Errorf("no event of %s %s among %q", tag, want, notes)
 			}
 		}
 		return nil
@@ -55,6 +64,73 @@ func TestRelease_AFinishedDeployGoesOnInTheSameRun(t *testing.T) {
 			}
 		}
 	}
+	states, last := records()
+	for _, tag := range []string{"v1", "v2"} {
+		st := last[tag]
+		if st.DeployingStartTimestamp == nil || st.ReleaseStartTimestamp == nil {
+			t.Fatalf("%s recorded with no deploy or release start: %+v", tag, st)
+		}
+		// The wait runs from the run that started the deploy: a deploy
+		// seen finished well within it is not written on its own.
+		if took := st.ReleaseStartTimestamp.Sub(st.DeployingStartTimestamp.Time); took > releasemanager.DeployStartWait-time.Second {
+			t.Logf("%s took %s from its deploy's start to its release: its start may have been written alone", tag, took)
+			continue
+		}
+		if len(states[tag]) == 0 || states[tag][0] == "deploying" {
+			t.Errorf("%s recorded %q: its deploy's start written on its own", tag, states[tag])
+		}
+		if want := tag + " new → deploying → deployed → pendingrelease → releasing"; !containsNote(notes, want) {
+			t.Errorf("no event %q among %q", want, notes)
+		}
+	}
+}
+
+// recordStates reads rmWatch until ctx is done, and returns what it saw
+// so far: by build, the states recorded in order (each once in a row) and
+// the last status recorded.
+func recordStates(ctx context.Context, rmWatch apiwatch.Interface) func() (map[string][]string, map[string]picchuv1alpha1.ReleaseManagerRevisionStatus) {
+	var mu sync.Mutex
+	states := map[string][]string{}
+	last := map[string]picchuv1alpha1.ReleaseManagerRevisionStatus{}
+	go func() {
+		for {
+			select {
+			case e, ok := <-rmWatch.ResultChan():
+				rm, _ := e.Object.(*picchuv1alpha1.ReleaseManager)
+				if !ok || rm == nil {
+					return
+				}
+				mu.Lock()
+				for _, st := range rm.Status.Revisions {
+					if seen := states[st.Tag]; len(seen) == 0 || seen[len(seen)-1] != st.State.Current {
+						states[st.Tag] = append(seen, st.State.Current)
+					}
+					last[st.Tag] = st
+				}
+				mu.Unlock()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() (map[string][]string, map[string]picchuv1alpha1.ReleaseManagerRevisionStatus) {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(states), maps.Clone(last)
+	}
+}
+
+// hasPath says some note has a part ("; "-separated) about build tag
+// with path in it.
+func hasPath(notes []string, tag, path string) bool {
+	for _, n := range notes {
+		for _, part := range strings.Split(n, "; ") {
+			if strings.HasPrefix(part, tag+" ") && strings.Contains(part, path) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // containsNote says some note holds want.
