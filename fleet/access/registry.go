@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -321,12 +323,41 @@ func (r *Registry) watchReplicaSets(ctx context.Context, c cache.Cache, namespac
 		r.onReplicaSet(types.NamespacedName{Namespace: namespace, Name: picchuv1alpha1.ReleaseManagerName(app, target)})
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    send,
-		UpdateFunc: func(_, obj any) { send(obj) },
+		AddFunc: send,
+		UpdateFunc: func(old, obj any) {
+			if replicaSetMoved(old, obj) {
+				send(obj)
+			}
+		},
 		DeleteFunc: send,
 	}); err != nil {
 		log.Error(err, "watching ReplicaSets")
 	}
+}
+
+// replicaSetMoved says a change of a ReplicaSet from old to obj is one a
+// release decides from: its spec (generation), labels, annotations,
+// managed fields (the replicas' owner) or deletion, or its available
+// pods, but those a build scaled to nothing loses (no decision reads
+// them: a build with no replicas takes no traffic and counts no pods).
+// The ReplicaSet controller's other status updates (replicas created,
+// ready, fully labelled, the generation observed) run no release: each
+// would cost a run per cluster of every app whose pods move.
+func replicaSetMoved(old, obj any) bool {
+	a, okOld := old.(*appsv1.ReplicaSet)
+	b, okNew := obj.(*appsv1.ReplicaSet)
+	if !okOld || !okNew {
+		return true
+	}
+	if a.Generation != b.Generation || !maps.Equal(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations) ||
+		!a.DeletionTimestamp.Equal(b.DeletionTimestamp) || !equality.Semantic.DeepEqual(a.ManagedFields, b.ManagedFields) {
+		return true
+	}
+	if a.Status.AvailableReplicas == b.Status.AvailableReplicas {
+		return false
+	}
+	scaledDown := b.Spec.Replicas != nil && *b.Spec.Replicas == 0
+	return !scaledDown || b.Status.AvailableReplicas > a.Status.AvailableReplicas
 }
 
 // credentialsHash identifies what a cluster's client is built from.

@@ -88,16 +88,17 @@ func TestReleaseManager_AFailedGarbageCollectionHoldsNoRelease(t *testing.T) {
 	buildState(t, 30*time.Second, app, "v2", "released")
 
 	lift()
-	// Any run collects it now: a change of v2's ReplicaSet brings one, and
-	// the policy's removal may take a moment to reach the API server.
-	churn := 0
+	// Any run collects it now: a change of the ReleaseManager's annotations
+	// brings one, and the policy's removal may take a moment to reach the
+	// API server.
+	pokes := 0
 	kit.Eventually(t, 30*time.Second, "v1 collected", func() error {
 		err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(v1), &picchuv1alpha1.Revision{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		churn++
-		churnStatus(t, env.Targets[0], app, "v2", churn)
+		pokes++
+		poke(t, app, pokes)
 		return fmt.Errorf("still there (%v)", err)
 	})
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -290,6 +291,17 @@ func churnStatus(t *testing.T, target *harness.Target, app, tag string, i int) {
 		return target.Client.Status().Update(context.Background(), rs)
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// poke sets an annotation of app's ReleaseManager to i: a change that
+// runs it, and that it has nothing to do about.
+func poke(t *testing.T, app string, i int) {
+	t.Helper()
+	rm := &picchuv1alpha1.ReleaseManager{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: app + "-production"}}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"test/poke":"%d"}}}`, i)
+	if err := env.Delivery.Client.Patch(context.Background(), rm, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
 }

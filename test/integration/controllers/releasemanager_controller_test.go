@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
@@ -205,7 +204,6 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 	writes, reads := targetWrites.count(), targetWrites.readCount()
 	gets := deliveryRequests(t, "GET", "releasemanagers")
 	runs := reconciles(t, "releasemanager")
-	key := client.ObjectKey{Namespace: env.Namespace, Name: app + "-production"}
 	for i := range 5 {
 		// The ReplicaSets' status moves, as a ReplicaSet controller's does
 		// (new resourceVersions, the same spec), and an annotation change
@@ -213,11 +211,7 @@ func TestReleaseManager_NoWritesWhenNothingChanged(t *testing.T) {
 		for _, target := range env.Targets {
 			churnStatus(t, target, app, "v1", i)
 		}
-		rm := &picchuv1alpha1.ReleaseManager{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		poke := fmt.Sprintf(`{"metadata":{"annotations":{"test/poke":"%d"}}}`, i)
-		if err := env.Delivery.Client.Patch(ctx, rm, client.RawPatch(types.MergePatchType, []byte(poke))); err != nil {
-			t.Fatal(err)
-		}
+		poke(t, app, i)
 		kit.Eventually(t, 10*time.Second, "another run", func() error {
 			if got := reconciles(t, "releasemanager"); got < runs+float64(i+1) {
 				return fmt.Errorf("%v runs", got-runs)
