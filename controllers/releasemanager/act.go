@@ -2,6 +2,7 @@ package releasemanager
 
 import (
 	"context"
+	"time"
 
 	"github.com/medium/picchu/plan"
 	"github.com/medium/picchu/plan/applier"
@@ -18,6 +19,9 @@ type acted struct {
 	// legacyRemoved are the original's leftovers the run deleted, each as
 	// "cluster: Kind namespace/name" (plan.Outcome.LegacyRemoved).
 	legacyRemoved []string
+	// at is when every cluster's plan was done: a step's weights were on
+	// every cluster that took them (picchu_release_step_lateness_seconds).
+	at time.Time
 }
 
 // act carries out each usable cluster's Plan on every one of them at once.
@@ -41,5 +45,5 @@ func (r *Reconciler) act(ctx context.Context, fleet []*fleetCluster, plans []*pl
 		}
 		return err
 	}), r.ClusterTimeout)
-	return acted{results: results, externalSecretsMissing: missing.sorted(), legacyRemoved: legacy.sorted()}
+	return acted{results: results, externalSecretsMissing: missing.sorted(), legacyRemoved: legacy.sorted(), at: r.Now()}
 }

@@ -455,7 +455,20 @@ func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 	if err != nil {
 		return res, err
 	}
-	return r.collectGarbageOf(ctx, snap, res), nil
+	res = r.collectGarbageOf(ctx, snap, res)
+	res.RequeueAfter = fromStart(res.RequeueAfter, snap.now, r.Now())
+	return res, nil
+}
+
+// fromStart is wait, decided from a run's start (start), counted from the
+// run's end (end) instead, as the work queue counts it: a step due at a
+// time runs then, not a run's length later (a run under load lasts a
+// second and more). It is at least again; 0, no wait asked, stays 0.
+func fromStart(wait time.Duration, start, end time.Time) time.Duration {
+	if wait <= 0 {
+		return wait
+	}
+	return max(wait-end.Sub(start), again)
 }
 
 // orphaned handles an app no Revision targets in the target any longer,

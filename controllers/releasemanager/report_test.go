@@ -154,7 +154,7 @@ func TestReport(t *testing.T) {
 			},
 		},
 		{
-			name: "a due ramp step on every live cluster says when it was due",
+			name: "a due ramp step on every live cluster says when it was due, and runs again when the next is",
 			snap: func() *snapshot {
 				v2 := build("v2", release.Releasing, 25, release.Step{State: release.Releasing, Action: release.Sync}, 50)
 				v2.ramping, v2.ramp = true, release.RampStep{Next: 50, WasDue: reportNow.Add(-2 * time.Second)}
@@ -163,7 +163,8 @@ func TestReport(t *testing.T) {
 			want: want{
 				states:  map[string]string{"v2": "releasing", "v1": "released"},
 				weights: map[string]int32{"v2": 50, "v1": 50},
-				ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonProgressing, next: again,
+				// The step delay: 10 s when the release sets none.
+				ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonProgressing, next: 10 * time.Second,
 				stepsDue: []time.Time{reportNow.Add(-2 * time.Second)},
 			},
 		},
@@ -660,3 +661,64 @@ func TestReport_SaysWhichCanaryNoRequestReached(t *testing.T) {
 
 // everywhere is the same weight in every cluster.
 func everywhere(weight int32) func(string) int32 { return func(string) int32 { return weight } }
+
+// TestMoveOf: a ramp's step runs the ReleaseManager again when the next
+// one is due; any other move of traffic at once.
+func TestMoveOf(t *testing.T) {
+	sync := release.Step{State: release.Releasing, Action: release.Sync}
+	ramping := func(recorded, next int32) *incarnation {
+		inc := build("v2", release.Releasing, recorded, sync, next)
+		inc.ramping, inc.ramp = true, release.RampStep{Next: next}
+		return inc
+	}
+	delay := release.StepDelay(picchuv1alpha1.ReleaseInfo{})
+	for _, tc := range []struct {
+		name      string
+		inc       *incarnation
+		took      int32
+		waves     bool
+		wantNext  time.Time
+		wantOther bool
+	}{
+		{"unmoved", ramping(25, 25), 25, false, time.Time{}, false},
+		{"a ramp's step: when the next is due", ramping(25, 50), 50, false, reportNow.Add(delay), false},
+		{"a ramp's last step: at once", ramping(50, 100), 100, false, time.Time{}, true},
+		{"down, to the ramping build: with its steps", build("v1", release.Released, 75, sync, 50), 50, false, time.Time{}, false},
+		{"down to nothing: at once", build("v3", release.Failing, 25, release.Step{State: release.Failing, Action: release.Sync}, 0), 0, false,
+			time.Time{}, true},
+		{"up, not by its ramp's step: at once", build("v1", release.Released, 50, sync, 100), 100, false, time.Time{}, true},
+		{"a ramp's step, not the one decided: at once", ramping(25, 50), 100, false, time.Time{}, true},
+		{"in waves: at once", ramping(25, 50), 50, true, time.Time{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := reportSnapshot(tc.inc)
+			if tc.waves {
+				s.waves = []picchuv1alpha1.ReleaseWave{{Name: "canary"}, {Name: "rest"}}
+			}
+			st := tc.inc.status
+			st.CurrentPercent = tc.took
+			next, other := s.moveOf(tc.inc, st)
+			if !next.Equal(tc.wantNext) || other != tc.wantOther {
+				t.Errorf("moveOf = %s, %t; want %s, %t", next, other, tc.wantNext, tc.wantOther)
+			}
+		})
+	}
+}
+
+// TestFromStart: a wait decided at a run's start is counted from it, not
+// from the run's end, and is never less than again.
+func TestFromStart(t *testing.T) {
+	for _, tc := range []struct {
+		wait, took, want time.Duration
+	}{
+		{2 * time.Second, 700 * time.Millisecond, 1300 * time.Millisecond},
+		{2 * time.Second, 3 * time.Second, again},
+		{again, time.Second, again},
+		{0, time.Second, 0},
+		{time.Minute, 0, time.Minute},
+	} {
+		if got := fromStart(tc.wait, reportNow, reportNow.Add(tc.took)); got != tc.want {
+			t.Errorf("fromStart(%s) after a run of %s = %s, want %s", tc.wait, tc.took, got, tc.want)
+		}
+	}
+}

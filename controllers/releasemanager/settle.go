@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -26,6 +27,8 @@ type settled struct {
 	externalSecretsMissing []string
 	// legacyRemoved are the original's leftovers the run deleted.
 	legacyRemoved []string
+	// applied is when the fleet took the run: every cluster's plan done.
+	applied time.Time
 }
 
 // settledBuild is the step one build settled on.
@@ -44,7 +47,7 @@ type settledBuild struct {
 // settle settles every build's step on what the clusters took of the run.
 func settle(s *snapshot, a acted) settled {
 	out := settled{clusters: s.clusterOutcome(a.results), builds: map[string]settledBuild{},
-		externalSecretsMissing: a.externalSecretsMissing, legacyRemoved: a.legacyRemoved}
+		externalSecretsMissing: a.externalSecretsMissing, legacyRemoved: a.legacyRemoved, applied: a.at}
 	for _, inc := range s.incarnations {
 		if !inc.step.Drop {
 			out.builds[inc.tag] = s.settleBuild(inc, out.clusters)

@@ -48,7 +48,13 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 	}
 	r.forecastFinish(s, before, &rm.Status)
 	next := rep.next
-	wait, events, err := r.persist(ctx, s, before, rep.events)
+	p, err := r.persist(ctx, s, before, rep.events)
+	if p.deferred {
+		// The run's status waits: the deploys it started, watched, run
+		// it again when they finish (or when the wait ends).
+		next = rep.unmoved
+	}
+	wait, events := p.wait, p.events
 	if errors.Is(err, errConflict) {
 		// Someone else changed the ReleaseManager: decide again from it.
 		ctrl.LoggerFrom(ctx).V(1).Info("status changed meanwhile; running again")
@@ -77,7 +83,10 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 		}
 	}
 	recordMetrics(rm, rm.Status.Revisions, s.now)
-	applied := r.Now()
+	applied := st.applied
+	if applied.IsZero() {
+		applied = r.Now()
+	}
 	for _, due := range rep.stepsDue {
 		releasemetrics.ObserveStepLateness(rm.Spec.Target, due, applied)
 	}
@@ -87,13 +96,24 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 // errConflict says someone else wrote the ReleaseManager since the run read it.
 var errConflict = errors.New("the release manager changed meanwhile")
 
+// persisted is what persist did with a run's status.
+type persisted struct {
+	// wait is how long the status waits to be written; 0 when it was
+	// written, or nothing changed.
+	wait time.Duration
+	// deferred says builds that only started their deploy wait, with
+	// their events.
+	deferred bool
+	// events are the events to emit now: the run's, after those of the
+	// runs whose status waited.
+	events []statusEvent
+}
+
 // persist writes the run's status (s.rm's, decided from before), or keeps
 // it for a later write when it may wait: replica counts alone
 // (scaleOnlyWait), or builds that only started their deploy
-// (deployStartsWait), whose events wait with it. It returns how long it
-// waits (0 when written, or when nothing changed), and the events to emit
-// now: the run's, after those of the runs whose status waited.
-func (r *Reconciler) persist(ctx context.Context, s *snapshot, before *picchuv1alpha1.ReleaseManagerStatus, events []statusEvent) (time.Duration, []statusEvent, error) {
+// (deployStartsWait), whose events wait with it.
+func (r *Reconciler) persist(ctx context.Context, s *snapshot, before *picchuv1alpha1.ReleaseManagerStatus, events []statusEvent) (persisted, error) {
 	rm := s.rm
 	key := client.ObjectKeyFromObject(rm)
 	if s.pending != nil {
@@ -109,18 +129,18 @@ func (r *Reconciler) persist(ctx context.Context, s *snapshot, before *picchuv1a
 	}
 	if sameStatus(written, &rm.Status) {
 		r.unwritten.forget(key)
-		return 0, events, nil
+		return persisted{events: events}, nil
 	}
 	if wait := scaleOnlyWait(written, &rm.Status, s.now); wait > 0 {
 		// Only replica counts moved: they go with the next write.
 		r.unwritten.forget(key)
-		return wait, events, nil
+		return persisted{wait: wait, events: events}, nil
 	}
 	if wait := deployStartsWait(written, &rm.Status, since, s.now); wait > 0 {
 		// Builds only started their deploy: the start goes with the next
 		// write, at the latest when the wait ends, and so do its events.
 		r.unwritten.keep(key, &pending{version: rm.ResourceVersion, status: rm.Status.DeepCopy(), events: events, since: since})
-		return wait, nil, nil
+		return persisted{wait: wait, deferred: true}, nil
 	}
 	now := metav1.NewTime(s.now)
 	rm.Status.LastUpdated = &now
@@ -128,11 +148,11 @@ func (r *Reconciler) persist(ctx context.Context, s *snapshot, before *picchuv1a
 	r.unwritten.forget(key)
 	switch {
 	case apierrors.IsConflict(err):
-		return 0, nil, errConflict
+		return persisted{}, errConflict
 	case err != nil:
-		return 0, nil, fmt.Errorf("writing status of release manager %s/%s: %w", rm.Namespace, rm.Name, err)
+		return persisted{}, fmt.Errorf("writing status of release manager %s/%s: %w", rm.Namespace, rm.Name, err)
 	}
-	return 0, events, nil
+	return persisted{events: events}, nil
 }
 
 // scaleRefresh is how long a change of builds' replica counts alone may
@@ -186,8 +206,10 @@ type outcome struct {
 	// provider cannot be reached, and why: a release that holds so long
 	// enough is told stuck.
 	held struct{ tag, why string }
-	// next is when to run again.
-	next time.Duration
+	// next is when to run again; unmoved when, had nothing changed (a
+	// status that waits to be written: its change waits for what comes
+	// next, not a run of its own).
+	next, unmoved time.Duration
 	// stepsDue are when the ramp steps this run took on every live cluster
 	// were due, for their lateness.
 	stepsDue []time.Time
@@ -207,7 +229,8 @@ type statusEvent struct{ kind, reason, note string }
 // the clusters took of them (settle), the ReleaseManager's new status, its
 // events and when to run again: the next step or deadline due, sooner while
 // builds are judged (alertCheck) or a cluster was not synced, at the latest
-// after syncPeriod, and at once after a state or weight changed.
+// after syncPeriod, and at once after a state changed or traffic moved
+// other than by a ramp's step (moveOf).
 func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) outcome {
 	rm := s.rm.DeepCopy()
 	clusters := settled.clusters
@@ -232,7 +255,11 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 		if b.changed {
 			out.transitions = append(out.transitions, transition{inc: inc, index: len(rm.Status.Revisions), state: b.state})
 		}
-		moved = moved || st.CurrentPercent != inc.status.CurrentPercent || !slices.Equal(st.WavePercents, inc.status.WavePercents)
+		if next, other := s.moveOf(inc, st); other {
+			moved = true
+		} else {
+			due = earliest(due, next)
+		}
 		if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
 			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
 		}
@@ -264,7 +291,33 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 	out.status = rm.Status
 	out.next = nextRun(s.now, changed || moved, len(c.unavailable) > 0, c.judging,
 		earliest(due, s.removal.Due), syncPeriod, alertCheck)
+	out.unmoved = nextRun(s.now, false, len(c.unavailable) > 0, c.judging,
+		earliest(due, s.removal.Due), syncPeriod, alertCheck)
 	return out
+}
+
+// moveOf says how build inc's traffic moved this run, as recorded in st:
+// when its ramp's next step is due, when it took a step of its ramp with
+// one more to come; other when it moved otherwise (in waves, up but not
+// by its ramp's step or to its last, down to nothing), which runs the
+// ReleaseManager again at once: what comes next may be due now (a build
+// released, or left with no traffic, retires or fails). A build whose
+// traffic went down, not to nothing, moves on with the ramping build's
+// steps. A run after a step would only find the next one not yet due: it
+// costs a run per step, and a wait in the queue, for nothing.
+func (s *snapshot) moveOf(inc *incarnation, st picchuv1alpha1.ReleaseManagerRevisionStatus) (next time.Time, other bool) {
+	took, before := st.CurrentPercent, inc.status.CurrentPercent
+	switch {
+	case took == before && slices.Equal(st.WavePercents, inc.status.WavePercents):
+		return time.Time{}, false
+	case s.waveCount() > 1:
+		return time.Time{}, true
+	case took < before && took > 0 && !inc.ramping:
+		return time.Time{}, false
+	case inc.ramping && inc.target != nil && took == inc.ramp.Next && took > before && took < release.MaxPercent(inc.target.Release):
+		return s.now.Add(release.StepDelay(inc.target.Release)), false
+	}
+	return time.Time{}, true
 }
 
 // reportConditions sets the ReleaseManager's conditions, and returns when
