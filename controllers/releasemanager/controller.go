@@ -426,7 +426,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(rm)
 	// A status a run did not write yet is decided from, as written.
-	written := rm.Status.DeepCopy()
+	cached := rm
 	rm, pending := r.unwritten.current(key, rm)
 	snap, err := r.snapshot(ctx, rm)
 	if err != nil {
@@ -434,7 +434,8 @@ func (r *Reconciler) release(ctx context.Context, rm *picchuv1alpha1.ReleaseMana
 	}
 	snap.pending = pending
 	if pending != nil && pending.status != nil {
-		snap.written = written
+		// current decided from a copy: the cached status is as written.
+		snap.written = &cached.Status
 	}
 	if !snap.hasRevisions() {
 		if res, done, err := r.orphaned(ctx, snap); done {
