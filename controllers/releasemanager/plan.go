@@ -381,7 +381,7 @@ func autoscalerObjects(sp release.ScalePlan, sc manifests.Scaler) (map[schema.Gr
 // Services, exist before routes send traffic to them.
 func (s *snapshot) routeSteps(fc *fleetCluster, newest *incarnation) []plan.Step {
 	app, target := s.rm.Spec.App, s.rm.Spec.Target
-	routing := s.routing(newest, fc.wave)
+	routing := s.routing(newest, fc)
 	// No build has a port: no Service (one without ports is invalid).
 	steps := []plan.Step{
 		applyOrDelete(nilIfNil(manifests.Service(app, target, routing.Ports)), manifests.ServiceObject(app, target)),
@@ -390,9 +390,15 @@ func (s *snapshot) routeSteps(fc *fleetCluster, newest *incarnation) []plan.Step
 	return append(steps, routerOf(newest.target).steps(routing, fc.obj)...)
 }
 
-// routing is what the app's Istio objects are built from, in the clusters
-// of wave.
-func (s *snapshot) routing(newest *incarnation, wave int) manifests.Routing {
+// routing is what the app's routes on cluster fc are built from. A build
+// with neither traffic nor a tag route there is a release of weight 0,
+// which gets a subset and no route, while it is synced (its subset is made
+// before its first route, so the mesh knows it by then) or while the
+// routes written before this run may still send to it (mayBeRoutedOn): a
+// route to a subset the DestinationRule lacks fails its requests, so a
+// subset goes in the run after the last route to it.
+func (s *snapshot) routing(newest *incarnation, fc *fleetCluster) manifests.Routing {
+	wave := fc.wave
 	r := manifests.Routing{
 		App: s.rm.Spec.App, Target: s.rm.Spec.Target, Fleet: s.rm.Spec.Fleet,
 		DefaultIngressPorts: newest.target.DefaultIngressPorts,
@@ -424,7 +430,8 @@ func (s *snapshot) routing(newest *incarnation, wave int) manifests.Routing {
 		}
 		tagged := inc.revision != nil && inc.step.State.IsRoutable()
 		weight := inc.weightIn(wave)
-		if !tagged && weight == 0 {
+		synced := inc.revision != nil && inc.step.Action == release.Sync
+		if !tagged && weight == 0 && !synced && !inc.mayBeRoutedOn(fc.obj.Name) {
 			continue
 		}
 		rel := manifests.Release{Tag: inc.tag, Weight: weight, Tagged: tagged}
@@ -437,6 +444,22 @@ func (s *snapshot) routing(newest *incarnation, wave int) manifests.Routing {
 		r.Releases = append(r.Releases, rel)
 	}
 	return r
+}
+
+// mayBeRoutedOn says the routes cluster had before this run may send to
+// build inc, as recorded: its recorded state gives it a tag route, or the
+// cluster's recorded weight for it (the build's, when the record has none
+// per cluster) is more than nothing.
+func (inc *incarnation) mayBeRoutedOn(cluster string) bool {
+	if release.State(inc.status.State.Current).IsRoutable() {
+		return true
+	}
+	for _, c := range inc.status.Clusters {
+		if c.Name == cluster {
+			return c.Percent > 0
+		}
+	}
+	return inc.status.CurrentPercent > 0
 }
 
 // nilIfNil turns a typed nil pointer into an untyped nil interface.

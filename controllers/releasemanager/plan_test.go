@@ -119,6 +119,11 @@ var planScenarios = map[string]func(p *planScene){
 			inc.revision.Spec.TagRoutingHeader = "Shop-Tag"
 		}
 	},
+	"deploying": func(p *planScene) {
+		// v2's subset comes as it deploys, before any route sends to it.
+		p.add("v1", release.Released, 100)
+		p.add("v2", release.Deploying, 0)
+	},
 	"gateway-api-deploying": func(p *planScene) {
 		// v2's Service comes as it deploys, before it takes traffic.
 		for _, inc := range []*incarnation{p.add("v1", release.Released, 100), p.add("v2", release.Deploying, 0)} {
@@ -132,6 +137,8 @@ var planScenarios = map[string]func(p *planScene){
 		p.add("v2", release.Released, 100)
 	},
 	"rollback": func(p *planScene) {
+		// Failed, v2 loses its routes; its subset stays until a run has
+		// written routes without it.
 		p.add("v1", release.Released, 50).status.PeakPercent = 100
 		v2 := p.add("v2", release.Releasing, 50)
 		v2.revision.Spec.Failed = true

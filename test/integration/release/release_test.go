@@ -241,6 +241,11 @@ func TestRelease_CanaryRampRetireFailAndRecommission(t *testing.T) {
 	const app = "story"
 	const delay = time.Second
 	const canary = 2 * time.Second
+	// Through the whole story, no route ever sends to a subset its
+	// DestinationRule lacks.
+	ctx, stop := context.WithCancel(context.Background())
+	subsets := watchSubsets(ctx, t, app)
+	defer func() { stop(); subsets.check(t) }()
 
 	create(t, build{app: app, tag: "v1", commit: 1, delay: delay})
 	state(t, 30*time.Second, app, "v1", "released")
