@@ -54,9 +54,13 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
 		return out
 	}
-	st := incarnationStatus(inc, state, b.weight, s.now, s.observation)
-	s.recordWaves(&st, inc, b.recorded, b.settled)
-	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), s.now, state.IsRoutable())
+	moved := b.movedAt
+	if moved.IsZero() {
+		moved = s.now
+	}
+	st := incarnationStatus(inc, state, b.weight, s.now, moved, s.observation)
+	s.recordWaves(&st, inc, b.recorded, b.settled, moved)
+	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), moved, state.IsRoutable())
 	clusterVerdicts(st.Clusters, inc)
 	if inc.verdict != release.Unjudged {
 		st.Verdict = inc.comparison
@@ -145,8 +149,9 @@ func displayState(s string) string {
 	return s
 }
 
-// incarnationStatus is the recorded status of a build after this run.
-func incarnationStatus(inc *incarnation, state release.State, weight int32, at time.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
+// incarnationStatus is the recorded status of a build after this run,
+// whose states are entered at, and whose traffic moved at moved.
+func incarnationStatus(inc *incarnation, state release.State, weight int32, at, moved time.Time, obs release.Observation) picchuv1alpha1.ReleaseManagerRevisionStatus {
 	now := picchuv1alpha1.NewTimestamp(at)
 	st := *inc.status.DeepCopy()
 	st.Tag = inc.tag
@@ -171,8 +176,9 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at t
 	}
 	st.State.Target = string(state)
 	if weight != st.CurrentPercent {
+		stamp := picchuv1alpha1.NewTimestamp(moved)
 		st.CurrentPercent = weight
-		st.LastUpdated = &now
+		st.LastUpdated = &stamp
 	}
 	if state.RunsCanary() && st.CurrentPercent > 0 && st.CanaryStartTimestamp == nil {
 		st.CanaryStartTimestamp = &now

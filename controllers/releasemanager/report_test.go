@@ -662,9 +662,39 @@ func TestReport_SaysWhichCanaryNoRequestReached(t *testing.T) {
 // everywhere is the same weight in every cluster.
 func everywhere(weight int32) func(string) int32 { return func(string) int32 { return weight } }
 
+// TestReport_AStepCountsFromWhenEveryClusterHadIt: a ramp step is stamped
+// when the last cluster took its weights, not when its run started, on the
+// build and on each cluster; the next step is due a delay after that, so
+// no cluster holds a step shorter than its delay however slowly its API
+// server wrote it.
+func TestReport_AStepCountsFromWhenEveryClusterHadIt(t *testing.T) {
+	v2 := build("v2", release.Releasing, 25, release.Step{State: release.Releasing, Action: release.Sync}, 50)
+	v2.ramping, v2.ramp = true, release.RampStep{Next: 50}
+	v1 := build("v1", release.Released, 75, release.Step{State: release.Released, Action: release.Sync}, 50)
+	s := reportSnapshot(v2, v1)
+	landed := reportNow.Add(1500 * time.Millisecond)
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}, at: landed}), reportSyncPeriod, reportAlertCheck)
+	for _, st := range out.status.Revisions {
+		if st.LastUpdated == nil || !st.LastUpdated.Equal(landed) {
+			t.Errorf("%s's step stamped %v, want %s", st.Tag, st.LastUpdated, landed)
+		}
+		for _, c := range st.Clusters {
+			if c.LastUpdated == nil || !c.LastUpdated.Equal(landed) {
+				t.Errorf("%s's step on %s stamped %v, want %s", st.Tag, c.Name, c.LastUpdated, landed)
+			}
+		}
+	}
+	delay := release.StepDelay(picchuv1alpha1.ReleaseInfo{})
+	if want := landed.Add(delay).Sub(reportNow); out.next != want {
+		t.Errorf("next run in %s, want %s: a delay after every cluster had the step", out.next, want)
+	}
+}
+
 // TestMoveOf: a ramp's step runs the ReleaseManager again when the next
-// one is due; any other move of traffic at once.
+// one is due, a delay after the step was stamped (when every cluster had
+// it, here 700 ms into the run); any other move of traffic at once.
 func TestMoveOf(t *testing.T) {
+	landed := reportNow.Add(700 * time.Millisecond)
 	sync := release.Step{State: release.Releasing, Action: release.Sync}
 	ramping := func(recorded, next int32) *incarnation {
 		inc := build("v2", release.Releasing, recorded, sync, next)
@@ -681,7 +711,7 @@ func TestMoveOf(t *testing.T) {
 		wantOther bool
 	}{
 		{"unmoved", ramping(25, 25), 25, false, time.Time{}, false},
-		{"a ramp's step: when the next is due", ramping(25, 50), 50, false, reportNow.Add(delay), false},
+		{"a ramp's step: when the next is due", ramping(25, 50), 50, false, landed.Add(delay), false},
 		{"a ramp's last step: at once", ramping(50, 100), 100, false, time.Time{}, true},
 		{"down, to the ramping build: with its steps", build("v1", release.Released, 75, sync, 50), 50, false, time.Time{}, false},
 		{"down to nothing: at once", build("v3", release.Failing, 25, release.Step{State: release.Failing, Action: release.Sync}, 0), 0, false,
@@ -696,7 +726,10 @@ func TestMoveOf(t *testing.T) {
 				s.waves = []picchuv1alpha1.ReleaseWave{{Name: "canary"}, {Name: "rest"}}
 			}
 			st := tc.inc.status
-			st.CurrentPercent = tc.took
+			if st.CurrentPercent != tc.took {
+				stamp := picchuv1alpha1.NewTimestamp(landed)
+				st.CurrentPercent, st.LastUpdated = tc.took, &stamp
+			}
 			next, other := s.moveOf(tc.inc, st)
 			if !next.Equal(tc.wantNext) || other != tc.wantOther {
 				t.Errorf("moveOf = %s, %t; want %s, %t", next, other, tc.wantNext, tc.wantOther)

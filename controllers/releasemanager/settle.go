@@ -42,6 +42,12 @@ type settledBuild struct {
 	// rejected says why a live cluster rejected its objects, or why no
 	// live cluster can run it; "" when none did.
 	rejected string
+	// movedAt is when the run's change to its traffic counts from: when
+	// every cluster that took the run had it (settled.applied), not when
+	// the run started. A step is held its delay from there on every
+	// cluster, however long the clusters took to write it. Zero: the
+	// run's start.
+	movedAt time.Time
 }
 
 // settle settles every build's step on what the clusters took of the run.
@@ -50,7 +56,9 @@ func settle(s *snapshot, a acted) settled {
 		externalSecretsMissing: a.externalSecretsMissing, legacyRemoved: a.legacyRemoved, applied: a.at}
 	for _, inc := range s.incarnations {
 		if !inc.step.Drop {
-			out.builds[inc.tag] = s.settleBuild(inc, out.clusters)
+			b := s.settleBuild(inc, out.clusters)
+			b.movedAt = a.at
+			out.builds[inc.tag] = b
 		}
 	}
 	return out

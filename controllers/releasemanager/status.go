@@ -315,7 +315,8 @@ func (s *snapshot) moveOf(inc *incarnation, st picchuv1alpha1.ReleaseManagerRevi
 	case took < before && took > 0 && !inc.ramping:
 		return time.Time{}, false
 	case inc.ramping && inc.target != nil && took == inc.ramp.Next && took > before && took < release.MaxPercent(inc.target.Release):
-		return s.now.Add(release.StepDelay(inc.target.Release)), false
+		// Due a delay after the step was stamped: once every cluster had it.
+		return stampOf(st.LastUpdated).Add(release.StepDelay(inc.target.Release)), false
 	}
 	return time.Time{}, true
 }

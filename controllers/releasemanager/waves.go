@@ -192,16 +192,16 @@ func (s *snapshot) clusterWeight(inc *incarnation) func(cluster string) int32 {
 
 // recordWaves records a releasing build's wave and, while the target
 // releases in waves, the traffic it takes in each (settled, against
-// recorded before), stamping lastUpdated when that moved.
-func (s *snapshot) recordWaves(st *picchuv1alpha1.ReleaseManagerRevisionStatus, inc *incarnation, recorded, settled []int32) {
+// recorded before), stamping lastUpdated with moved when that moved.
+func (s *snapshot) recordWaves(st *picchuv1alpha1.ReleaseManagerRevisionStatus, inc *incarnation, recorded, settled []int32, moved time.Time) {
 	st.Wave, st.WaveStarted, st.WavePercents = 0, nil, nil
 	if len(s.waves) < 2 {
 		return
 	}
 	st.WavePercents = settled
 	if !slices.Equal(recorded, settled) {
-		now := picchuv1alpha1.NewTimestamp(s.now)
-		st.LastUpdated = &now
+		stamp := picchuv1alpha1.NewTimestamp(moved)
+		st.LastUpdated = &stamp
 	}
 	st.Wave = int32(inc.wave.Wave)
 	if !inc.wave.Started.IsZero() {

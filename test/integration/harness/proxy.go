@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Proxy forwards TCP connections to an API server. Stopping it closes the
@@ -22,7 +24,18 @@ type Proxy struct {
 	listener net.Listener
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
+	// lag is how long what the operator sends is held before it reaches the
+	// API server (SetLag), in nanoseconds.
+	lag atomic.Int64
 }
+
+// SetLag holds every byte sent to the API server through the proxy for d
+// before it passes on, from now until it is set again (0: none), on the
+// connections open and those to come: a slow network, or an API server
+// slow to answer. What the API server sends back is not held, so watches
+// are as prompt as ever. Bytes held when the lag ends pass on at once, in
+// order.
+func (p *Proxy) SetLag(d time.Duration) { p.lag.Store(int64(d)) }
 
 // newProxy starts a proxy to upstream on a free loopback port.
 func newProxy(upstream string) (*Proxy, error) {
@@ -113,10 +126,51 @@ func (p *Proxy) forward(down net.Conn) {
 		_ = src.Close()
 		done <- struct{}{}
 	}
-	go pipe(up, down)
+	lagged := func(dst, src net.Conn) {
+		p.delayLine(dst, src)
+		_ = dst.Close()
+		_ = src.Close()
+		done <- struct{}{}
+	}
+	go lagged(up, down)
 	go pipe(down, up)
 	<-done
 	<-done
+}
+
+// delayLine copies src to dst, each chunk held until the lag set when it
+// passes on has gone by since it was read.
+func (p *Proxy) delayLine(dst, src net.Conn) {
+	type chunk struct {
+		read time.Time
+		data []byte
+	}
+	chunks := make(chan chunk, 256)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{read: time.Now(), data: append([]byte(nil), buf[:n]...)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		if wait := time.Until(c.read.Add(time.Duration(p.lag.Load()))); wait > 0 {
+			time.Sleep(wait)
+		}
+		if _, err := dst.Write(c.data); err != nil {
+			// Closing src ends the reader, which closes chunks.
+			_ = src.Close()
+			for range chunks {
+			}
+			return
+		}
+	}
 }
 
 // track registers a connection pair unless the proxy stopped meanwhile.
