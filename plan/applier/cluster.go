@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -225,9 +226,10 @@ type objectKey struct {
 }
 
 // appliedObject is what Picchu last applied to an object, and the object's
-// generation and resourceVersion right after.
+// uid, generation and resourceVersion right after.
 type appliedObject struct {
 	hash            [sha256.Size]byte
+	uid             types.UID
 	generation      int64
 	resourceVersion string
 }
@@ -396,7 +398,7 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 		return c.failed(key, "applying", err)
 	}
 	// desired is now what the API server returned.
-	c.remember(key, appliedObject{hash: hash, generation: desired.GetGeneration(), resourceVersion: desired.GetResourceVersion()})
+	c.remember(key, appliedObject{hash: hash, uid: desired.GetUID(), generation: desired.GetGeneration(), resourceVersion: desired.GetResourceVersion()})
 	runOf(ctx).applied(key, live != nil, desired)
 	return nil
 }
@@ -567,8 +569,13 @@ func (c *Cluster) toApply(obj client.Object) (*unstructured.Unstructured, error)
 // changed the live object's spec since. For kinds whose API server keeps a
 // generation (ReplicaSets, HPAs, custom resources), that is the generation
 // Picchu's apply left: their status moves (replicas ready, metrics read)
-// without a new generation, and re-applying would write for nothing. For
-// the others (ConfigMaps, Services, namespaces), the resourceVersion.
+// without a new generation, and re-applying would write for nothing. An
+// older generation of the same object (its uid) is the cache not having
+// Picchu's last write yet, which under load takes seconds: that write is on
+// its way, not undone, and applying it again would only wait on the API
+// server for nothing. (A newer one is someone else's change.) For the
+// others (ConfigMaps, Services, namespaces), whose resourceVersions cannot
+// be ordered, the resourceVersion.
 func (c *Cluster) unchanged(key objectKey, hash [sha256.Size]byte, live metav1.Object) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -577,7 +584,7 @@ func (c *Cluster) unchanged(key objectKey, hash [sha256.Size]byte, live metav1.O
 		return false
 	}
 	if last.generation > 0 {
-		return live.GetGeneration() == last.generation
+		return live.GetGeneration() <= last.generation && live.GetUID() == last.uid
 	}
 	return live.GetResourceVersion() == last.resourceVersion
 }
