@@ -688,6 +688,22 @@ func TestReport_AStepCountsFromWhenEveryClusterHadIt(t *testing.T) {
 	if want := landed.Add(delay).Sub(reportNow); out.next != want {
 		t.Errorf("next run in %s, want %s: a delay after every cluster had the step", out.next, want)
 	}
+	if !out.stepDue.Equal(landed.Add(delay)) || *runPriority(out.stepDue) != priorityStep {
+		t.Errorf("next step due %s, run at priority %d; want %s, %d (ahead of watch events)",
+			out.stepDue, *runPriority(out.stepDue), landed.Add(delay), priorityStep)
+	}
+}
+
+// TestReport_OnlyADueStepRunsAhead: a run whose next wake is no ramp step
+// (a released build, a deploy) is queued at the priority of watch events.
+func TestReport_OnlyADueStepRunsAhead(t *testing.T) {
+	sync := release.Step{State: release.Released, Action: release.Sync}
+	s := reportSnapshot(build("v1", release.Released, 100, sync, 100),
+		build("v2", release.Deploying, 0, release.Step{State: release.Deploying, Action: release.Sync}, 0))
+	out := report(s, settle(s, acted{results: applier.Results{{Cluster: "east"}, {Cluster: "west"}}}), reportSyncPeriod, reportAlertCheck)
+	if !out.stepDue.IsZero() || *runPriority(out.stepDue) != priorityOther {
+		t.Errorf("no step due, yet stepDue %s, priority %d; want none, %d", out.stepDue, *runPriority(out.stepDue), priorityOther)
+	}
 }
 
 // TestMoveOf: a ramp's step runs the ReleaseManager again when the next

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,7 +91,25 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 	for _, due := range rep.stepsDue {
 		releasemetrics.ObserveStepLateness(rm.Spec.Target, due, applied)
 	}
-	return ctrl.Result{RequeueAfter: next}, nil
+	return ctrl.Result{RequeueAfter: next, Priority: runPriority(rep.stepDue)}, nil
+}
+
+// Priorities of a ReleaseManager's next run in the controller's priority
+// queue. A run a ramp step is due for goes ahead of those watch events
+// queue (new builds' deploys, pods that became ready): a step waits for a
+// worker, not behind the fleet's other work.
+const (
+	priorityStep  = 10
+	priorityOther = 0
+)
+
+// runPriority is the priority of the next run of a ReleaseManager that
+// has a ramp step due at stepDue (zero: none).
+func runPriority(stepDue time.Time) *int {
+	if stepDue.IsZero() {
+		return ptr.To(priorityOther)
+	}
+	return ptr.To(priorityStep)
 }
 
 // errConflict says someone else wrote the ReleaseManager since the run read it.
@@ -213,6 +232,9 @@ type outcome struct {
 	// stepsDue are when the ramp steps this run took on every live cluster
 	// were due, for their lateness.
 	stepsDue []time.Time
+	// stepDue is when the next ramp step of a build is due, the earliest;
+	// zero when none is.
+	stepDue time.Time
 }
 
 // transition is a build whose state changed, at index in status.revisions.
@@ -259,6 +281,10 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 			moved = true
 		} else {
 			due = earliest(due, next)
+			out.stepDue = earliest(out.stepDue, next)
+		}
+		if inc.ramping {
+			out.stepDue = earliest(out.stepDue, inc.ramp.Due)
 		}
 		if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
 			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
