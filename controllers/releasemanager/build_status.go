@@ -54,13 +54,9 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
 		return out
 	}
-	moved := b.movedAt
-	if moved.IsZero() {
-		moved = s.now
-	}
-	st := incarnationStatus(inc, state, b.weight, s.now, moved, s.observation)
-	s.recordWaves(&st, inc, b.recorded, b.settled, moved)
-	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), moved, state.IsRoutable())
+	st := incarnationStatus(inc, state, b.weight, s.now, b.moved(s.now), s.observation)
+	s.recordWaves(&st, inc, b.recorded, b.settled, b.moved(s.now))
+	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), b.moved(s.now), state.IsRoutable())
 	clusterVerdicts(st.Clusters, inc)
 	if inc.verdict != release.Unjudged {
 		st.Verdict = inc.comparison

@@ -50,6 +50,14 @@ type settledBuild struct {
 	movedAt time.Time
 }
 
+// moved is movedAt, or start when it is zero.
+func (b settledBuild) moved(start time.Time) time.Time {
+	if b.movedAt.IsZero() {
+		return start
+	}
+	return b.movedAt
+}
+
 // settle settles every build's step on what the clusters took of the run.
 func settle(s *snapshot, a acted) settled {
 	out := settled{clusters: s.clusterOutcome(a.results), builds: map[string]settledBuild{},

@@ -277,15 +277,9 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 		if b.changed {
 			out.transitions = append(out.transitions, transition{inc: inc, index: len(rm.Status.Revisions), state: b.state})
 		}
-		if next, other := s.moveOf(inc, st); other {
-			moved = true
-		} else {
-			due = earliest(due, next)
-			out.stepDue = earliest(out.stepDue, next)
-		}
-		if inc.ramping {
-			out.stepDue = earliest(out.stepDue, inc.ramp.Due)
-		}
+		// next, the ramp's next step, is zero when traffic moved otherwise.
+		next, other := s.moveOf(inc, st)
+		moved, due, out.stepDue = moved || other, earliest(due, next), earliest(out.stepDue, earliest(next, inc.rampDue()))
 		if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
 			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
 		}
@@ -345,6 +339,15 @@ func (s *snapshot) moveOf(inc *incarnation, st picchuv1alpha1.ReleaseManagerRevi
 		return stampOf(st.LastUpdated).Add(release.StepDelay(inc.target.Release)), false
 	}
 	return time.Time{}, true
+}
+
+// rampDue is when the ramping build's next step is due, as this run
+// decided it; zero when it ramps no further or does not ramp.
+func (inc *incarnation) rampDue() time.Time {
+	if !inc.ramping {
+		return time.Time{}
+	}
+	return inc.ramp.Due
 }
 
 // reportConditions sets the ReleaseManager's conditions, and returns when
