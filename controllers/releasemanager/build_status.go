@@ -41,8 +41,8 @@ func recordedRejection(inc *incarnation, recorded, found string) string {
 }
 
 // buildReport makes a build's status entry and events from the step it
-// settled on (settleBuild).
-func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters clusterOutcome) buildOutcome {
+// settled on (settleBuild), its traffic moved at moved.
+func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters clusterOutcome, moved time.Time) buildOutcome {
 	state, rejected := b.state, b.rejected
 	out := buildOutcome{state: state, changed: string(state) != inc.status.State.Current}
 	note := func(kind, reason, format string, args ...any) {
@@ -54,9 +54,9 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
 		return out
 	}
-	st := incarnationStatus(inc, state, b.weight, s.now, b.moved(s.now), s.observation)
-	s.recordWaves(&st, inc, b.recorded, b.settled, b.moved(s.now))
-	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), b.moved(s.now), state.IsRoutable())
+	st := incarnationStatus(inc, state, b.weight, s.now, moved, s.observation)
+	s.recordWaves(&st, inc, b.recorded, b.settled, moved)
+	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), moved, state.IsRoutable())
 	clusterVerdicts(st.Clusters, inc)
 	if inc.verdict != release.Unjudged {
 		st.Verdict = inc.comparison

@@ -311,7 +311,7 @@ func TestBuildReport_AFailedBuildKeepsWhyItWasRejected(t *testing.T) {
 			inc.status = picchuv1alpha1.ReleaseManagerRevisionStatus{Tag: inc.tag, Rejected: tc.recorded}
 			inc.status.State.Current = "failing"
 			s := &snapshot{now: time.Now(), rm: &picchuv1alpha1.ReleaseManager{}}
-			out := s.buildReport(inc, settledBuild{state: "failing", rejected: tc.found}, clusterOutcome{})
+			out := s.buildReport(inc, settledBuild{state: "failing", rejected: tc.found}, clusterOutcome{}, s.now)
 			if out.status.Rejected != tc.want {
 				t.Errorf("rejected %q, want %q", out.status.Rejected, tc.want)
 			}

@@ -42,20 +42,17 @@ type settledBuild struct {
 	// rejected says why a live cluster rejected its objects, or why no
 	// live cluster can run it; "" when none did.
 	rejected string
-	// movedAt is when the run's change to its traffic counts from: when
-	// every cluster that took the run had it (settled.applied), not when
-	// the run started. A step is held its delay from there on every
-	// cluster, however long the clusters took to write it. Zero: the
-	// run's start.
-	movedAt time.Time
 }
 
-// moved is movedAt, or start when it is zero.
-func (b settledBuild) moved(start time.Time) time.Time {
-	if b.movedAt.IsZero() {
-		return start
+// appliedOr is when the fleet took the run, or otherwise when none was
+// recorded. A change to a build's traffic counts from then, not from the
+// run's start: a step is held its delay from when every cluster had it,
+// however long the clusters took to write it.
+func (st settled) appliedOr(otherwise time.Time) time.Time {
+	if st.applied.IsZero() {
+		return otherwise
 	}
-	return b.movedAt
+	return st.applied
 }
 
 // settle settles every build's step on what the clusters took of the run.
@@ -64,9 +61,7 @@ func settle(s *snapshot, a acted) settled {
 		externalSecretsMissing: a.externalSecretsMissing, legacyRemoved: a.legacyRemoved, applied: a.at}
 	for _, inc := range s.incarnations {
 		if !inc.step.Drop {
-			b := s.settleBuild(inc, out.clusters)
-			b.movedAt = a.at
-			out.builds[inc.tag] = b
+			out.builds[inc.tag] = s.settleBuild(inc, out.clusters)
 		}
 	}
 	return out

@@ -84,10 +84,7 @@ func (r *Reconciler) record(ctx context.Context, s *snapshot, st settled) (ctrl.
 		}
 	}
 	recordMetrics(rm, rm.Status.Revisions, s.now)
-	applied := st.applied
-	if applied.IsZero() {
-		applied = r.Now()
-	}
+	applied := st.appliedOr(r.Now())
 	for _, due := range rep.stepsDue {
 		releasemetrics.ObserveStepLateness(rm.Spec.Target, due, applied)
 	}
@@ -266,7 +263,7 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 		if inc.step.Drop {
 			continue
 		}
-		b := s.buildReport(inc, settled.builds[inc.tag], clusters)
+		b := s.buildReport(inc, settled.builds[inc.tag], clusters, settled.appliedOr(s.now))
 		out.events = append(out.events, b.events...)
 		out.controls = append(out.controls, b.controls...)
 		changed = changed || b.changed || inc.recommissioned
@@ -279,7 +276,7 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 		}
 		// next, the ramp's next step, is zero when traffic moved otherwise.
 		next, other := s.moveOf(inc, st)
-		moved, due, out.stepDue = moved || other, earliest(due, next), earliest(out.stepDue, earliest(next, inc.rampDue()))
+		moved, due, out.stepDue = moved || other, earliest(due, next), earliest(out.stepDue, earliest(next, inc.ramp.Due))
 		if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
 			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
 		}
@@ -339,15 +336,6 @@ func (s *snapshot) moveOf(inc *incarnation, st picchuv1alpha1.ReleaseManagerRevi
 		return stampOf(st.LastUpdated).Add(release.StepDelay(inc.target.Release)), false
 	}
 	return time.Time{}, true
-}
-
-// rampDue is when the ramping build's next step is due, as this run
-// decided it; zero when it ramps no further or does not ramp.
-func (inc *incarnation) rampDue() time.Time {
-	if !inc.ramping {
-		return time.Time{}
-	}
-	return inc.ramp.Due
 }
 
 // reportConditions sets the ReleaseManager's conditions, and returns when

@@ -119,21 +119,15 @@ func (p *Proxy) forward(down net.Conn) {
 	}
 	defer p.untrack(down, up)
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+	pipe := func(dst, src net.Conn, copyTo func(dst, src net.Conn)) {
+		copyTo(dst, src)
 		// Closing both ends unblocks the other direction.
 		_ = dst.Close()
 		_ = src.Close()
 		done <- struct{}{}
 	}
-	lagged := func(dst, src net.Conn) {
-		p.delayLine(dst, src)
-		_ = dst.Close()
-		_ = src.Close()
-		done <- struct{}{}
-	}
-	go lagged(up, down)
-	go pipe(down, up)
+	go pipe(up, down, p.delayLine)
+	go pipe(down, up, func(dst, src net.Conn) { _, _ = io.Copy(dst, src) })
 	<-done
 	<-done
 }

@@ -43,11 +43,11 @@ func watchSubsets(ctx context.Context, t *testing.T, app string) *subsetWatch {
 	t.Helper()
 	sw := &subsetWatch{versions: map[string][]routeVersion{}}
 	for _, target := range env.Targets {
+		w, err := client.NewWithWatch(target.Config, client.Options{Scheme: env.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, list := range []client.ObjectList{&istionetworking.DestinationRuleList{}, &istionetworking.VirtualServiceList{}} {
-			w, err := client.NewWithWatch(target.Config, client.Options{Scheme: env.Scheme})
-			if err != nil {
-				t.Fatal(err)
-			}
 			watch, err := w.Watch(ctx, list, client.InNamespace(app+"-production"), client.MatchingFields{"metadata.name": app})
 			if err != nil {
 				t.Fatalf("%s: watching %T: %v", target.Name, list, err)
