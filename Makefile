@@ -99,6 +99,15 @@ test: verify k8s-binaries prometheus-binary alertmanager-binary chromium-binary 
 		KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test $(GO_TEST_FLAGS) -parallel $(E2E_PARALLEL) $$e2e
 	cd test/kubevalidation && go test $(GO_TEST_FLAGS) ./...
 
+FUZZTIME ?= 10m
+
+.PHONY: fuzz
+fuzz: ## Play 100 000 random sequences in the release model, then fuzz it and the traffic decision for FUZZTIME each (docs/releasing.md).
+	PICCHU_MODEL_SEQUENCES=100000 go test -run '^TestModel_WeightsAreEarned$$' -timeout 3h -count=1 ./controllers/releasemanager/
+	go test -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME) ./controllers/releasemanager/
+	go test -run '^$$' -fuzz '^FuzzAllocate$$' -fuzztime $(FUZZTIME) ./decide/release/
+	go test -run '^$$' -fuzz '^FuzzAllocateWaves$$' -fuzztime $(FUZZTIME) ./decide/release/
+
 .PHONY: bench
 bench: k8s-binaries ## Run the benchmarks.
 	KUBEBUILDER_ASSETS=$$(hack/install-k8s-binaries.sh) go test -run '^$$' -bench . -benchmem $(PKGS)

@@ -79,6 +79,7 @@ type config struct {
 	imageRegistryAllowedHosts string
 	prometheusEnabled         bool
 	humaneReleasesEnabled     bool
+	scaleDownDelay            time.Duration
 	kubeAPIQPS                float64
 	kubeAPIBurst              int
 	clusterAPIQPS             float64
@@ -181,7 +182,8 @@ func (c *config) bindReleases(fs *flag.FlagSet) {
 	fs.StringVar(&c.imageRegistryAllowedHosts, "image-registry-allowed-hosts", defaultImageRegistryAllowedHosts, "comma-separated hosts, besides an image's own registry (host and port), that --inspect-image-platforms may send requests to: a token realm or blob store elsewhere (host, host:port, or *.domain; the default lets Docker Hub and GHCR images be read; setting it replaces the list)")
 	fs.StringVar(&c.operator.AlertmanagerAddress, "alertmanager-address", "", "base URL of the Alertmanager (API v2) where the releaseSilences of Revisions are held while their builds are released (empty turns release silences off)")
 	fs.DurationVar(&c.operator.MaxSilence, "max-silence", silence.DefaultMaxLength, "how far ahead a release silence ends at most: one that covers a longer or paused release is renewed while it is needed (at least 10m)")
-	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 50, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it")
+	fs.IntVar(&c.operator.ProvenPercent, "slo-proven-percent", 0, "peak percent in a revision's first acceptance or production target from which SLO alerts no longer fail it, as in the original (50 there); 0 judges a build until it is released and its release.watch is over")
+	fs.DurationVar(&c.scaleDownDelay, "scale-down-delay", releasemanager.DefaultScaleDownDelay, "how long a build that lost its last route keeps its pods, while proxies still send it requests, when its release.scaleDownDelay is unset (0: they go in the run after)")
 	fs.BoolVar(&c.humaneReleasesEnabled, "humane-releases-enabled", true, "let humane and inhumane schedules release (false: only \"always\" releases)")
 	fs.StringVar(&c.operator.ServiceLevelsNamespace, "service-levels-namespace", "service-level-objectives", "namespace of Sloth service levels on target clusters (empty turns them off)")
 	fs.StringVar(&c.operator.DevRoutesServiceHost, "dev-routes-service-host", "", "service the \"00_dev-<app>\" routes of Clusters with enableDevRoutes send to (empty: no dev routes)")
@@ -223,6 +225,10 @@ func (c *config) fillOperator() {
 	c.operator.ImageRegistryAllowedHosts, _ = images.ParseHosts(strings.Split(c.imageRegistryAllowedHosts, ","))
 	c.operator.CrossNamespaceSources = splitNamespaces(c.crossNamespaceSources)
 	c.operator.HumaneReleasesDisabled = !c.humaneReleasesEnabled
+	c.operator.ScaleDownDelay = c.scaleDownDelay
+	if c.scaleDownDelay == 0 {
+		c.operator.ScaleDownDelay = releasemanager.NoScaleDownDelay
+	}
 	if !c.prometheusEnabled {
 		c.operator.PrometheusQueryAddress = ""
 	}
@@ -308,8 +314,11 @@ func (c *config) checkLimits() error {
 	if c.operator.Timeouts.Created <= 0 || c.operator.Timeouts.Deploying <= 0 || c.operator.Timeouts.Testing <= 0 {
 		return errors.New("--created-timeout, --deploying-timeout and --external-test-timeout must be positive")
 	}
-	if c.operator.ProvenPercent < 1 || c.operator.ProvenPercent > 100 {
-		return fmt.Errorf("--slo-proven-percent must be from 1 to 100, got %d", c.operator.ProvenPercent)
+	if c.operator.ProvenPercent < 0 || c.operator.ProvenPercent > 100 {
+		return fmt.Errorf("--slo-proven-percent must be from 0 to 100, got %d", c.operator.ProvenPercent)
+	}
+	if c.scaleDownDelay < 0 {
+		return fmt.Errorf("--scale-down-delay must not be negative, got %s", c.scaleDownDelay)
 	}
 	if c.operator.DevRoutesServicePort < 1 || c.operator.DevRoutesServicePort > 65535 {
 		return fmt.Errorf("--dev-routes-service-port must be a port number from 1 to 65535, got %d", c.operator.DevRoutesServicePort)
@@ -581,8 +590,8 @@ func (c *config) setup(mgr ctrl.Manager) error {
 	}
 	ready := healthz.Ping
 	if c.enableWebhooks {
-		if err := picchuv1alpha1.SetupWebhooksWithManager(mgr, picchuv1alpha1.WebhookOptions{ProtectedNamespaces: c.operator.ProtectedNamespaces}); err != nil {
-			return fmt.Errorf("setting up webhooks: %w", err)
+		if err := operator.SetupWebhooks(mgr, c.operator); err != nil {
+			return err
 		}
 		ready = mgr.GetWebhookServer().StartedChecker()
 	}

@@ -45,6 +45,9 @@ type Forecast struct {
 	Waves []Wave `json:"waves"`
 	// Holds are what holds the build on the way, in the order they begin.
 	Holds []Hold `json:"holds,omitempty"`
+	// Drains are the builds the release takes the last traffic from, and
+	// when their pods go: their scale-down delay after their last route.
+	Drains []Drain `json:"drains,omitempty"`
 	// Assumed are what the forecast takes for granted beyond its rules:
 	// checks passing, deploys taking no time.
 	Assumed []string `json:"assumed,omitempty"`
@@ -85,6 +88,15 @@ type Hold struct {
 	From   time.Time `json:"from"`
 	// Until is when it ends; nil when no end is known.
 	Until *time.Time `json:"until,omitempty"`
+}
+
+// Drain is a build that lost its last route to the release, and when its
+// pods go.
+type Drain struct {
+	Tag string `json:"tag"`
+	// At is when its pods go; Delay is its scale-down delay.
+	At    time.Time `json:"at"`
+	Delay string    `json:"delay"`
 }
 
 // The causes of holds.

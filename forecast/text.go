@@ -60,6 +60,9 @@ func (f Forecast) WriteText(w io.Writer) error {
 			return err
 		}
 	}
+	for _, d := range f.Drains {
+		fmt.Fprintf(&b, "%s's pods go at %s, %s after its last route\n", d.Tag, stamp(d.At), d.Delay)
+	}
 	if len(f.Assumed) > 0 {
 		fmt.Fprintf(&b, "\nassumed: %s\n", strings.Join(f.Assumed, "; "))
 	}

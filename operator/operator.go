@@ -212,6 +212,7 @@ func setupReleaseManagers(mgr ctrl.Manager, registry *access.Registry, deps rele
 		Prometheus:          deps.prom,
 		Datadog:             deps.dd,
 		ProvenPercent:       int32(o.ProvenPercent),
+		ScaleDownDelay:      o.ScaleDownDelay,
 		AlertCheckInterval:  o.PrometheusQueryTTL,
 		RemovalGrace:        o.RemovalGrace,
 		KeepDone:            o.KeepDone,

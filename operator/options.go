@@ -115,10 +115,16 @@ type Options struct {
 	// the metrics provider cannot be reached, before Slack is told it is
 	// stuck; 0 never tells.
 	SlackStuckAfter time.Duration
-	// ProvenPercent is the peak in a Revision's proving target (its first
-	// acceptance or production target) from which SLO alerts no longer
-	// fail it.
+	// ProvenPercent, when above 0, is the peak in a Revision's proving
+	// target (its first acceptance or production target) from which SLO
+	// alerts no longer fail it, as in the original; 0 (the default) judges
+	// a build until it is released and its release.watch is over.
 	ProvenPercent int
+	// ScaleDownDelay is how long a build that lost its last route keeps its
+	// pods when its release.scaleDownDelay is unset
+	// (releasemanager.DefaultScaleDownDelay when 0,
+	// releasemanager.NoScaleDownDelay for none).
+	ScaleDownDelay time.Duration
 	// HumaneReleasesDisabled lets only the "always" schedule release.
 	HumaneReleasesDisabled bool
 	// ServiceLevelsNamespace is where Sloth service levels are written on

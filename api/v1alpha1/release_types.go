@@ -81,7 +81,48 @@ type ReleaseInfo struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	Waves []ReleaseWave `json:"waves,omitempty"`
+	// watch is how long a build stays judged once released: until it has
+	// reached max in every wave, and for watch after it, its SLO alerts
+	// and baseline comparisons fail it and roll it back, as before. 0 by
+	// default: judged until released. The operator's --slo-proven-percent,
+	// when set, stops judging a build earlier, at that peak, as the
+	// original did.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && self.findAll('[0-9.]+[^0-9.]+').map(c, double(c.find('^[0-9.]+')) * {'h': 3600e9, 'm': 60e9, 's': 1e9, 'ms': 1e6, 'us': 1e3, 'µs': 1e3, 'μs': 1e3, 'ns': 1.0}[c.find('[^0-9.]+$')]).sum() < 9.2233720369e18 && duration(self) >= duration('0s')",message="must be a non-negative duration such as 10s, 5m or 1h30m, no longer than 2562047h47m16.854775807s"
+	Watch *metav1.Duration `json:"watch,omitempty"`
+	// scaleDownDelay is how long a build that lost its last route keeps
+	// its pods before they go (retired, rolled back, replaced by a
+	// recommissioned build, or deleted): proxies apply a route change
+	// seconds after it is written, and until they do they still send it
+	// requests. The operator's --scale-down-delay (30s by default) when
+	// unset; 0 removes the pods in the run after the route.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$') && self.findAll('[0-9.]+[^0-9.]+').map(c, double(c.find('^[0-9.]+')) * {'h': 3600e9, 'm': 60e9, 's': 1e9, 'ms': 1e6, 'us': 1e3, 'µs': 1e3, 'μs': 1e3, 'ns': 1.0}[c.find('[^0-9.]+$')]).sum() < 9.2233720369e18 && duration(self) >= duration('0s')",message="must be a non-negative duration such as 10s, 5m or 1h30m, no longer than 2562047h47m16.854775807s"
+	ScaleDownDelay *metav1.Duration `json:"scaleDownDelay,omitempty"`
+	// rollback is how a failed build's traffic goes back to the build
+	// before it: paced (the default) steps it back at the ramp of the
+	// build taking it, as the original did; immediate takes it all back
+	// in one step on every cluster, as Argo Rollouts' abort does.
+	// +optional
+	Rollback RollbackMode `json:"rollback,omitempty"`
 }
+
+// RollbackMode is how a failed build's traffic goes back: paced or immediate.
+// +kubebuilder:validation:Enum=paced;immediate
+type RollbackMode string
+
+const (
+	// RollbackPaced steps a failed build's traffic back at the pace of the
+	// ramp of the build that takes it back.
+	RollbackPaced RollbackMode = "paced"
+	// RollbackImmediate takes a failed build's traffic back in one step on
+	// every cluster.
+	RollbackImmediate RollbackMode = "immediate"
+)
 
 // ReleaseWave is one group of Clusters of a release that goes wave by wave.
 type ReleaseWave struct {

@@ -151,7 +151,10 @@ type ReleaseManagerRevisionStatus struct {
 	// verdict is, with its figures, the last baseline comparison that
 	// failed the build or holds it, such as "v7 fails availability: 2.3 %
 	// errors (412 of 17 880) against v6's 0.9 % (161 of 17 790) in wave us
-	// (3 clusters), one-sided p < 0.001".
+	// (3 clusters), one-sided p < 0.001", or that let it pass on too few
+	// requests because its canary sets allowNoTraffic. It ends by saying so
+	// when the counts came from the SLO's recorded series rather than its
+	// raw series, and why.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Verdict string `json:"verdict,omitempty"`

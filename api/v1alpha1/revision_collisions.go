@@ -48,11 +48,15 @@ func Collisions(rev *Revision, others []Revision) []Collision {
 // revisionValidator checks a Revision's fields (Revision.Validate), the
 // times of the control requests a change makes (Revision.ValidateControl),
 // that its "<app>-<target>" names are not protected namespaces, and that
-// they are not another app's. reader reads the API server, not a cache that
+// they are not another app's; it warns about the SLI queries sliCheck
+// refuses (Revision.SLIQueryWarnings). reader reads the API server, not a cache that
 // may lag behind a Revision just created.
 type revisionValidator struct {
 	reader    client.Reader
 	protected []string
+	// sliCheck says why the baseline comparison cannot count an SLI query
+	// per raw series (WebhookOptions.SLIQueryCheck); nil checks nothing.
+	sliCheck func(query string) error
 }
 
 func (v revisionValidator) ValidateCreate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
@@ -84,6 +88,7 @@ func (revisionValidator) ValidateDelete(context.Context, *Revision) (admission.W
 
 func (v revisionValidator) validate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
 	warnings, err := rev.Validate()
+	warnings = append(warnings, rev.SLIQueryWarnings(v.sliCheck)...)
 	if err != nil {
 		return warnings, err
 	}

@@ -253,7 +253,11 @@ type Canary struct {
 	// a canary holds, past its ttl, until the total query of each of its
 	// enabled SLOs shows requests for its tag in Prometheus, and each of the
 	// app's grouped Datadog monitors has a group for it: a canary that saw
-	// no traffic has proven nothing.
+	// no traffic has proven nothing. It also lets a build pass whose
+	// baseline comparison (an SLO's serviceLevelIndicator.canary.baseline)
+	// counted too few requests to tell, the build's status saying it passed
+	// on too few requests; a comparison with enough requests that finds
+	// the build worse than its baseline still fails it.
 	// +optional
 	AllowNoTraffic bool `json:"allowNoTraffic,omitempty"`
 }

@@ -58,6 +58,40 @@ func (t *RevisionTarget) validate(app string, path *field.Path) (warnings []stri
 	return warnings, errs
 }
 
+// SLIQueryWarnings are the warnings about the totalQuery and errorQuery of
+// every enabled SLO with canary.baseline that check refuses: queries the
+// baseline comparison cannot count per raw series (check says why), so it
+// counts the SLO's recorded series instead, whose increase counts the
+// other pods' whole history again each time a pod's series leaves the sum.
+// Each names its field. None when check is nil. The webhook gets check
+// from WebhookOptions.SLIQueryCheck: this package does not parse PromQL.
+func (r *Revision) SLIQueryWarnings(check func(query string) error) []string {
+	if check == nil {
+		return nil
+	}
+	var warnings []string
+	for i, t := range r.Spec.Targets {
+		for j, slo := range t.ServiceLevelObjectives {
+			sli := slo.ServiceLevelIndicator
+			if !slo.Enabled || sli.Canary.Baseline == nil {
+				continue
+			}
+			path := field.NewPath("spec", "targets").Index(i).Child("serviceLevelObjectives").Index(j).Child("serviceLevelIndicator")
+			for _, q := range []struct{ field, query string }{{"totalQuery", sli.TotalQuery}, {"errorQuery", sli.ErrorQuery}} {
+				if q.query == "" {
+					continue
+				}
+				if err := check(q.query); err != nil {
+					warnings = append(warnings, fmt.Sprintf("%s: the baseline comparison cannot count it per raw series (%v), so it counts the SLO's recorded series instead, "+
+						"whose increase counts the other pods' history again each time a pod restarts or goes: write it as sums, label_replace and label_join of counters (docs/slos.md)",
+						path.Child(q.field), err))
+				}
+			}
+		}
+	}
+	return warnings
+}
+
 // percentCap is the most traffic a build whose release.max is m takes: 0
 // and anything above 100 mean 100.
 func percentCap(m int32) int32 {

@@ -40,10 +40,17 @@ type ServiceLevelIndicator struct {
 	// alertAfter is kept for compatibility; it is ignored.
 	// +optional
 	AlertAfter string `json:"alertAfter,omitempty"`
-	// totalQuery is PromQL counting all events (for example requests).
+	// totalQuery is PromQL counting all events (for example requests): a
+	// counter, or a sum of counters, by the tag's label. For a baseline
+	// comparison, write it from sums (by, without), label_replace,
+	// label_join, +, - and or of counter selectors: the comparison counts
+	// the increase of each raw series it selects, so that pods that
+	// restart or go count what they served; of any other shape (a rate, a
+	// max, an offset) it counts the recorded series, and admission warns.
 	// +optional
 	TotalQuery string `json:"totalQuery,omitempty"`
-	// errorQuery is PromQL counting failed events.
+	// errorQuery is PromQL counting failed events, of the same shape as
+	// totalQuery.
 	// +optional
 	ErrorQuery string `json:"errorQuery,omitempty"`
 }
@@ -79,7 +86,11 @@ type SLICanaryConfig struct {
 	// baseline's, pooled over the wave's clusters and per cluster, fails a
 	// canary significantly worse than its baseline or than the other
 	// clusters (an outlier), and holds one that has served too few
-	// requests to tell. It does not need enabled. See docs/slos.md.
+	// requests to tell (unless the target's canary.allowNoTraffic lets it
+	// pass). The counts are the increase of each raw series of the total
+	// and error queries, read from the operator's
+	// --prometheus-query-address. It does not need enabled. See
+	// docs/slos.md.
 	// +optional
 	Baseline *SLIBaseline `json:"baseline,omitempty"`
 }

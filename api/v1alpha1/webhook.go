@@ -17,21 +17,31 @@ import (
 )
 
 // WebhookOptions are the operator's settings the webhooks check against.
+// They are no API object: they hold a function, and have no deep copy.
+// +kubebuilder:object:generate=false
 type WebhookOptions struct {
 	// ProtectedNamespaces are the namespaces, beside
 	// DefaultProtectedNamespaces, no app may be deployed in
 	// (--protected-namespaces).
 	ProtectedNamespaces []string
+	// SLIQueryCheck, when set, says why the baseline comparison cannot
+	// count an SLI query per raw series (nil when it can): the Revision
+	// webhook warns about each such totalQuery and errorQuery of an
+	// enabled SLO with canary.baseline (Revision.SLIQueryWarnings). The
+	// operator sets it from its PromQL parser (package prometheus,
+	// CheckCountable); this package parses no PromQL.
+	SLIQueryCheck func(query string) error
 }
 
 // SetupWebhooksWithManager registers the admission webhooks of every kind
 // that has one: Revision (defaulting, and validation, which also rejects an
-// "<app>-<target>" name another app has or a protected namespace), Cluster
-// and ClusterSecrets (validation).
+// "<app>-<target>" name another app has or a protected namespace, and
+// warns about SLI queries o.SLIQueryCheck refuses), Cluster and
+// ClusterSecrets (validation).
 func SetupWebhooksWithManager(mgr ctrl.Manager, o WebhookOptions) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &Revision{}).
 		WithDefaulter(revisionDefaulter{}).
-		WithValidator(revisionValidator{reader: mgr.GetAPIReader(), protected: ProtectedNamespaces(o.ProtectedNamespaces)}).
+		WithValidator(revisionValidator{reader: mgr.GetAPIReader(), protected: ProtectedNamespaces(o.ProtectedNamespaces), sliCheck: o.SLIQueryCheck}).
 		Complete(); err != nil {
 		return err
 	}

@@ -55,8 +55,15 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 		return out
 	}
 	st := incarnationStatus(inc, state, b.weight, s.now, moved, s.observation)
+	// The peak counts only the traffic the build's own state granted it
+	// (its canary, its ramp's steps), never what it served because the
+	// rest had to go somewhere.
+	st.PeakPercent = max(inc.peak, b.earned)
 	s.recordWaves(&st, inc, b.recorded, b.settled, moved)
-	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), moved, state.IsRoutable())
+	// A build that drains keeps its record of where it was routed, and
+	// when that stopped: its pods go its scale-down delay after the last.
+	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), moved,
+		state.IsRoutable() || s.draining(inc))
 	clusterVerdicts(st.Clusters, inc)
 	if inc.verdict != release.Unjudged {
 		st.Verdict = inc.comparison
@@ -74,21 +81,8 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 			note(corev1.EventTypeWarning, "RolledBack", "%s failed and was rolled back", inc.tag)
 		}
 	}
-	if inc.verdict == release.Firing {
-		// Once seen firing while judged, the alerts stay on record:
-		// the Revision controller fails the build from them.
-		before := len(st.TriggeredAlerts)
-		st.TriggeredAlerts = union(st.TriggeredAlerts, inc.firing)
-		if len(st.TriggeredAlerts) != before {
-			where := s.firingWhere(inc)
-			if st.TriggeredWhere == "" {
-				st.TriggeredWhere = where
-			}
-			if where != "" {
-				where = " in " + where
-			}
-			note(corev1.EventTypeWarning, "AlertsFiring", "%s: %s firing%s before it proved itself", inc.tag, strings.Join(inc.firing, ", "), where)
-		}
+	if e, ok := s.recordFiring(inc, &st); ok {
+		out.events = append(out.events, e)
 	}
 	if inc.recommissioned && !inc.rolledBackNow() {
 		note(corev1.EventTypeNormal, "StateChanged", "%s recommissioned: no healthy build serves", inc.tag)
@@ -103,6 +97,30 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	}
 	out.status = &st
 	return out
+}
+
+// recordFiring puts the alerts firing for a judged build this run on its
+// record, and returns the event that tells of those new there. Once seen
+// firing while judged, the alerts stay on record: the Revision controller
+// fails the build from them.
+func (s *snapshot) recordFiring(inc *incarnation, st *picchuv1alpha1.ReleaseManagerRevisionStatus) (statusEvent, bool) {
+	if inc.verdict != release.Firing {
+		return statusEvent{}, false
+	}
+	before := len(st.TriggeredAlerts)
+	st.TriggeredAlerts = union(st.TriggeredAlerts, inc.firing)
+	if len(st.TriggeredAlerts) == before {
+		return statusEvent{}, false
+	}
+	where := s.firingWhere(inc)
+	if st.TriggeredWhere == "" {
+		st.TriggeredWhere = where
+	}
+	if where != "" {
+		where = " in " + where
+	}
+	return statusEvent{kind: corev1.EventTypeWarning, reason: "AlertsFiring",
+		note: fmt.Sprintf("%s: %s firing%s while it was judged", inc.tag, strings.Join(inc.firing, ", "), where)}, true
 }
 
 // statePath is the way the build went this run: its recorded state, the
@@ -180,7 +198,7 @@ func incarnationStatus(inc *incarnation, state release.State, weight int32, at, 
 		st.CanaryStartTimestamp = &now
 	}
 	st.ReleaseEligible = inc.eligible
-	st.PeakPercent = max(inc.peak, st.CurrentPercent)
+	st.PeakPercent = inc.peak
 	st.Deleted = inc.revision == nil
 	if inc.revision != nil {
 		created := inc.revision.CreationTimestamp

@@ -164,7 +164,10 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 		st.Paused = &now
 		acted("pause", "Paused", "paused at %d%%", inc.status.CurrentPercent)
 	case !c.paused && st.Paused != nil:
-		if start := inc.canaryStart(s.now); st.CanaryStartTimestamp != nil && !start.Equal(st.CanaryStartTimestamp.Time) {
+		// A canary that ran during the pause starts later by the pause;
+		// one that starts this run has nothing to move.
+		if start := inc.canaryStart(s.now); inc.status.CanaryStartTimestamp != nil && st.CanaryStartTimestamp != nil &&
+			!start.Equal(st.CanaryStartTimestamp.Time) {
 			resumed := picchuv1alpha1.NewTimestamp(start)
 			st.CanaryStartTimestamp = &resumed
 		}
@@ -196,14 +199,15 @@ func (s *snapshot) recordControl(inc *incarnation, st *picchuv1alpha1.ReleaseMan
 	case to.IsRollingBack() && !failedBefore && inc.revision.Spec.Failed &&
 		inc.revision.Annotations[picchuv1alpha1.AnnotationFailedAt] == "":
 		acted("abort", "Aborted", "aborted (%s)", inc.revision.Annotations[picchuv1alpha1.AnnotationFailedReason])
-	case failedBefore && to.IsRollingOut():
+	case failedBefore && !to.IsFailed():
 		recordRetry(inc, st, from, now)
 		acted("retry", "Retried", "retried after it %s", from)
 	}
 	return out
 }
 
-// recordRetry records that a failed build deploys again: where it failed
+// recordRetry records that a failed build is retried (it deploys again,
+// or, when it still serves, is released again or retires): where it failed
 // joins its retries (the last maxRetries kept), and its judgment starts over.
 func recordRetry(inc *incarnation, st *picchuv1alpha1.ReleaseManagerRevisionStatus, from release.State, now picchuv1alpha1.Timestamp) {
 	st.Retries = append(st.Retries, picchuv1alpha1.ReleaseManagerRetryStatus{

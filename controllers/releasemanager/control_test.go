@@ -169,6 +169,24 @@ func TestControl_PauseStopsTheCanarysTimer(t *testing.T) {
 	c.expect(time.Second, "v2 releasing 25, v1 released 75")
 }
 
+// TestControl_ResumedAsItsCanaryStarts: a build paused before its canary
+// and resumed in the run its canary starts canaries its time from then
+// (its start was recorded as no time at all, and its canary never ended).
+func TestControl_ResumedAsItsCanaryStarts(t *testing.T) {
+	c := newControlled(t)
+	c.add("v1", release.Released, 100)
+	c.addCanary("v2", release.Deploying, 60)
+	c.ask("v2", picchuv1alpha1.AnnotationPause, "now")
+	c.expect(0, "v2 deployed 0, v1 released 100", "Paused: v2 paused at 0% in production by alice")
+	c.ask("v2", picchuv1alpha1.AnnotationPause, "")
+	c.expect(step, "v2 canarying 10, v1 released 90", "Resumed: v2 resumed at 0% in production by alice")
+	if start := c.builds["v2"].status.CanaryStartTimestamp; start == nil || !start.Equal(c.s.now) {
+		t.Fatalf("canary started at %v, want %s", start, c.s.now)
+	}
+	c.expect(59*time.Second, "v2 canarying 10, v1 released 90")
+	c.expect(time.Second, "v2 releasing 25, v1 released 75")
+}
+
 // TestControl_Promote: a promotion ends the canary at once and is acted on
 // once; a full one then takes v2 to 100 % in one step.
 func TestControl_Promote(t *testing.T) {
@@ -349,4 +367,30 @@ func TestControl_AFailedBuildKeepsWhereItFailed(t *testing.T) {
 			t.Errorf("retried v2 still records %s: alerts %v, verdict %q", e.Name, e.TriggeredAlerts, e.Verdict)
 		}
 	}
+}
+
+// TestWeights_ASecondBuildDuringTheFirstBuildsCanary: an app's first
+// build serves everything while it canaries; a second build applied then
+// takes its canary percent alone, not the 90 % the first build's canary
+// leaves, and its peak counts only that; the first keeps the rest.
+func TestWeights_ASecondBuildDuringTheFirstBuildsCanary(t *testing.T) {
+	c := newControlled(t)
+	c.addCanary("v1", release.Deployed, 60)
+	c.expect(0, "v1 canarying 100")
+	if peak := c.builds["v1"].status.PeakPercent; peak != 10 {
+		t.Errorf("v1 serves all while it canaries and peaks at %d %%, want its canary's 10 %%", peak)
+	}
+	c.addCanary("v2", release.Deployed, 120)
+	c.expect(10*time.Second, "v2 canarying 10, v1 canarying 90")
+	c.expect(10*time.Second, "v2 canarying 10, v1 canarying 90")
+	if peak := c.builds["v2"].status.PeakPercent; peak != 10 {
+		t.Errorf("v2 peaks at %d %% in its canary, want 10 %%", peak)
+	}
+	// v1's canary ends: it is released, serving everything but v2's
+	// canary, and a run later, v2's canary over, v2 ramps from it.
+	c.expect(40*time.Second, "v2 canarying 10, v1 releasing 90")
+	// Its ramp's next step, a delay later, is its max: with nothing but
+	// v2's canary beside it, it is released.
+	c.expect(10*time.Second, "v2 canarying 10, v1 released 90")
+	c.expect(70*time.Second, "v2 releasing 25, v1 released 75")
 }

@@ -92,9 +92,14 @@ type Reconciler struct {
 	// checks hold.
 	Prometheus AlertSource
 	Datadog    AlertSource
-	// ProvenPercent is the peak in the proving target from which alerts no
-	// longer judge a build (release.DefaultProvenPercent when 0).
+	// ProvenPercent, when above 0, is the peak in the proving target from
+	// which alerts no longer judge a build, as in the original; at 0 a
+	// build is judged until it is released and watched (release.Judged).
 	ProvenPercent int32
+	// ScaleDownDelay is how long a build that lost its last route keeps
+	// its pods when its target's release.scaleDownDelay is unset
+	// (DefaultScaleDownDelay when 0, none when negative).
+	ScaleDownDelay time.Duration
 	// AlertCheckInterval is how often the alerts of builds being judged
 	// are read again (10 s when 0).
 	AlertCheckInterval time.Duration
@@ -181,8 +186,19 @@ func (r *Reconciler) setDefaults() error {
 	if r.KeepDone <= 0 {
 		r.KeepDone = release.DefaultKeepDone
 	}
+	r.ScaleDownDelay = scaleDownDelay(r.ScaleDownDelay)
 	return nil
 }
+
+// DefaultScaleDownDelay is how long a build that lost its last route keeps
+// its pods by default (--scale-down-delay), as Argo Rollouts' default
+// scaleDownDelaySeconds: proxies apply a route change seconds after it is
+// written.
+const DefaultScaleDownDelay = 30 * time.Second
+
+// NoScaleDownDelay is the Reconciler's ScaleDownDelay (and the operator's)
+// that removes a build's pods in the run after its last route.
+const NoScaleDownDelay time.Duration = -1
 
 // SetupWithManager watches ReleaseManagers, the Revisions, Clusters and
 // config of their apps, and remote ReplicaSets.

@@ -16,9 +16,12 @@ import (
 type decision struct {
 	step release.Step
 	// weight is the percent of traffic the build takes after this run: in
-	// each wave (weights), the highest of them (weight).
+	// each wave (weights), the highest of them (weight). earned is, in
+	// each wave, the part of it its own state granted it
+	// (release.Allocation.Earned): its peak counts nothing else.
 	weight  int32
 	weights []int32
+	earned  []int32
 	// wave is the wave a releasing build ramps in after this run.
 	wave release.WaveStep
 	// eligible and peak are its releaseEligible and peakPercent after this run.
@@ -74,7 +77,8 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			inc.rampFromNothing(s.now)
 		}
 		inc.eligible, inc.peak = f.Eligible, inc.status.PeakPercent
-		incs[i] = release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent}
+		incs[i] = release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent,
+			Abort: inc.aborts()}
 	}
 	// A cluster that cannot be reached holds steps up, never a rollback.
 	s.rollback = release.RollingBack(incs)
@@ -96,7 +100,7 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 	}
 	alloc := release.AllocateWaves(builds, n)
 	for i, inc := range s.incarnations {
-		inc.weights = alloc.Percent[i]
+		inc.weights, inc.earned = alloc.Percent[i], alloc.Earned[i]
 		inc.weight = release.Highest(inc.weights)
 		if w := rampingWave(alloc.Ramping, i, inc.wave.Wave); w >= 0 {
 			inc.ramping = true
@@ -131,7 +135,13 @@ func (s *snapshot) afterTraffic(t release.Timeouts, facts []release.Facts) {
 		if inc.target == nil || inc.recommissioned || inc.rollbackTarget {
 			continue
 		}
-		peak := inc.weight
+		peak := release.Highest(inc.earned)
+		if s.rampDone(inc) {
+			// Its ramp is at its max, and only newer builds' canaries
+			// take the rest: its release is done.
+			peak = release.MaxPercent(inc.target.Release)
+			inc.peak = max(inc.peak, peak)
+		}
 		if waves {
 			peak = 0
 		}
@@ -141,6 +151,30 @@ func (s *snapshot) afterTraffic(t release.Timeouts, facts []release.Facts) {
 		}
 		inc.step = step
 	}
+}
+
+// rampDone says the build's ramp has stepped to its release.max and the
+// build takes all the traffic the canaries of newer builds leave: its
+// release is done, though a canary holds it under its max. (A target that
+// releases in waves is released wave by wave.)
+func (s *snapshot) rampDone(inc *incarnation) bool {
+	if !inc.ramping || !(inc.step.State.IsRamping() || inc.step.State.IsReleased()) || s.waveCount() > 1 || inc.weight <= 0 ||
+		inc.ramp.Next < release.MaxPercent(inc.target.Release) {
+		return false
+	}
+	taken := inc.weight
+	for _, other := range s.incarnations {
+		if other != inc && other.step.State == release.Canarying {
+			taken += other.weight
+		}
+	}
+	return taken >= 100
+}
+
+// aborts says a failing build gives its traffic back in one step on every
+// cluster: its target's release.rollback is immediate.
+func (inc *incarnation) aborts() bool {
+	return inc.target != nil && inc.target.Release.Rollback == picchuv1alpha1.RollbackImmediate
 }
 
 // mayEnter says the build may pass on to state in this run: a state in
@@ -191,7 +225,7 @@ func (s *snapshot) scale(inc *incarnation) release.ScalePlan {
 		Step: inc.step, Scale: inc.target.Scale, Release: inc.target.Release, Canary: inc.target.Canary.Percent,
 		Percent: inc.weight, Others: s.others(inc), Factors: s.liveFactorsOf(inc),
 		Desired: s.observationOf(inc).Live(inc.tag).Desired, TakingBack: s.rollback && inc.ramping && !inc.step.State.IsRollingBack(),
-		Full: inc.rampsFull(),
+		Full: inc.rampsFull() || (s.rollback && inc.ramping && s.aborting()),
 	})
 }
 
@@ -226,6 +260,7 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		Verdict:        inc.verdict,
 		WavesLeft:      s.wavesLeft(inc),
 		Control:        release.Control{Paused: inc.control.paused, Promote: inc.promotePending()},
+		DrainEnd:       s.drainEnd(inc),
 	}
 	// A canary and a ramp start in the first wave.
 	if fz := s.frozenWave(0); fz.Open {
@@ -261,7 +296,9 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	// (release.Advance).
 	if f.State.ConsultsSchedule() || (f.State == release.Deploying && f.Deployment == release.IsDeployed) {
 		sched := target.Release.Schedule
-		f.Window.Open = cal.CanRelease(sched, st.PeakPercent, target.Canary.Percent, f.Created, s.now)
+		// A build that already serves all the traffic (an app's first
+		// build) moves none by its release: no schedule holds it.
+		f.Window.Open = st.CurrentPercent >= 100 || cal.CanRelease(sched, st.PeakPercent, target.Canary.Percent, f.Created, s.now)
 		if !f.Window.Open {
 			f.Window.Opens, _ = cal.NextWindow(sched, s.now)
 		}

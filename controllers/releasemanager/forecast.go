@@ -45,6 +45,9 @@ type ForecastInput struct {
 	// Horizon is how far ahead the forecast looks (DefaultForecastHorizon
 	// when 0).
 	Horizon time.Duration
+	// ScaleDownDelay is the operator's (Reconciler.ScaleDownDelay): how
+	// long the builds the release replaces keep their pods.
+	ScaleDownDelay time.Duration
 }
 
 // DefaultForecastHorizon is how far ahead a forecast looks by default: far
@@ -91,6 +94,9 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 			if out.Outcome == forecast.NotReleased && len(sim.clusters) == 0 {
 				out.Why += fmt.Sprintf(" (fleet %s has no Cluster in namespace %s)", rm.Spec.Fleet, rm.Namespace)
 			}
+			if out.Outcome == forecast.Released {
+				out.Drains = sim.drains(now)
+			}
 			return out, nil
 		}
 		now = now.Add(next)
@@ -104,12 +110,34 @@ func Forecast(in ForecastInput) (forecast.Forecast, error) {
 	}
 }
 
+// drains are the builds that served when the forecast was made and serve
+// nothing once the build is released at now, with when their pods go.
+func (sim *simulation) drains(now time.Time) []forecast.Drain {
+	s := sim.snapshot(now)
+	var out []forecast.Drain
+	for _, inc := range s.incarnations {
+		if inc.tag == sim.tag || !sim.served[inc.tag] || inc.status.CurrentPercent > 0 || inc.status.LastUpdated == nil {
+			continue
+		}
+		delay := s.scaleDownDelayOf(inc)
+		out = append(out, forecast.Drain{Tag: inc.tag, At: inc.status.LastUpdated.Add(delay), Delay: forecast.Human(delay)})
+	}
+	return out
+}
+
+// snapshot is the snapshot a run at now takes in the forecast.
+func (sim *simulation) snapshot(now time.Time) *snapshot {
+	s := simulated(sim.rm, sim.revs, sim.clusters, now)
+	s.scaleDownDelay = sim.scaleDownDelay
+	return s
+}
+
 // run is one run of the ReleaseManager at now, as a run of the controller
 // decides, settles and reports it, every cluster taking all of it: it
 // records the run's status in sim.rm, and returns the run's snapshot and
 // how soon the next run comes.
 func (sim *simulation) run(now time.Time) (*snapshot, time.Duration) {
-	s := simulated(sim.rm, sim.revs, sim.clusters, now)
+	s := sim.snapshot(now)
 	s.decide(sim.timeouts, sim.cal)
 	o := report(s, settle(s, s.allApplied()), sim.syncPeriod, forecastAlertCheck)
 	sim.rm.Status = o.status
@@ -123,7 +151,11 @@ func newSimulation(in ForecastInput) (*simulation, error) {
 		return nil, errors.New("forecast: no ReleaseManager")
 	}
 	sim := &simulation{rm: in.ReleaseManager.DeepCopy(), timeouts: withDefaults(in.Timeouts), cal: in.Calendar,
-		syncPeriod: cmp.Or(in.SyncPeriod, DefaultSyncPeriod), last: map[string]int32{}}
+		syncPeriod: cmp.Or(in.SyncPeriod, DefaultSyncPeriod), last: map[string]int32{}, served: map[string]bool{},
+		scaleDownDelay: scaleDownDelay(in.ScaleDownDelay)}
+	for _, st := range sim.rm.Status.Revisions {
+		sim.served[st.Tag] = st.CurrentPercent > 0
+	}
 	if sim.cal == nil {
 		var err error
 		if sim.cal, err = schedule.New(true); err != nil {
@@ -285,6 +317,22 @@ type simulation struct {
 	last map[string]int32
 	// holds are those of the last run.
 	holds []forecast.Hold
+	// scaleDownDelay is the operator's; served are the builds that took
+	// traffic when the forecast was made.
+	scaleDownDelay time.Duration
+	served         map[string]bool
+}
+
+// scaleDownDelay is the scale-down delay a Reconciler whose ScaleDownDelay
+// is d runs with (setDefaults).
+func scaleDownDelay(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultScaleDownDelay
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // observe records a run's steps and holds of the build forecast.
@@ -437,7 +485,8 @@ func (r *Reconciler) forecastFinish(s *snapshot, before, after *picchuv1alpha1.R
 	}
 	rm := s.rm.DeepCopy()
 	rm.Status = *after.DeepCopy()
-	in := ForecastInput{ReleaseManager: rm, Tag: rel.Tag, Now: s.now, Timeouts: r.Timeouts, Calendar: r.Calendar, SyncPeriod: r.SyncPeriod}
+	in := ForecastInput{ReleaseManager: rm, Tag: rel.Tag, Now: s.now, Timeouts: r.Timeouts, Calendar: r.Calendar, SyncPeriod: r.SyncPeriod,
+		ScaleDownDelay: cmp.Or(r.ScaleDownDelay, NoScaleDownDelay)}
 	for _, inc := range s.incarnations {
 		if inc.revision != nil {
 			in.Revisions = append(in.Revisions, *inc.revision)

@@ -40,17 +40,29 @@ type GroupSource interface {
 var errNoDatadog = errors.New("the revision enables datadogMonitoring but Picchu runs without Datadog credentials (--datadog-secret)")
 
 // judged says a build's alerts are checked this run: it canaries or is
-// being released, or its deploy finishes this run into a judged state
-// (passesToJudged), is neither failed nor ignoring its SLOs, and has not
-// proven itself.
+// being released (until it is released and watched, release.Judged), or
+// its deploy finishes this run into a judged state (passesToJudged), is
+// neither failed nor ignoring its SLOs, and, with --slo-proven-percent, has
+// not proven itself by its peak.
 func (s *snapshot) judged(inc *incarnation, provenPercent int32, t release.Timeouts, cal *schedule.Calendar) bool {
 	if inc.exempt() {
 		return false
 	}
-	if !release.State(inc.status.State.Current).IsJudged() && !s.passesToJudged(inc, t, cal) {
+	switch state := release.State(inc.status.State.Current); {
+	case state.IsJudged():
+		in := release.JudgeInput{State: state, Since: stampOf(inc.status.State.LastUpdated), Now: s.now}
+		if inc.target != nil {
+			in.Watch = release.WatchOf(inc.target.Release)
+		}
+		if !release.Judged(in) {
+			return false
+		}
+	case !s.passesToJudged(inc, t, cal):
 		return false
 	}
-	return !release.Proven(s.targetPeaks(inc), provenPercent)
+	// With --slo-proven-percent, a build is proven by its peak, as in the
+	// original; without, it is judged until released.
+	return provenPercent <= 0 || !release.Proven(s.targetPeaks(inc), provenPercent)
 }
 
 // passesToJudged says a build's deploy finishes this run and the run

@@ -12,6 +12,7 @@ import (
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
+	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/plan/applier"
 )
 
@@ -71,10 +72,26 @@ func TestSources_DatadogInsteadOfOrBesidesPrometheus(t *testing.T) {
 	if inc.verdict != release.Unobserved || len(s.alertProblems) != 1 {
 		t.Errorf("verdict %s, problems %v", inc.verdict, s.alertProblems)
 	}
-	// A proven build is not judged.
-	inc.status.PeakPercent = 50
+	// By default a build is judged at any peak until it is released.
+	inc.status.PeakPercent = 80
+	inc.status.State.Current = string(release.Releasing)
 	inc.verdict = release.Unjudged
 	noDatadog.judge(context.Background(), s)
+	if inc.verdict == release.Unjudged {
+		t.Error("a build releasing at 80 % was not judged")
+	}
+	inc.status.State.Current = string(release.Released)
+	inc.verdict = release.Unjudged
+	noDatadog.judge(context.Background(), s)
+	if inc.verdict != release.Unjudged {
+		t.Errorf("a released build was judged: %s", inc.verdict)
+	}
+	// With --slo-proven-percent, a build at that peak has proven itself.
+	inc.status.State.Current = string(release.Releasing)
+	inc.status.PeakPercent = 50
+	inc.verdict = release.Unjudged
+	original := &Reconciler{Prometheus: staticSource{}, ProvenPercent: 50}
+	original.judge(context.Background(), s)
 	if inc.verdict != release.Unjudged {
 		t.Errorf("a build at its proving peak was judged: %s", inc.verdict)
 	}
@@ -283,8 +300,8 @@ func canarySnapshot(rev *picchuv1alpha1.Revision, now, started time.Time) (*snap
 }
 
 // countsSource fires no alert, says every metric counted requests in
-// every cluster, and answers Counts with the counts it holds, by metric,
-// tag and cluster label value.
+// every cluster, and answers Counts with the counts it holds, by the
+// SLI's recorded metric, tag and cluster label value.
 type countsSource map[string]map[string]map[string]float64
 
 func (countsSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
@@ -299,8 +316,8 @@ func (s countsSource) ReachedIn(_ context.Context, _ string, metrics []string) (
 	return out, nil
 }
 
-func (s countsSource) Counts(_ context.Context, metric string, _ []string, _ time.Duration) (map[string]map[string]float64, error) {
-	return s[metric], nil
+func (s countsSource) Counts(_ context.Context, sli prometheus.SLI, _ []string, _ time.Duration) (prometheus.SLICounts, error) {
+	return prometheus.SLICounts{Total: s[sli.RecordedTotal], Errors: s[sli.RecordedErrors]}, nil
 }
 
 // TestJudge_APooledBaselineFailureNamesTheClustersCompared: a canary

@@ -247,7 +247,7 @@ func TestReport(t *testing.T) {
 			want: want{
 				states: map[string]string{"v2": "canarying", "v1": "released"}, weights: map[string]int32{"v2": 10, "v1": 90},
 				ready: metav1.ConditionFalse, reason: picchuv1alpha1.ReasonProgressing,
-				events: []string{"Warning AlertsFiring v2: shop_errors firing before it proved itself"},
+				events: []string{"Warning AlertsFiring v2: shop_errors firing while it was judged"},
 				next:   reportAlertCheck,
 			},
 		},

@@ -35,9 +35,10 @@ type settled struct {
 type settledBuild struct {
 	// state is the state recorded, weight the traffic it takes after
 	// this run (the highest of settled, the traffic in each wave, against
-	// recorded before).
+	// recorded before), and earned the most of it, in any wave, its own
+	// state granted it: what its peak counts.
 	state             release.State
-	weight            int32
+	weight, earned    int32
 	recorded, settled []int32
 	// rejected says why a live cluster rejected its objects, or why no
 	// live cluster can run it; "" when none did.
@@ -91,6 +92,7 @@ func (s *snapshot) settleBuild(inc *incarnation, clusters clusterOutcome) settle
 	for w, wo := range clusters.waves {
 		_, out.settled[w] = release.Settle(inc.step, release.Applied{FleetLive: wo.syncedLive, SomeLive: wo.someLive, Rollback: s.rollback},
 			inc.weightIn(w), recorded[w])
+		out.earned = max(out.earned, min(out.settled[w], inc.earnedIn(w)))
 	}
 	out.weight = release.Highest(out.settled)
 	return out

@@ -44,6 +44,9 @@ type snapshot struct {
 	serviceLevels string
 	// services are the operator's settings the fleet's objects refer to.
 	services Services
+	// scaleDownDelay is how long a build that lost its last route keeps
+	// its pods when its target does not say (Reconciler.ScaleDownDelay).
+	scaleDownDelay time.Duration
 	// externalSecretsServed says the delivery cluster serves ExternalSecrets
 	// (asked once, when the controller is set up).
 	externalSecretsServed bool
@@ -156,7 +159,7 @@ type fleetCluster struct {
 // images' platforms and nodes when inspected, and the app's faults.
 func (r *Reconciler) snapshot(ctx context.Context, rm *picchuv1alpha1.ReleaseManager) (*snapshot, error) {
 	s := &snapshot{rm: rm, now: r.Now(), serviceLevels: r.ServiceLevelsNamespace, services: r.Services,
-		externalSecretsServed: r.externalSecrets != nil}
+		externalSecretsServed: r.externalSecrets != nil, scaleDownDelay: r.ScaleDownDelay}
 	var err error
 	if s.incarnations, err = r.incarnations(ctx, rm); err != nil {
 		return nil, err

@@ -22,12 +22,18 @@ type ClusterAlertSource interface {
 }
 
 // ClusterTrafficSource says in which clusters a build's SLO totals
-// counted requests, and counts a build's requests and errors over a window,
-// by cluster (package prometheus).
+// counted requests, and counts builds' requests and errors of an SLO over
+// a window, by cluster: per raw series of the SLO's own queries, or from
+// its recorded series, saying why (package prometheus, Client.Counts).
 type ClusterTrafficSource interface {
 	ReachedIn(ctx context.Context, tag string, metrics []string) (map[string][]string, error)
-	Counts(ctx context.Context, metric string, tags []string, window time.Duration) (map[string]map[string]float64, error)
+	Counts(ctx context.Context, sli prometheus.SLI, tags []string, window time.Duration) (prometheus.SLICounts, error)
 }
+
+// The Prometheus client counts the baseline comparison's requests: the
+// sources are told apart by their methods, so a signature that drifts
+// would turn the comparison off without a word, were it not for this.
+var _ ClusterTrafficSource = (*prometheus.Client)(nil)
 
 // BaselineAlertSuffix ends the name Picchu records, among a build's
 // triggered alerts, for an SLO whose baseline comparison failed it:
@@ -263,12 +269,19 @@ func (inc *incarnation) judgeCluster(cluster, verdict string) {
 // one with an outlier cluster, fails (its verdict is Firing, with
 // "<slo>_baseline" among its alerts and the figures in inc.comparison,
 // recorded on its outlier clusters, or on every cluster compared when none
-// is an outlier); one
-// with too few requests holds (NoEvidence). The app's first build, with no
+// is an outlier). One with too few requests holds (NoEvidence), unless its
+// target's canary.allowNoTraffic lets it pass: it goes on, and
+// inc.comparison says it passed on too few requests, as it does until
+// another gate compares it again. The app's first build, with no
 // baseline, is not compared.
 func (r *Reconciler) compareBaselines(ctx context.Context, s *snapshot, inc *incarnation, srcs []namedSource) {
 	g, ok := s.gateOf(inc)
 	if !ok {
+		if strings.Contains(inc.status.Verdict, allowedOnTooFew) {
+			// Between gates, a build let pass on too few requests
+			// keeps saying so: it was never truly compared.
+			inc.comparison = inc.status.Verdict
+		}
 		return
 	}
 	var src ClusterTrafficSource
@@ -281,32 +294,73 @@ func (r *Reconciler) compareBaselines(ctx context.Context, s *snapshot, inc *inc
 	if src == nil || baseline == nil {
 		return
 	}
-	window := s.now.Sub(g.since)
 	for _, slo := range inc.target.ServiceLevelObjectives {
-		b := slo.ServiceLevelIndicator.Canary.Baseline
-		if !slo.Enabled || b == nil {
+		if !slo.Enabled || slo.ServiceLevelIndicator.Canary.Baseline == nil {
 			continue
 		}
-		in, err := baselineInput(ctx, src, s.rm.Spec.App, slo.Name, inc.tag, baseline.tag, g, window)
-		if err != nil {
-			inc.verdict = release.Unobserved
-			s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: comparing %s with %s: %v", inc.tag, slo.Name, baseline.tag, err))
-			return
-		}
-		in.Config = compare.Config{Confidence: b.ConfidencePercent / 100, MinRequests: float64(b.MinRequests)}
-		res := compare.Compare(in)
-		text := res.Describe(compare.Names{Canary: inc.tag, Baseline: baseline.tag, SLO: slo.Name, Wave: g.wave})
-		switch res.Outcome {
-		case compare.Fail:
-			s.failAgainstBaseline(inc, baseline.tag, slo.Name+BaselineAlertSuffix, in, res, text)
-			return
-		case compare.TooFew:
-			inc.verdict = release.NoEvidence
-			inc.comparison = text
-			s.noEvidence = append(s.noEvidence, fmt.Sprintf("%s: %s", inc.tag, text))
+		if decided := s.compareSLO(ctx, src, inc, baseline.tag, slo, g); decided {
 			return
 		}
 	}
+}
+
+// maxVerdict is the longest verdict a build's status holds
+// (status.revisions[].verdict).
+const maxVerdict = 2048
+
+// compareSLO compares the build with its baseline for one SLO at gate g,
+// and says whether that decided the build's verdict this run (it fails, it
+// holds, or the comparison could not count): then no other SLO is compared.
+func (s *snapshot) compareSLO(ctx context.Context, src ClusterTrafficSource, inc *incarnation, baseline string, slo picchuv1alpha1.ServiceLevelObjective, g gate) bool {
+	b := slo.ServiceLevelIndicator.Canary.Baseline
+	in, recorded, err := baselineInput(ctx, src, s.rm.Spec.App, slo, inc.tag, baseline, g, s.now.Sub(g.since))
+	if err != nil {
+		inc.verdict = release.Unobserved
+		s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: comparing %s with %s: %v", inc.tag, slo.Name, baseline, err))
+		return true
+	}
+	in.Config = compare.Config{Confidence: b.ConfidencePercent / 100, MinRequests: float64(b.MinRequests)}
+	res := compare.Compare(in)
+	text := res.Describe(compare.Names{Canary: inc.tag, Baseline: baseline, SLO: slo.Name, Wave: g.wave})
+	if recorded != "" {
+		text += fmt.Sprintf("; counted from the recorded %s and %s, whose increase counts again what the other pods served before when a pod's series leaves the sum, because %s",
+			manifests.SLOMetric(s.rm.Spec.App, slo.Name, "total"), manifests.SLOMetric(s.rm.Spec.App, slo.Name, "errors"), recorded)
+	}
+	switch res.Outcome {
+	case compare.Fail:
+		s.failAgainstBaseline(inc, baseline, slo.Name+BaselineAlertSuffix, in, res, truncate(text, maxVerdict))
+		return true
+	case compare.TooFew:
+		if inc.target.Canary.AllowNoTraffic {
+			// A build allowed to pass without requests passes without
+			// enough of them to compare, saying so.
+			inc.comparison = truncate(strings.Join(slices.DeleteFunc([]string{inc.comparison, passedOnTooFew(text, inc.tag, slo.Name)},
+				func(v string) bool { return v == "" }), "; "), maxVerdict)
+			return false
+		}
+		inc.verdict = release.NoEvidence
+		inc.comparison = truncate(text, maxVerdict)
+		s.noEvidence = append(s.noEvidence, fmt.Sprintf("%s: %s", inc.tag, text))
+		return true
+	}
+	return false
+}
+
+// allowedOnTooFew ends the verdict of a build canary.allowNoTraffic let
+// pass on too few requests (passedOnTooFew).
+const allowedOnTooFew = ", as canary.allowNoTraffic lets it"
+
+// passedOnTooFew rewrites the text of a comparison that holds a build on
+// too few requests ("v5 holds availability: too few requests (…) in 2
+// clusters") for a build canary.allowNoTraffic lets pass: "v5 passes
+// availability on too few requests (…) in 2 clusters, as
+// canary.allowNoTraffic lets it".
+func passedOnTooFew(text, tag, slo string) string {
+	figures, ok := strings.CutPrefix(text, tag+" holds "+slo+": ")
+	if !ok {
+		figures = text
+	}
+	return fmt.Sprintf("%s passes %s on %s%s", tag, slo, figures, allowedOnTooFew)
 }
 
 // failAgainstBaseline fails a build a baseline comparison found worse
@@ -363,15 +417,17 @@ func (s *snapshot) baselineOf(inc *incarnation, g gate) *incarnation {
 
 // baselineInput counts, for the app's SLO, the canary's and the baseline's
 // requests and errors over window in the gate's clusters, by the value of
-// their cluster label (series without it count as one cluster, "").
-func baselineInput(ctx context.Context, src ClusterTrafficSource, app, slo, canary, baseline string, g gate, window time.Duration) (compare.Input, error) {
-	total, err := src.Counts(ctx, manifests.SLOMetric(app, slo, "total"), []string{canary, baseline}, window)
+// their cluster label (series without it count as one cluster, ""). It
+// also returns why they were counted from the SLO's recorded series, ""
+// when they were counted per raw series.
+func baselineInput(ctx context.Context, src ClusterTrafficSource, app string, slo picchuv1alpha1.ServiceLevelObjective, canary, baseline string, g gate, window time.Duration) (compare.Input, string, error) {
+	sli := slo.ServiceLevelIndicator
+	counts, err := src.Counts(ctx, prometheus.SLI{
+		TotalQuery: sli.TotalQuery, ErrorQuery: sli.ErrorQuery, TagKey: sli.TagKey,
+		RecordedTotal: manifests.SLOMetric(app, slo.Name, "total"), RecordedErrors: manifests.SLOMetric(app, slo.Name, "errors"),
+	}, []string{canary, baseline}, window)
 	if err != nil {
-		return compare.Input{}, err
-	}
-	errs, err := src.Counts(ctx, manifests.SLOMetric(app, slo, "errors"), []string{canary, baseline}, window)
-	if err != nil {
-		return compare.Input{}, err
+		return compare.Input{}, "", err
 	}
 	in := compare.Input{Canary: map[string]compare.Counts{}, Baseline: map[string]compare.Counts{}}
 	wanted := map[string]bool{"": true}
@@ -382,13 +438,13 @@ func baselineInput(ctx context.Context, src ClusterTrafficSource, app, slo, cana
 		tag string
 		out map[string]compare.Counts
 	}{{canary, in.Canary}, {baseline, in.Baseline}} {
-		for cluster, n := range total[side.tag] {
+		for cluster, n := range counts.Total[side.tag] {
 			if wanted[cluster] {
-				side.out[cluster] = compare.Counts{Requests: n, Errors: errs[side.tag][cluster]}
+				side.out[cluster] = compare.Counts{Requests: n, Errors: counts.Errors[side.tag][cluster]}
 			}
 		}
 	}
-	return in, nil
+	return in, counts.Recorded, nil
 }
 
 // clusterVerdicts puts the judgment of this run in a build's cluster

@@ -171,6 +171,15 @@ func (inc *incarnation) weightIn(w int) int32 {
 	return inc.weight
 }
 
+// earnedIn is the part of the build's traffic in wave w after this run
+// that its own state granted it there.
+func (inc *incarnation) earnedIn(w int) int32 {
+	if w >= 0 && w < len(inc.earned) {
+		return inc.earned[w]
+	}
+	return release.Highest(inc.earned)
+}
+
 // rampingWave is the wave whose ramp speaks for build i: its own wave when
 // it ramps there, else the first where it does, or -1.
 func rampingWave(ramping []int, i, own int) int {

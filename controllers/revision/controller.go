@@ -42,8 +42,9 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records events on Revisions; may be nil.
 	Recorder events.EventRecorder
-	// ProvenPercent is the peak in the proving target from which SLO alerts
-	// no longer fail a build (release.DefaultProvenPercent when 0).
+	// ProvenPercent, when above 0, is the peak in the proving target from
+	// which SLO alerts no longer fail a build, as in the original; at 0 a
+	// build is judged until it is released and watched.
 	ProvenPercent           int32
 	MaxConcurrentReconciles int
 	// Shards, when set, are the apps this replica drives: Revisions of
@@ -241,7 +242,7 @@ func (r *Reconciler) failIfBad(ctx context.Context, rev *picchuv1alpha1.Revision
 	if rev.Spec.Failed {
 		return nil
 	}
-	reason, ok := FailReason(rev, rms, r.ProvenPercent)
+	reason, ok := FailReason(rev, rms, r.ProvenPercent, time.Now())
 	if !ok {
 		return nil
 	}
@@ -264,12 +265,14 @@ func (r *Reconciler) failIfBad(ctx context.Context, rev *picchuv1alpha1.Revision
 	return nil
 }
 
-// FailReason says why Picchu fails a Revision, if it does: a target timed
-// out; a live cluster rejected the build's objects as invalid while it had
-// not proven itself; or, unless ignoreSLOs, a target recorded SLO or canary alerts firing
-// for its tag while the build had not proven itself (release.Proven with
-// threshold, from the targets' peaks).
-func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager, threshold int32) (string, bool) {
+// FailReason says why Picchu fails a Revision at now, if it does: a target
+// timed out; a live cluster rejected the build's objects as invalid while
+// it had not proven itself (release.Proven with threshold, from the
+// targets' records); or, unless ignoreSLOs, a target recorded SLO or canary
+// alerts firing for its tag. A ReleaseManager records them only while it
+// judges the build (until it is released and watched); with a threshold,
+// not once the build has proven itself by its peak, as in the original.
+func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager, threshold int32, now time.Time) (string, bool) {
 	tag := rev.Spec.App.Tag
 	if target, ok := TimedOutTarget(tag, rms); ok {
 		return "timed out in " + target, true
@@ -280,7 +283,7 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 			// SLOs, unless it has proven itself: a proven build a cluster
 			// has come to refuse (a new admission policy) is held, with
 			// the reason in its ReleaseManager's status and events.
-			if s.Tag == tag && s.Rejected != "" && !settledFailure(s) && !release.Proven(TargetPeaks(rev, rms), threshold) {
+			if s.Tag == tag && s.Rejected != "" && !settledFailure(s) && !release.Proven(TargetPeaks(rev, rms, now), threshold) {
 				return fmt.Sprintf("rejected in %s by cluster %s", rm.Spec.Target, s.Rejected), true
 			}
 		}
@@ -303,7 +306,7 @@ func FailReason(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManag
 			}
 		}
 	}
-	if len(firing) == 0 || release.Proven(TargetPeaks(rev, rms), threshold) {
+	if len(firing) == 0 || (threshold > 0 && release.Proven(TargetPeaks(rev, rms, now), threshold)) {
 		return "", false
 	}
 	return "SLO alerts firing: " + strings.Join(firing, "; "), true
@@ -318,8 +321,9 @@ func settledFailure(s picchuv1alpha1.ReleaseManagerRevisionStatus) bool {
 }
 
 // TargetPeaks lists the Revision's targets in its order with the peak each
-// ReleaseManager records for its tag, and whether it has waves left there.
-func TargetPeaks(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager) []release.TargetPeak {
+// ReleaseManager records for its tag, whether it has waves left there, and
+// whether, at now, it is released there and its watch is over.
+func TargetPeaks(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseManager, now time.Time) []release.TargetPeak {
 	out := make([]release.TargetPeak, 0, len(rev.Spec.Targets))
 	for _, t := range rev.Spec.Targets {
 		tp := release.TargetPeak{Name: t.Name, Acceptance: t.AcceptanceTarget}
@@ -330,7 +334,13 @@ func TargetPeaks(rev *picchuv1alpha1.Revision, rms []*picchuv1alpha1.ReleaseMana
 			for _, s := range rm.Status.Revisions {
 				if s.Tag == rev.Spec.App.Tag {
 					tp.Peak = s.PeakPercent
-					tp.WavesLeft = release.WavesLeft(release.State(s.State.Current), int(s.Wave), s.WavePercents, release.MaxPercent(t.Release))
+					state := release.State(s.State.Current)
+					tp.WavesLeft = release.WavesLeft(state, int(s.Wave), s.WavePercents, release.MaxPercent(t.Release))
+					var since time.Time
+					if s.State.LastUpdated != nil {
+						since = s.State.LastUpdated.Time
+					}
+					tp.Done = state.IsReleased() && !release.Judged(release.JudgeInput{State: state, Since: since, Watch: release.WatchOf(t.Release), Now: now})
 				}
 			}
 		}

@@ -121,7 +121,7 @@ func AfterTraffic(f Facts, t Timeouts, step Step, peak int32, eligible bool) Ste
 		// left, the next tick would retire it.
 		h := g
 		h.State, h.Percent = next.State, 0
-		if gone := Next(h, t); gone.State == Retiring && gone.Action == Retire && gone.Then == Retired {
+		if gone := Next(h, t); gone.State == Retiring && gone.Then == Retired {
 			next.Then = Retired
 		}
 		return next

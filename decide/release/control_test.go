@@ -57,9 +57,13 @@ func TestNext_Controls(t *testing.T) {
 		// Pause and promote act on the ramp (Ramp), not on the state.
 		Releasing: {Releasing, Releasing, Releasing, Releasing, Failing, Retiring},
 		Released:  {Released, Released, Released, Released, Failing, Retiring},
-		// With traffic, a leaving build waits for it to move.
-		Retiring: {Retiring, Retiring, Retiring, Retiring, Retiring, Retiring},
-		Failing:  {Failing, Failing, Failing, Failing, Failing, Failing},
+		// With traffic, a leaving build waits for it to move; eligible
+		// again (recommissioned, rolled back to), it ramps again; failed,
+		// it is rolled back.
+		Retiring: {Releasing, Releasing, Releasing, Releasing, Failing, Retiring},
+		// Retried while it serves, it is released again, or retires
+		// when out of release.
+		Failing: {Releasing, Releasing, Releasing, Releasing, Failing, Retiring},
 		// Eligible again (recommissioned, or rolled back to): it deploys.
 		Retired: {Deploying, Deploying, Deploying, Deploying, Failing, Retired},
 		// spec.failed set back to false is a retry: it deploys again.

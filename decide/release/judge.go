@@ -1,9 +1,14 @@
 package release
 
-import "strings"
+import (
+	"strings"
+	"time"
+
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+)
 
 // Verdict is what a build's SLO and canary alerts say of it while it is
-// judged: from its canary until it has proven itself.
+// judged: from its canary until it is released (Judged).
 type Verdict int
 
 const (
@@ -42,10 +47,6 @@ func (v Verdict) String() string {
 	return "unjudged"
 }
 
-// DefaultProvenPercent is the peak at which a build has proven itself, as
-// in the original: alerts no longer fail it.
-const DefaultProvenPercent = 50
-
 // TargetPeak is what proving needs of one of a Revision's targets, in the
 // Revision's order.
 type TargetPeak struct {
@@ -57,6 +58,9 @@ type TargetPeak struct {
 	// WavesLeft says the target releases in waves and the build has not
 	// reached its release.max in the last one yet (WavesLeft).
 	WavesLeft bool
+	// Done says the target released the build and its release.watch is
+	// over (Judged is false there).
+	Done bool
 }
 
 // ProvingTarget is the target whose peak decides whether a build has proven
@@ -74,16 +78,52 @@ func ProvingTarget(targets []TargetPeak) (TargetPeak, bool) {
 	return targets[0], true
 }
 
-// Proven says a build has proven itself: its proving target has peaked at
-// threshold percent or more and, when it releases in waves, the build has
-// its release.max in the last wave, so SLO alerts no longer fail it. A
-// threshold of 0 or less takes DefaultProvenPercent.
+// Proven says a build has proven itself, so that SLO alerts no longer fail
+// it. With a threshold above 0 (--slo-proven-percent), as in the original:
+// its proving target has peaked at threshold percent or more and, when it
+// releases in waves, has its release.max in the last wave. With none (0,
+// the default): its proving target released it and its watch is over
+// (TargetPeak.Done), so a build is judged until it is released.
 func Proven(targets []TargetPeak, threshold int32) bool {
-	if threshold <= 0 {
-		threshold = DefaultProvenPercent
-	}
 	t, ok := ProvingTarget(targets)
-	return ok && !t.WavesLeft && t.Peak >= threshold
+	if !ok {
+		return false
+	}
+	if threshold <= 0 {
+		return t.Done
+	}
+	return !t.WavesLeft && t.Peak >= threshold
+}
+
+// JudgeInput is what says whether a build is still judged in a target.
+type JudgeInput struct {
+	// State is the build's recorded state there, entered at Since.
+	State State
+	Since time.Time
+	// Watch is its release.watch.
+	Watch time.Duration
+	Now   time.Time
+}
+
+// WatchOf is how long a target's build stays judged once released: its
+// release.watch, none when unset.
+func WatchOf(r picchuv1alpha1.ReleaseInfo) time.Duration {
+	if r.Watch == nil {
+		return 0
+	}
+	return max(r.Watch.Duration, 0)
+}
+
+// Judged says a build is judged in a target, its alerts failing it and its
+// gates comparing it: from its canary until it is released there (it has
+// reached release.max in every wave), and for its watch after that. A
+// threshold may prove it earlier (Proven); a build that leaves release
+// (retiring, failing) is no longer judged.
+func Judged(in JudgeInput) bool {
+	if !in.State.IsJudged() {
+		return false
+	}
+	return in.State != Released || in.Now.Before(in.Since.Add(in.Watch))
 }
 
 // WavesLeft says a build releasing in waves (wavePercents holds its traffic

@@ -1,6 +1,9 @@
 package release
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestProven_ByTheFirstAcceptanceOrProductionTarget(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,7 +21,9 @@ func TestProven_ByTheFirstAcceptanceOrProductionTarget(t *testing.T) {
 		{"acceptance first wins", []TargetPeak{{Name: "qa", Acceptance: true, Peak: 100}, {Name: "production", Peak: 0}}, 50, true, "qa"},
 		{"first of two production targets", []TargetPeak{{Name: "production-us", Peak: 10}, {Name: "production-eu", Peak: 100}}, 50, false, "production-us"},
 		{"threshold configurable", []TargetPeak{{Name: "production", Peak: 20}}, 20, true, "production"},
-		{"zero threshold is the default", []TargetPeak{{Name: "production", Peak: 49}}, 0, false, "production"},
+		{"without a threshold, no peak proves a build", []TargetPeak{{Name: "production", Peak: 100}}, 0, false, "production"},
+		{"without a threshold, released and watched", []TargetPeak{{Name: "production", Peak: 100, Done: true}}, 0, true, "production"},
+		{"without a threshold, released in staging only", []TargetPeak{{Name: "staging", Peak: 100, Done: true}, {Name: "production", Peak: 80}}, 0, false, "production"},
 		{"released in the first wave, waves left", []TargetPeak{{Name: "production", Peak: 100, WavesLeft: true}}, 50, false, "production"},
 		{"waves left in another target", []TargetPeak{{Name: "staging", Peak: 100, WavesLeft: true}, {Name: "production", Peak: 100}}, 50, true, "production"},
 	} {
@@ -63,6 +68,33 @@ func TestWavesLeft(t *testing.T) {
 	} {
 		if got := WavesLeft(tc.state, tc.wave, tc.percents, tc.max); got != tc.want {
 			t.Errorf("%s: WavesLeft = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestJudged_UntilReleasedAndWatched(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		state State
+		since time.Time
+		watch time.Duration
+		want  bool
+	}{
+		{"deploying", Deploying, at, 0, false},
+		{"canarying", Canarying, at, 0, true},
+		{"canaried", Canaried, at, 0, true},
+		{"pending release", PendingRelease, at, 0, true},
+		{"releasing at any percent", Releasing, at.Add(-time.Hour), 0, true},
+		{"released, no watch", Released, at, 0, false},
+		{"released, watched", Released, at.Add(-time.Minute), 2 * time.Minute, true},
+		{"released, watch over", Released, at.Add(-2 * time.Minute), 2 * time.Minute, false},
+		{"released, no time on record", Released, time.Time{}, time.Minute, false},
+		{"failing", Failing, at, time.Hour, false},
+		{"retiring", Retiring, at, time.Hour, false},
+	} {
+		if got := Judged(JudgeInput{State: tc.state, Since: tc.since, Watch: tc.watch, Now: at}); got != tc.want {
+			t.Errorf("%s: Judged = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -155,7 +155,16 @@ type Facts struct {
 	Preflight      bool
 	DeployHeld     bool
 	PreflightRetry time.Time
+	// DrainEnd is when a build that lost its last route may lose its pods:
+	// its scale-down delay after its traffic last moved, while proxies
+	// still send it the requests of routes they have not reloaded. Zero
+	// for a build that had no traffic: its pods may go at once.
+	DrainEnd time.Time
 }
+
+// draining says the build's pods stay: it lost its last route less than
+// its scale-down delay ago (DrainEnd).
+func (f Facts) draining() bool { return !f.DrainEnd.IsZero() && f.Now.Before(f.DrainEnd) }
 
 // failed says the build is bad: marked failed, or its external test failed.
 func (f Facts) failed() bool { return f.Failed || f.Test.failed() }
@@ -474,7 +483,8 @@ func releasing(f Facts, _ Timeouts) Step {
 	if step, ok := leaving(f); ok {
 		return step
 	}
-	if f.PeakPercent >= percentCap(f.MaxPercent) && !(f.WavesLeft && f.State == Releasing) {
+	// A build its alerts fire for is not released: the alerts fail it.
+	if f.PeakPercent >= percentCap(f.MaxPercent) && !(f.WavesLeft && f.State == Releasing) && !(f.Verdict == Firing && f.State == Releasing) {
 		return Step{State: Released, Action: Sync}
 	}
 	return Step{State: f.State, Action: Sync}
@@ -482,15 +492,37 @@ func releasing(f Facts, _ Timeouts) Step {
 
 func retiring(f Facts, t Timeouts) Step {
 	switch {
+	case f.failed():
+		// A bad build is rolled back, whatever traffic it still has.
+		return Step{State: Failing, Action: Sync}
+	case f.Percent > 0 && f.Eligible:
+		// Brought back while it still serves (recommissioned, or rolled
+		// back to): it ramps again from what it has, taking the traffic
+		// of the builds that leave.
+		return Step{State: Releasing, Action: Sync}
 	case f.Percent > 0:
 		// It serves until newer builds have taken its traffic.
 		return Step{State: Retiring, Action: Sync}
-	case f.failed():
-		return Step{State: Failing, Action: Sync}
 	case f.Eligible:
 		return startDeploying(f, t)
 	}
-	return Step{State: Retiring, Action: Retire, Then: Retired}
+	return drain(f, Step{State: Retiring, Action: Retire, Then: Retired})
+}
+
+// drain is step, whose action removes the build's pods, once the build has
+// drained (Facts.DrainEnd); until then its objects are held as they are,
+// and its state moves on as step says once every live cluster routes it
+// nothing.
+func drain(f Facts, step Step) Step {
+	if !f.draining() {
+		return step
+	}
+	step.Action, step.Due = Hold, f.DrainEnd
+	if step.Then == Deleted {
+		// Its record goes with the deletion: it waits for it.
+		step.Then = ""
+	}
+	return step
 }
 
 func retired(f Facts, t Timeouts) Step {
@@ -501,25 +533,33 @@ func retired(f Facts, t Timeouts) Step {
 		// Recommissioned.
 		return startDeploying(f, t)
 	}
-	return Step{State: Retired, Action: Retire}
+	return drain(f, Step{State: Retired, Action: Retire})
 }
 
 func failing(f Facts, t Timeouts) Step {
 	switch {
+	case f.Percent > 0 && !f.failed() && f.Eligible:
+		// Retried while it still serves: its rollback stops, and it is
+		// released again from what it has, judged anew.
+		return Step{State: Releasing, Action: Sync}
+	case f.Percent > 0 && !f.failed():
+		// Retried, but out of release (a rollback to an earlier build):
+		// it serves until others take its traffic, as a retiring build.
+		return Step{State: Retiring, Action: Sync}
 	case f.Percent > 0:
 		// Its traffic goes back to older builds at their ramp's pace.
 		return Step{State: Failing, Action: Sync}
 	case !f.failed():
 		return startDeploying(f, t)
 	}
-	return Step{State: Failing, Action: Retire, Then: Failed}
+	return drain(f, Step{State: Failing, Action: Retire, Then: Failed})
 }
 
 func failedState(f Facts, t Timeouts) Step {
 	if !f.failed() {
 		return startDeploying(f, t)
 	}
-	return Step{State: Failed, Action: Retire}
+	return drain(f, Step{State: Failed, Action: Retire})
 }
 
 func deletingState(f Facts, t Timeouts) Step {
@@ -550,5 +590,5 @@ func deleting(f Facts) Step {
 	if f.Percent > 0 {
 		return Step{State: Deleting, Action: Sync}
 	}
-	return Step{State: Deleting, Action: Delete, Then: Deleted}
+	return drain(f, Step{State: Deleting, Action: Delete, Then: Deleted})
 }

@@ -103,8 +103,12 @@ func at(ps []int32, i int) int32 {
 
 // WaveAllocation is the traffic of every build in every wave.
 type WaveAllocation struct {
-	// Percent is each build's traffic in each wave: Percent[build][wave].
-	Percent [][]int32
+	// Percent is each build's traffic in each wave: Percent[build][wave],
+	// and Earned the part of it the build's own state granted it there
+	// (Allocation.Earned). A canary earns its percent in the first wave
+	// alone: what an app's first build serves in the waves after it, while
+	// it canaries, is not earned.
+	Percent, Earned [][]int32
 	// Ramping is, per wave, the index of the build whose traffic may grow
 	// there, or -1.
 	Ramping []int
@@ -120,11 +124,13 @@ func AllocateWaves(builds []WaveBuild, waves int) WaveAllocation {
 	waves = max(waves, 1)
 	a := WaveAllocation{
 		Percent:         make([][]int32, len(builds)),
+		Earned:          make([][]int32, len(builds)),
 		Ramping:         make([]int, waves),
 		LostEligibility: make([]bool, len(builds)),
 	}
 	for i := range builds {
 		a.Percent[i] = make([]int32, waves)
+		a.Earned[i] = make([]int32, waves)
 		a.LostEligibility[i] = true
 	}
 	incs := make([]Incarnation, len(builds))
@@ -134,8 +140,11 @@ func AllocateWaves(builds []WaveBuild, waves int) WaveAllocation {
 		}
 		one := Allocate(incs)
 		a.Ramping[w] = one.Ramping
-		for i := range builds {
+		for i, b := range builds {
 			a.Percent[i][w] = one.Percent[i]
+			if b.State != Canarying || w == 0 {
+				a.Earned[i][w] = one.Earned[i]
+			}
 			a.LostEligibility[i] = a.LostEligibility[i] && one.LostEligibility[i]
 		}
 	}

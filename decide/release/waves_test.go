@@ -100,9 +100,9 @@ func TestAllocateWaves(t *testing.T) {
 		{"a canary beside a build baking before the second wave",
 			[]WaveBuild{wb("v3", Canarying, 0, 0, 0).canary(10), wb("v2", Releasing, 1, 100, 0), wb("v1", Released, 0, 0, 100)},
 			[][]int32{{10, 0}, {90, 0}, {0, 100}}, []int{1, 1}, []bool{false, false, false}},
-		{"an older canary's traffic in a later wave goes to no build ahead of that wave",
+		{"an older canary's traffic in a later wave goes to no build ahead of that wave, nor beyond a ramp's step",
 			[]WaveBuild{wb("v2", Releasing, 0, 10, 60).next(20, 60), wb("v1", Canarying, 0, 90, 40).canary(10)},
-			[][]int32{{90, 60}, {10, 40}}, []int{0, 0}, []bool{false, false}},
+			[][]int32{{20, 60}, {80, 40}}, []int{0, 0}, []bool{false, false}},
 		{"a canary does not stop an older build's ramp in a later wave",
 			[]WaveBuild{wb("v3", Canarying, 0, 0, 0).canary(10), wb("v2", Releasing, 1, 100, 20).next(100, 40), wb("v1", Released, 0, 0, 80)},
 			[][]int32{{10, 0}, {90, 40}, {0, 60}}, []int{1, 1}, []bool{false, false, false}},
@@ -202,11 +202,13 @@ func checkWaves(builds []WaveBuild, a WaveAllocation) error {
 		for i, b := range builds {
 			incs[i] = b.in(w)
 		}
-		// A build between its canary and its release serves only when
-		// nothing is releasable (Allocate's holding build).
+		// A build between its canary and its release serves the traffic
+		// it has (Allocate's waiting builds).
 		serving := releasable(incs)
-		if h := holding(incs); h >= 0 && len(serving) == 0 {
-			serving = append(serving, h)
+		for i, inc := range incs {
+			if waiting(inc) && !slices.Contains(serving, i) {
+				serving = append(serving, i)
+			}
 		}
 		for i, inc := range incs {
 			// Only a build that may serve has traffic on record.
@@ -231,8 +233,9 @@ func checkWaves(builds []WaveBuild, a WaveAllocation) error {
 				own = b.Wave
 			}
 			ahead := (b.State == Canarying || b.State == Releasing) && w > own
-			// An app's first build serves everything: nothing else may.
-			first := len(releasable(incs)) == 1
+			// The oldest build that may serve takes what is left (an
+			// app's first build serves everything).
+			first := i == receiver(incs, releasable(incs))
 			if ahead && !first && a.Percent[i][w] > at(b.Percents, w) {
 				return fmt.Errorf("wave %d: %s %s (wave %d) gains: %d%% → %d%%", w, b.State, b.Tag, b.Wave, at(b.Percents, w), a.Percent[i][w])
 			}

@@ -1,5 +1,7 @@
 package release
 
+import "slices"
+
 // Incarnation is a build in a target as the release engine's traffic
 // decision sees it.
 type Incarnation struct {
@@ -15,12 +17,21 @@ type Incarnation struct {
 	// Next is the percent its ramp may step to now, already gated by the
 	// step delay and CanRampTo; it equals Percent when no step is due.
 	Next int32
+	// Abort says a failing build gives all its traffic back at once
+	// (release.rollback: immediate) rather than at the pace of the ramp
+	// taking it back.
+	Abort bool
 }
 
 // Allocation is the traffic of every build.
 type Allocation struct {
 	// Percent is each build's traffic, in the order given.
 	Percent []int32
+	// Earned is the part of each build's Percent that its canary or its
+	// ramp's step granted it (Grant): a build's peakPercent counts only
+	// this, never what it keeps as it leaves nor the traffic it holds only
+	// because it is where the rest must go.
+	Earned []int32
 	// Ramping is the index of the build whose traffic may grow, or -1.
 	Ramping int
 	// LostEligibility marks the releasing or released builds older than the
@@ -28,108 +39,168 @@ type Allocation struct {
 	LostEligibility []bool
 }
 
-// Allocate shares 100% of the traffic among builds given newest first.
+// Allocate shares 100% of the traffic among builds given newest first. Its
+// promise, checked by a property test over random arrival sequences
+// (docs/releasing.md), is that weights are earned: no build takes more
+// than its own state grants it (Grant), and what no grant takes goes to
+// builds that have proven themselves, or, before any has, to the oldest
+// build that may serve, never to a newer one.
 //
 // The releasable builds, in order, are those canarying, then those releasing
 // or released, then those retiring, deleting or failing that still have
-// traffic; every other build gets 0. The first releasable build that is not
-// canarying is the ramping one. Walking the releasable builds with 100% left:
+// traffic. The first releasable build that is not canarying is the ramping
+// one. Walking the releasable builds with 100% left, each gets what it is
+// granted, or what is left:
 //
 //   - a canarying build gets its canary percent;
 //   - the ramping build gets Next (Percent if it is leaving);
 //   - a build after it keeps its traffic or gives some up, never gains;
-//   - none gets more than its Max or than what is left.
+//   - a failing build that aborts (Abort) gets nothing, and so does every
+//     failing build when the ramping build is at its Max (atMax): nothing
+//     would ever take its traffic back at the ramp's pace;
+//   - none gets more than its Max.
 //
-// What is left at the end goes to the ramping build, or, when there is none,
-// to the first releasable one, but never to a failing build while another
-// may take it (leftoverReceiver). That is the one case where a build may
-// exceed its canary percent or its Max: traffic must go somewhere, so a
-// first-ever canary serves 100%, and a build whose Max is lowered keeps its
-// traffic until an older one can take it back. The result sums to exactly 100 when
-// any build is releasable. When none is, the newest build that has traffic
-// and waits between its canary and its release (an app's first build) keeps
-// 100%; otherwise all get 0. Allocate never panics:
-// percents outside [0, 100] are clamped.
+// What is left at the end (a canary that ended, stored percents that do
+// not add up, a lowered Max, an aborted rollback) goes first to the
+// released builds, newest first, each up to its Max; then, all of it, to
+// the receiver: the oldest build that may serve (a releasable one, or one
+// with traffic waiting between its canary and its release) and is not
+// failing, else the oldest that may serve. An app's first build is that
+// receiver while it canaries and waits for its release: it serves
+// everything, beside any canary of a newer build. The result sums to
+// exactly 100 when any build may serve, and to 0 otherwise. Allocate never
+// panics: percents outside [0, 100] are clamped.
 func Allocate(incs []Incarnation) Allocation {
 	a := Allocation{
 		Percent:         make([]int32, len(incs)),
+		Earned:          make([]int32, len(incs)),
 		Ramping:         -1,
 		LostEligibility: make([]bool, len(incs)),
 	}
 	order := releasable(incs)
-	if len(order) == 0 {
-		// Traffic must still go somewhere: an app's first build, between
-		// its canary (where it served everything) and its release, keeps
-		// serving all of it rather than leave the route with no weight.
-		if i := holding(incs); i >= 0 {
-			a.Percent[i] = 100
-		}
-		return a
-	}
 	for _, i := range order {
 		if incs[i].State != Canarying {
 			a.Ramping = i
 			break
 		}
 	}
+	stalled := a.Ramping >= 0 && atMax(incs[a.Ramping])
 	left := int32(100)
-	after := false
 	for _, i := range order {
 		inc := incs[i]
-		var want int32
-		switch {
-		case inc.State == Canarying:
-			want = clampPercent(inc.Canary)
-		case i == a.Ramping && !leavingWithTraffic(inc.State):
-			want = clampPercent(inc.Next)
-		default:
-			want = clampPercent(inc.Percent)
+		if stalled && inc.State == Failing {
+			// Nothing ramps to take its traffic back: it goes at once.
+			inc.Abort = true
 		}
-		p := min(want, percentCap(inc.Max), left)
+		p := min(Grant(inc, i == a.Ramping), left)
 		a.Percent[i] = p
+		if earns(inc, i == a.Ramping) {
+			a.Earned[i] = p
+		}
 		left -= p
-		if after && p == 0 && (inc.State == Releasing || inc.State == Released) {
+	}
+	// What no grant took: the released builds first, up to their Max.
+	for _, i := range order {
+		if inc := incs[i]; inc.State == Released && left > 0 {
+			more := max(min(percentCap(inc.Max)-a.Percent[i], left), 0)
+			a.Percent[i] += more
+			left -= more
+		}
+	}
+	if r := receiver(incs, order); r >= 0 {
+		a.Percent[r] += left
+		if incs[r].State.IsRamping() {
+			// Its ramp has no healthy older build to take the traffic
+			// from: it is granted all it serves, as an app's first build
+			// is.
+			a.Earned[r] = a.Percent[r]
+		}
+	}
+	after := false
+	for _, i := range order {
+		if inc := incs[i]; after && a.Percent[i] == 0 && (inc.State == Releasing || inc.State == Released) {
 			a.LostEligibility[i] = true
 		}
 		after = after || i == a.Ramping
 	}
-	a.Percent[leftoverReceiver(incs, order, a.Ramping)] += left
 	return a
 }
 
-// leftoverReceiver is the build that takes what the walk left: the ramping
-// build, else the first releasable one; but never a failing build while
-// another may take it: the first releasable build that is not failing,
-// else the newest build waiting with traffic between its canary and its
-// release (holding).
-func leftoverReceiver(incs []Incarnation, order []int, ramping int) int {
-	receiver := ramping
-	if receiver < 0 {
-		receiver = order[0]
+// Grant is the most traffic a build's own state grants it, whatever else
+// serves: its canary percent while canarying; its ramp's step (Next) when
+// it is the ramping build; what it has (Percent) when it is an older
+// releasing or released build, or leaves (retiring, deleting, failing),
+// and nothing for a failing build that aborts; never more than its Max.
+// Every other state grants nothing. A build takes more only as the
+// receiver of what no grant took (Allocate).
+func Grant(inc Incarnation, ramping bool) int32 {
+	var want int32
+	switch {
+	case inc.State == Canarying:
+		want = clampPercent(inc.Canary)
+	case inc.State == Failing && inc.Abort:
+		want = 0
+	case leavingWithTraffic(inc.State):
+		want = clampPercent(inc.Percent)
+	case inc.State != Releasing && inc.State != Released:
+		return 0
+	case ramping:
+		want = clampPercent(inc.Next)
+	default:
+		want = clampPercent(inc.Percent)
 	}
-	if incs[receiver].State != Failing {
-		return receiver
-	}
-	for _, i := range order {
-		if incs[i].State != Failing {
-			return i
-		}
-	}
-	if i := holding(incs); i >= 0 {
-		return i
-	}
-	return receiver
+	return min(want, percentCap(inc.Max))
 }
 
-// holding returns the index of the newest build that has traffic and waits
-// between its canary and its release, or -1.
-func holding(incs []Incarnation) int {
-	for i, inc := range incs {
-		if inc.Percent > 0 && (inc.State == Canaried || inc.State == PendingRelease) {
-			return i
+// atMax says a releasing or released build takes its release.max and its
+// ramp goes no higher: it cannot take a failing build's traffic back at
+// its pace.
+func atMax(inc Incarnation) bool {
+	limit := percentCap(inc.Max)
+	return (inc.State == Releasing || inc.State == Released) && clampPercent(inc.Percent) >= limit && clampPercent(inc.Next) >= limit
+}
+
+// earns says what a build's state grants it counts toward its peak: a
+// canary's percent, and the ramping build's step. What a build keeps as
+// it leaves, or as an older build while a newer one ramps, moves no peak.
+func earns(inc Incarnation, ramping bool) bool {
+	return inc.State == Canarying || (ramping && (inc.State == Releasing || inc.State == Released))
+}
+
+// receiver is the build that takes what is left once every build has its
+// grant and the released builds are full: the oldest build that may serve
+// (mayServe) and is not failing, else the oldest that may serve; -1 when
+// none may.
+func receiver(incs []Incarnation, order []int) int {
+	oldest, healthy := -1, -1
+	for i := len(incs) - 1; i >= 0; i-- {
+		if !mayServe(incs[i], order, i) {
+			continue
+		}
+		if oldest < 0 {
+			oldest = i
+		}
+		if incs[i].State != Failing && healthy < 0 {
+			healthy = i
 		}
 	}
-	return -1
+	if healthy >= 0 {
+		return healthy
+	}
+	return oldest
+}
+
+// mayServe says build i may serve traffic: it is releasable (in order),
+// or it waits between its canary and its release with the traffic it had.
+func mayServe(inc Incarnation, order []int, i int) bool {
+	return slices.Contains(order, i) || waiting(inc)
+}
+
+// waiting says a build has traffic and waits between its canary and its
+// release: canaried, or pending release. An app's first build waits so,
+// serving everything.
+func waiting(inc Incarnation) bool {
+	return inc.Percent > 0 && (inc.State == Canaried || inc.State == PendingRelease)
 }
 
 // releasable lists the indexes of the builds that may take traffic, in the

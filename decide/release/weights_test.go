@@ -15,6 +15,7 @@ func inc(tag string, s State, percent int32) Incarnation {
 func (i Incarnation) canary(p int32) Incarnation { i.Canary = p; return i }
 func (i Incarnation) next(p int32) Incarnation   { i.Next = p; return i }
 func (i Incarnation) upTo(p int32) Incarnation   { i.Max = p; return i }
+func (i Incarnation) abort() Incarnation         { i.Abort = true; return i }
 
 func TestAllocate(t *testing.T) {
 	for _, tc := range []struct {
@@ -57,9 +58,27 @@ func TestAllocate(t *testing.T) {
 		{"canaries asking for more than 100 are cut",
 			[]Incarnation{inc("v3", Canarying, 0).canary(60), inc("v2", Canarying, 0).canary(60), inc("v1", Released, 100)},
 			[]int32{60, 40, 0}, 2, nil},
-		{"with only canaries the newest takes what is left",
+		{"with only canaries the oldest takes what is left",
 			[]Incarnation{inc("v2", Canarying, 10).canary(10), inc("v1", Canarying, 20).canary(20)},
-			[]int32{80, 20}, -1, nil},
+			[]int32{10, 90}, -1, nil},
+		{"a second build's canary beside an app's first canary takes its percent alone",
+			[]Incarnation{inc("v2", Canarying, 0).canary(10), inc("v1", Canarying, 100).canary(10)},
+			[]int32{10, 90}, -1, nil},
+		{"a canary beside an app's first build waiting for its release takes its percent alone",
+			[]Incarnation{inc("v2", Canarying, 0).canary(10), inc("v1", PendingRelease, 100)},
+			[]int32{10, 90}, -1, nil},
+		{"an app's first build ramping beside a canary keeps the rest",
+			[]Incarnation{inc("v2", Canarying, 10).canary(10), inc("v1", Releasing, 0).next(10)},
+			[]int32{10, 90}, 1, nil},
+		{"of two builds waiting for their release the older serves",
+			[]Incarnation{inc("v2", Canaried, 10), inc("v1", PendingRelease, 90)},
+			[]int32{0, 100}, -1, nil},
+		{"an aborting build gives its traffic back at once",
+			[]Incarnation{inc("v2", Failing, 40).abort(), inc("v1", Released, 60).next(70)},
+			[]int32{0, 100}, 1, nil},
+		{"an aborting build keeps serving when nothing else can",
+			[]Incarnation{inc("v2", Failing, 100).abort(), inc("v1", Retired, 0)},
+			[]int32{100, 0}, 0, nil},
 		{"a failing build gives its traffic back to the released one",
 			[]Incarnation{inc("v2", Failing, 50), inc("v1", Released, 50).next(70)}, []int32{30, 70}, 1, nil},
 		{"a failing build keeps serving when nothing else can",
@@ -75,14 +94,16 @@ func TestAllocate(t *testing.T) {
 			[]Incarnation{inc("v2", Released, 100).upTo(50).next(50), inc("v1", Released, 100)}, []int32{50, 50}, 0, nil},
 		{"a lowered max keeps traffic when nothing else can take it",
 			[]Incarnation{inc("v1", Released, 100).upTo(50).next(50)}, []int32{100}, 0, nil},
-		{"an older build above its max is trimmed",
-			[]Incarnation{inc("v2", Releasing, 40), inc("v1", Released, 60).upTo(50)}, []int32{50, 50}, 0, nil},
+		{"an older build above its max keeps what no grant takes, not the newer build",
+			[]Incarnation{inc("v2", Releasing, 40), inc("v1", Released, 60).upTo(50)}, []int32{40, 60}, 0, nil},
 		{"a canary above its max is capped",
 			[]Incarnation{inc("v2", Canarying, 0).canary(30).upTo(20), inc("v1", Released, 100)}, []int32{20, 80}, 1, nil},
 		{"percents out of range are clamped, not trusted",
 			[]Incarnation{inc("v2", Releasing, 150).next(200), inc("v1", Released, -20)}, []int32{100, 0}, 0, []int{1}},
-		{"stored percents summing under 100 are topped up by the ramping build",
-			[]Incarnation{inc("v2", Releasing, 20), inc("v1", Released, 30)}, []int32{70, 30}, 0, nil},
+		{"stored percents summing under 100 are topped up by the released build",
+			[]Incarnation{inc("v2", Releasing, 20), inc("v1", Released, 30)}, []int32{20, 80}, 0, nil},
+		{"a canary's end gives its percent back to the released build, not the ramping one",
+			[]Incarnation{inc("v3", Canaried, 10), inc("v2", Releasing, 30), inc("v1", Released, 60)}, []int32{0, 30, 70}, 1, nil},
 		{"a legacy state holds no traffic",
 			[]Incarnation{inc("v2", "canaryingdatadog", 100), inc("v1", Released, 0)}, []int32{0, 100}, 1, nil},
 		{"only releasing and released lose eligibility",
@@ -127,8 +148,9 @@ func decodeIncarnations(data []byte) []Incarnation {
 		pct := func(b byte) int32 { return int32(b) - 28 }
 		incs = append(incs, Incarnation{
 			Tag:   fmt.Sprintf("v%d", i/5),
-			State: fuzzStates[int(data[i])%len(fuzzStates)], Percent: pct(data[i+1]),
+			State: fuzzStates[int(data[i]&0x7f)%len(fuzzStates)], Percent: pct(data[i+1]),
 			Canary: pct(data[i+2]), Max: pct(data[i+3]), Next: pct(data[i+4]),
+			Abort: data[i]&0x80 != 0,
 		})
 	}
 	return incs
@@ -138,8 +160,11 @@ func encodeIncarnations(incs ...Incarnation) []byte {
 	var data []byte
 	for _, inc := range incs {
 		b := func(p int32) byte { return byte(p + 28) }
-		data = append(data, byte(slices.Index(fuzzStates, inc.State)),
-			b(inc.Percent), b(inc.Canary), b(inc.Max), b(inc.Next))
+		state := byte(slices.Index(fuzzStates, inc.State))
+		if inc.Abort {
+			state |= 0x80
+		}
+		data = append(data, state, b(inc.Percent), b(inc.Canary), b(inc.Max), b(inc.Next))
 	}
 	return data
 }
@@ -178,10 +203,16 @@ func FuzzAllocate(f *testing.F) {
 }
 
 // checkAllocation checks Allocate's result against its contract, derived
-// from the states alone rather than from the walk.
+// from the states alone rather than from the walk: weights are earned.
+// Every build but the receiver takes at most its limit (its canary, its
+// ramp's step, what it keeps; a released build up to its Max), earning all
+// it takes; the receiver, which takes what is left, is the oldest build
+// that may serve and is not failing (else the oldest that may serve), so
+// never a newer build while an older healthy one may serve; the traffic
+// sums to 100 whenever a build may serve.
 func checkAllocation(incs []Incarnation, a Allocation) error {
-	if len(a.Percent) != len(incs) || len(a.LostEligibility) != len(incs) {
-		return fmt.Errorf("lengths %d and %d for %d builds", len(a.Percent), len(a.LostEligibility), len(incs))
+	if len(a.Percent) != len(incs) || len(a.Earned) != len(incs) || len(a.LostEligibility) != len(incs) {
+		return fmt.Errorf("lengths %d, %d and %d for %d builds", len(a.Percent), len(a.Earned), len(a.LostEligibility), len(incs))
 	}
 	isReleasable := func(inc Incarnation) bool {
 		switch inc.State {
@@ -192,9 +223,11 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 		}
 		return false
 	}
+	mayServe := func(inc Incarnation) bool {
+		return isReleasable(inc) || (inc.Percent > 0 && (inc.State == Canaried || inc.State == PendingRelease))
+	}
 	// The ramping build is the newest releasing or released one, else the
-	// newest leaving one with traffic; the receiver of what is left is the
-	// ramping build, else the newest canary.
+	// newest leaving one with traffic.
 	ramping := slices.IndexFunc(incs, func(i Incarnation) bool { return i.State == Releasing || i.State == Released })
 	if ramping < 0 {
 		ramping = slices.IndexFunc(incs, func(i Incarnation) bool { return isReleasable(i) && i.State != Canarying })
@@ -202,28 +235,41 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 	if a.Ramping != ramping {
 		return fmt.Errorf("ramping %d, want %d", a.Ramping, ramping)
 	}
-	receiver := ramping
-	if receiver < 0 {
-		receiver = slices.IndexFunc(incs, func(i Incarnation) bool { return i.State == Canarying })
-	}
-	// With nothing releasable, the newest build waiting between its
-	// canary and its release with traffic keeps all of it.
-	waiting := slices.IndexFunc(incs, func(i Incarnation) bool {
-		return i.Percent > 0 && (i.State == Canaried || i.State == PendingRelease)
-	})
-	if receiver >= 0 && incs[receiver].State == Failing {
-		// A failing build takes what is left only when no other build may:
-		// first a canary, then a healthy build leaving, then one waiting.
-		for _, other := range []int{
-			slices.IndexFunc(incs, func(i Incarnation) bool { return i.State == Canarying }),
-			slices.IndexFunc(incs, func(i Incarnation) bool { return isReleasable(i) && i.State != Failing }),
-			waiting,
-		} {
-			if other >= 0 {
-				receiver = other
-				break
-			}
+	recv, oldest := -1, -1
+	for i := len(incs) - 1; i >= 0; i-- {
+		if !mayServe(incs[i]) {
+			continue
 		}
+		if oldest < 0 {
+			oldest = i
+		}
+		if recv < 0 && incs[i].State != Failing {
+			recv = i
+		}
+	}
+	if recv < 0 {
+		recv = oldest
+	}
+	// Nothing takes a failing build's traffic back at the ramp's pace
+	// when the ramping build is at its max: it goes at once.
+	stalled := ramping >= 0 && (incs[ramping].State == Releasing || incs[ramping].State == Released) &&
+		clampPercent(incs[ramping].Percent) >= percentCap(incs[ramping].Max) && clampPercent(incs[ramping].Next) >= percentCap(incs[ramping].Max)
+	limit := func(i int) int32 {
+		inc := incs[i]
+		var want int32
+		switch {
+		case inc.State == Canarying:
+			want = clampPercent(inc.Canary)
+		case inc.State == Failing && (inc.Abort || stalled):
+			return 0
+		case (inc.State == Releasing || inc.State == Released) && i == ramping:
+			want = clampPercent(inc.Next)
+		case isReleasable(inc):
+			want = clampPercent(inc.Percent)
+		default:
+			return 0
+		}
+		return min(want, percentCap(inc.Max))
 	}
 	if err := failingNeverGains(incs, a); err != nil {
 		return err
@@ -236,66 +282,69 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 		}
 	}
 	var sum int32
-	full := true // every build but the ramping one got all it asked for
 	for i, inc := range incs {
-		p := a.Percent[i]
+		p, e := a.Percent[i], a.Earned[i]
 		sum += p
-		if p < 0 || p > 100 {
+		switch {
+		case p < 0 || p > 100:
 			return fmt.Errorf("%s gets %d%%", inc.Tag, p)
-		}
-		holds := (receiver < 0 || receiver == waiting) && i == waiting
-		if !isReleasable(inc) && !holds && p != 0 {
+		case !mayServe(inc) && p != 0:
 			return fmt.Errorf("%s is %s and gets %d%%", inc.Tag, inc.State, p)
+		case e < 0 || e > p:
+			return fmt.Errorf("%s earns %d%% of %d%%", inc.Tag, e, p)
 		}
 		lost := i > ramping && ramping >= 0 && p == 0 && (inc.State == Releasing || inc.State == Released)
 		if a.LostEligibility[i] != lost {
 			return fmt.Errorf("%s LostEligibility %v, want %v", inc.Tag, a.LostEligibility[i], lost)
 		}
-		if i == receiver || !isReleasable(inc) {
+		allowed := limit(i)
+		if inc.State == Released {
+			// A released build takes back what no grant took, up to its Max.
+			allowed = max(allowed, percentCap(inc.Max))
+		}
+		if i == recv && inc.State != Released {
+			// It earns what its state grants, or all it takes when it
+			// ramps with no healthy build to take traffic from (a
+			// released build has its peak already).
+			want := int32(0)
+			switch {
+			case inc.State == Releasing:
+				want = p
+			case inc.State == Canarying:
+				want = min(p, allowed)
+			}
+			if e != want {
+				return fmt.Errorf("receiver %s (%s) earns %d%% of %d%%, want %d%%", inc.Tag, inc.State, e, p, want)
+			}
 			continue
 		}
-		limit := percentCap(inc.Max)
-		if inc.State == Canarying {
-			limit = min(limit, clampPercent(inc.Canary))
-		} else if i != ramping {
-			// Older builds only keep or lose traffic.
-			limit = min(limit, clampPercent(inc.Percent))
+		if p > allowed && i != recv {
+			return fmt.Errorf("%s (%s) gets %d%%, above what it earned (%d%%); the receiver is %d", inc.Tag, inc.State, p, allowed, recv)
 		}
-		if p > limit {
-			return fmt.Errorf("%s (%s) gets %d%%, above its limit %d%%", inc.Tag, inc.State, p, limit)
+		if inc.State == Released {
+			continue // its peak is its max already
 		}
-		full = full && p == limit
+		// A canary earns its percent, the ramping build its step; what a
+		// build keeps earns it nothing.
+		earning := inc.State == Canarying || (i == ramping && (inc.State == Releasing || inc.State == Released))
+		if want := map[bool]int32{true: min(p, limit(i)), false: 0}[earning]; e != want {
+			return fmt.Errorf("%s (%s) earns %d%% of the %d%% it was granted, want %d%%", inc.Tag, inc.State, e, p, want)
+		}
 	}
-	if receiver < 0 {
-		if h := waiting; h >= 0 {
-			if sum != 100 || a.Percent[h] != 100 {
-				return fmt.Errorf("nothing releasable: %s, waiting with traffic, gets %d%% of %d%%", incs[h].Tag, a.Percent[h], sum)
-			}
-			return nil
-		}
-		if sum != 0 {
-			return fmt.Errorf("nothing releasable, yet %d%% allocated", sum)
-		}
-		return nil
-	}
-	if sum != 100 {
+	switch {
+	case recv < 0 && sum != 0:
+		return fmt.Errorf("no build may serve, yet %d%% allocated", sum)
+	case recv >= 0 && sum != 100:
 		return fmt.Errorf("weights sum to %d", sum)
 	}
 	if ramping >= 0 {
-		r := incs[ramping]
-		want := clampPercent(r.Next)
-		if r.State != Releasing && r.State != Released {
-			want = clampPercent(r.Percent)
+		want := limit(ramping)
+		if leavingWithTraffic(incs[ramping].State) && !(incs[ramping].State == Failing && (incs[ramping].Abort || stalled)) {
+			want = min(clampPercent(incs[ramping].Percent), percentCap(incs[ramping].Max))
 		}
-		want = min(want, percentCap(r.Max))
-		p := a.Percent[ramping]
-		// The ramp gets its step unless canaries took the room, and more only
-		// when every other build already has all it may have.
-		if p < min(want, 100-canaries) {
-			return fmt.Errorf("ramping %s gets %d%%, below its step %d%%", r.Tag, p, want)
-		}
-		if p > want && !full {
-			return fmt.Errorf("ramping %s gets %d%% above its step %d%% while others could take it", r.Tag, p, want)
+		// The ramp gets its step unless canaries took the room.
+		if p := a.Percent[ramping]; p < min(want, 100-canaries) {
+			return fmt.Errorf("ramping %s gets %d%%, below its step %d%%", incs[ramping].Tag, p, want)
 		}
 	}
 	return nil

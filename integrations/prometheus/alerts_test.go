@@ -200,15 +200,19 @@ func TestClusters_RealPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = prom.Close() })
-	record := func(name, selector string) monitoringv1.Rule {
-		return monitoringv1.Rule{Record: name, Expr: intstr.FromString(fmt.Sprintf(
+	sliQuery := func(selector string) string {
+		return fmt.Sprintf(
 			`sum by (tag, cluster) (label_replace(label_replace(istio_requests_total{%s}, "tag", "$1", "destination_version", "(.*)"), "cluster", "$1", "destination_cluster", "(.*)"))`,
-			selector))}
+			selector)
+	}
+	sli := prometheus.SLI{
+		TotalQuery: sliQuery(`destination_app="shop"`), ErrorQuery: sliQuery(`destination_app="shop",response_code=~"5.."`),
+		RecordedTotal: "shop:availability:total", RecordedErrors: "shop:availability:errors",
 	}
 	if err := prom.SetRules(ctx, []monitoringv1.RuleGroup{
 		{Name: "record", Rules: []monitoringv1.Rule{
-			record("shop:availability:total", `destination_app="shop"`),
-			record("shop:availability:errors", `destination_app="shop",response_code=~"5.."`),
+			{Record: sli.RecordedTotal, Expr: intstr.FromString(sli.TotalQuery)},
+			{Record: sli.RecordedErrors, Expr: intstr.FromString(sli.ErrorQuery)},
 		}},
 		{Name: "alerts", Rules: []monitoringv1.Rule{
 			alwaysFiring("HighErrorRate", map[string]string{"app": "shop", "tag": "v2", "slo": "true", "cluster": "east"}),
@@ -260,14 +264,14 @@ func TestClusters_RealPrometheus(t *testing.T) {
 	// 20 requests a second: about 200 in 10 s in each cluster, half of
 	// them errors in east.
 	kit.Eventually(t, time.Minute, "counts over 10 s", func() error {
-		total, err := c.Counts(ctx, "shop:availability:total", []string{"v1", "v2"}, 10*time.Second)
+		counts, err := c.Counts(ctx, sli, []string{"v1", "v2"}, 10*time.Second)
 		if err != nil {
 			return err
 		}
-		errs, err := c.Counts(ctx, "shop:availability:errors", []string{"v2"}, 5*time.Second)
-		if err != nil {
-			return err
+		if counts.Recorded != "" {
+			return fmt.Errorf("counted from the recorded series: %s", counts.Recorded)
 		}
+		total, errs := counts.Total, counts.Errors
 		near := func(got, want float64) bool { return got > want*0.8 && got < want*1.2 }
 		if !near(total["v2"]["east"], 200) || !near(total["v2"]["west"], 200) || !near(errs["v2"]["east"], 100) || errs["v2"]["west"] != 0 {
 			return fmt.Errorf("totals %v, errors %v; want about 200 in each cluster and 100 errors in east", total, errs)

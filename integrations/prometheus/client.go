@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -212,36 +211,6 @@ func (c *Client) ReachedIn(ctx context.Context, tag string, metrics []string) (m
 			}
 		}
 		slices.Sort(out[m])
-	}
-	return out, nil
-}
-
-// Counts returns how much metric (an SLO's recorded total or errors, a
-// counter with the build's tag in the label "tag") grew over the window
-// ending now for each of tags, by tag and by the value of the cluster
-// label ("" for series without it). The window is rounded up to a whole
-// ten seconds, so that the answer of one run is cached for the next.
-func (c *Client) Counts(ctx context.Context, metric string, tags []string, window time.Duration) (map[string]map[string]float64, error) {
-	if len(tags) == 0 {
-		return map[string]map[string]float64{}, nil
-	}
-	alternatives := make([]string, len(tags))
-	for i, t := range tags {
-		alternatives[i] = regexp.QuoteMeta(t)
-	}
-	seconds := max(int64((window+10*time.Second-1)/(10*time.Second))*10, 10)
-	vector, err := c.query(ctx, fmt.Sprintf(`sum by (tag, %s) (increase(%s{tag=~%s}[%ds]))`,
-		c.cluster, metric, quote(strings.Join(alternatives, "|")), seconds))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]float64{}
-	for _, sample := range vector {
-		tag, cluster := string(sample.Metric["tag"]), string(sample.Metric[c.cluster])
-		if out[tag] == nil {
-			out[tag] = map[string]float64{}
-		}
-		out[tag][cluster] += float64(sample.Value)
 	}
 	return out, nil
 }

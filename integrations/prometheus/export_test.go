@@ -1,5 +1,10 @@
 package prometheus
 
+import (
+	"context"
+	"time"
+)
+
 // OnJoined makes c call f with the query each time a caller that missed the
 // cache has joined that query's flight, so that tests can tell when
 // concurrent callers all wait on one request.
@@ -15,4 +20,16 @@ func CanaryAlertsQuery(app, tag string) string { return canaryAlertsQuery(app, t
 // default cluster label.
 func canaryAlertsQuery(app, tag string) string {
 	return (&Client{cluster: DefaultClusterLabel}).canaryAlertsQuery(app, tag)
+}
+
+// RecordedCounts is what Counts asked before it counted raw series, and
+// still asks of a query it cannot count per series: the increase of the
+// recorded sum metric, by tag and cluster.
+func RecordedCounts(ctx context.Context, c *Client, metric string, tags []string, window time.Duration) (map[string]map[string]float64, error) {
+	return c.recordedCounts(ctx, metric, tags, roundWindow(window))
+}
+
+// HonestQuery is the query Counts asks of an SLI query, for tests.
+func HonestQuery(query, tagKey, clusterLabel string, window time.Duration) (string, error) {
+	return honestQuery(query, tagKey, clusterLabel, window)
 }

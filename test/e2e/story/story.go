@@ -321,6 +321,10 @@ func serving(c Cluster, tag string) error {
 // SLO's failAfter, three scrapes and evaluations for Prometheus to see a
 // rate of the new tag's errors and evaluate the alert, and the operator's
 // alert query cache.
+// operatorScaleDownDelay is the operator's --scale-down-delay as the fleet
+// runs it (its default).
+const operatorScaleDownDelay = 30 * time.Second
+
 func delays(rev *picchuv1alpha1.Revision, failing, first bool) (time.Duration, string, error) {
 	t := rev.Spec.Targets[0]
 	if failing {
@@ -335,8 +339,9 @@ func delays(rev *picchuv1alpha1.Revision, failing, first bool) (time.Duration, s
 				break
 			}
 		}
-		total := failAfter + 3*fleet.ScrapeInterval + queryTTL
-		return total, fmt.Sprintf("failAfter %s + 3 scrapes of %s + query cache %s", failAfter, fleet.ScrapeInterval, queryTTL), nil
+		total := failAfter + mesh.DefaultLag + 3*fleet.ScrapeInterval + queryTTL
+		return total, fmt.Sprintf("failAfter %s + the mesh's route lag %s + 3 scrapes of %s + query cache %s",
+			failAfter, mesh.DefaultLag, fleet.ScrapeInterval, queryTTL), nil
 	}
 	canary := time.Duration(t.Canary.TTL) * time.Second
 	if first {
@@ -351,8 +356,14 @@ func delays(rev *picchuv1alpha1.Revision, failing, first bool) (time.Duration, s
 		p = next
 	}
 	delay := release.StepDelay(t.Release)
-	total := canary + time.Duration(max(steps-1, 0))*delay
-	return total, fmt.Sprintf("canary %s + %d steps × %s", canary, max(steps-1, 0), delay), nil
+	// The build before keeps its pods its scale-down delay after its last
+	// route: the phase ends once they are gone.
+	drain := operatorScaleDownDelay
+	if t.Release.ScaleDownDelay != nil {
+		drain = t.Release.ScaleDownDelay.Duration
+	}
+	total := canary + time.Duration(max(steps-1, 0))*delay + drain
+	return total, fmt.Sprintf("canary %s + %d steps × %s + the previous build's scale-down delay %s", canary, max(steps-1, 0), delay, drain), nil
 }
 
 // Manifest reads samples/revision-<tag>.yaml, with every "demo" replaced

@@ -73,11 +73,12 @@ func TestDelays(t *testing.T) {
 		want            time.Duration
 		explainContains string
 	}{
-		// 10 % canary for 10 s, then 10, 20, 40, 80, 100 % every 5 s.
-		{"a release", false, false, 30 * time.Second, "canary 10s + 4 steps × 5s"},
+		// 10 % canary for 10 s, then 10, 20, 40, 80, 100 % every 5 s,
+		// then v1's pods stay 3 s.
+		{"a release", false, false, 33 * time.Second, "canary 10s + 4 steps × 5s + the previous build's scale-down delay 3s"},
 		{"an app's first build", false, true, 10 * time.Second, "first build"},
-		// failAfter 5s, three 1 s scrapes, the 1 s query cache.
-		{"a failing canary", true, false, 9 * time.Second, "failAfter 5s"},
+		// failAfter 5s, the mesh's 1 s lag, three 1 s scrapes, the 1 s query cache.
+		{"a failing canary", true, false, 10 * time.Second, "failAfter 5s"},
 	} {
 		got, explained, err := delays(rev, tc.failing, tc.first)
 		if err != nil || got != tc.want || !strings.Contains(explained, tc.explainContains) {

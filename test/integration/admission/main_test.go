@@ -17,7 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
 )
 
@@ -56,8 +56,9 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// serveWebhooks runs Picchu's webhooks in a manager, as main.go does, on the
-// address the hooked API server calls, and waits until they answer.
+// serveWebhooks runs Picchu's webhooks in a manager, set up as main.go sets
+// them up (operator.SetupWebhooks), on the address the hooked API server
+// calls, and waits until they answer.
 func serveWebhooks(ctx context.Context, env *harness.Env) error {
 	opts := env.Delivery.Env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(env.Delivery.Config, ctrl.Options{
@@ -70,8 +71,8 @@ func serveWebhooks(ctx context.Context, env *harness.Env) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := picchuv1alpha1.SetupWebhooksWithManager(mgr, picchuv1alpha1.WebhookOptions{ProtectedNamespaces: []string{"cert-*"}}); err != nil {
-		return fmt.Errorf("setting up webhooks: %w", err)
+	if err := operator.SetupWebhooks(mgr, operator.Options{ProtectedNamespaces: []string{"cert-*"}}); err != nil {
+		return err
 	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {

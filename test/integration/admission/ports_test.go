@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/integrations/prometheus"
 )
 
 // TestRevision_PortNamesAreKubernetesPortNames sends port names to the API
@@ -43,7 +44,11 @@ func TestRevision_PortNamesAreKubernetesPortNames(t *testing.T) {
 }
 
 // TestSamples_AreAccepted creates every Picchu object of config/samples, as
-// a dry run, on the API server with webhooks: the samples stay valid.
+// a dry run, on the API server with webhooks: the samples stay valid, with
+// no warning about their SLI queries; every enabled SLO's queries, with a
+// baseline or not, are of the shape the baseline comparison counts per raw
+// series (prometheus.CheckCountable), as users copy them, and one sample
+// shows a baseline comparison.
 func TestSamples_AreAccepted(t *testing.T) {
 	ctx := context.Background()
 	files, err := filepath.Glob("../../../config/samples/*.yaml")
@@ -58,6 +63,7 @@ func TestSamples_AreAccepted(t *testing.T) {
 	if len(files) < 4 {
 		t.Fatalf("found only the samples %v", files)
 	}
+	baselines := 0 // sample Revisions that compare builds with their baseline
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -72,10 +78,47 @@ func TestSamples_AreAccepted(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/%s", filepath.Base(file), u.GetName()), func(t *testing.T) {
+				warnings.take()
 				if err := hookedClient.Create(ctx, u, client.DryRunAll); err != nil {
 					t.Errorf("rejected: %v", err)
+				}
+				for _, w := range warnings.take() {
+					if strings.Contains(w, "serviceLevelIndicator") {
+						t.Errorf("warned: %s", w)
+					}
+				}
+				if u.GetKind() == "Revision" && checkSampleSLIs(t, doc) {
+					baselines++
 				}
 			})
 		}
 	}
+	if baselines == 0 {
+		t.Error("no sample compares builds with their baseline (canary.baseline): none shows its queries' shape")
+	}
+}
+
+// checkSampleSLIs checks that the SLI queries of every enabled SLO of a
+// sample Revision are countable per raw series, and says whether one of
+// them compares builds with their baseline.
+func checkSampleSLIs(t *testing.T, doc []byte) (baseline bool) {
+	t.Helper()
+	rev := &picchuv1alpha1.Revision{}
+	if err := yaml.Unmarshal(doc, rev); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range rev.Spec.Targets {
+		for _, slo := range target.ServiceLevelObjectives {
+			if !slo.Enabled {
+				continue
+			}
+			baseline = baseline || slo.ServiceLevelIndicator.Canary.Baseline != nil
+			for _, q := range []string{slo.ServiceLevelIndicator.TotalQuery, slo.ServiceLevelIndicator.ErrorQuery} {
+				if err := prometheus.CheckCountable(q); err != nil {
+					t.Errorf("%s: SLO %s: %s: %v", target.Name, slo.Name, q, err)
+				}
+			}
+		}
+	}
+	return baseline
 }

@@ -16,6 +16,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/fleet/access"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/releasemetrics"
@@ -76,6 +77,9 @@ func setup(s *harness.Suite) error {
 		ClusterTimeout:         5 * time.Second,
 		ServiceLevelsNamespace: serviceLevelsNamespace,
 		RemovalGrace:           removalGrace,
+		// A build's pods go in the run after its last route: these tests
+		// watch pods go, not the drain (test/integration/release does).
+		ScaleDownDelay: releasemanager.NoScaleDownDelay,
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/integrations/datadog"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/operator"
@@ -97,6 +98,10 @@ func setup(s *harness.Suite) error {
 	if running, err = inprocess.Run(s, operator.Options{
 		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
 		Prometheus: alerts, Datadog: monitors, PrometheusQueryTTL: alertCheckInterval,
+		// A build's pods go in the run after its last route, unless its
+		// Revision sets a scale-down delay: the tests watch pods go, and
+		// TestRelease_ABuildKeepsItsPodsForItsScaleDownDelay the drain.
+		ScaleDownDelay: releasemanager.NoScaleDownDelay,
 	}); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -42,6 +43,9 @@ type build struct {
 	baseline *picchuv1alpha1.SLIBaseline
 	// router routes the target (istio when empty).
 	router picchuv1alpha1.Router
+	// drain, when set, is its release.scaleDownDelay (the operator's, 30 s,
+	// otherwise).
+	drain time.Duration
 }
 
 // revision is a realistic Revision: a public HTTP port, two replicas over
@@ -90,6 +94,9 @@ func (b build) revision() *picchuv1alpha1.Revision {
 	}
 	if b.canary > 0 {
 		rev.Spec.Targets[0].Canary = picchuv1alpha1.Canary{Percent: 10, TTL: int64(b.canary / time.Second)}
+	}
+	if b.drain > 0 {
+		rev.Spec.Targets[0].Release.ScaleDownDelay = &metav1.Duration{Duration: b.drain}
 	}
 	return rev
 }
