@@ -2,7 +2,10 @@
 // it reads the VirtualServices Picchu writes on the target clusters and
 // serves, on /metrics, the Istio request counters of the traffic their
 // weights send to each build, failing the ratio of requests set with
-// --error-ratio or PUT /error-ratio. With --prometheus-url and --rules-file
+// --error-ratio or PUT /error-ratio. A route change takes effect --lag after
+// the mesh reads it (1 s, as proxies apply routes some time after they are
+// written), and the requests it sends to a build with no ready pod are
+// counted (mesh_requests_to_unready_total). With --prometheus-url and --rules-file
 // it also loads the clusters' PrometheusRules into that Prometheus, as
 // prometheus-operator would. See package test/e2e/mesh for the HTTP API.
 //
@@ -73,6 +76,7 @@ type config struct {
 	listen        string
 	rps           float64
 	interval      time.Duration
+	lag           time.Duration
 	prometheusURL string
 	rulesFile     string
 	errorRatios   []errorRatio
@@ -99,6 +103,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:9901", "`address` to serve the HTTP API and /metrics on")
 	fs.Float64Var(&cfg.rps, "rps", mesh.DefaultRequestsPerSecond, "requests each cluster receives per app per second")
 	fs.DurationVar(&cfg.interval, "interval", mesh.DefaultInterval, "how often weights are read, counters advanced and rules synced")
+	fs.DurationVar(&cfg.lag, "lag", mesh.DefaultLag,
+		"how long after it is read a route change takes effect in the traffic, as proxies apply routes (0: at once)")
 	fs.StringVar(&cfg.prometheusURL, "prometheus-url", "",
 		"base `URL` of a Prometheus run with --web.enable-lifecycle to load the clusters' PrometheusRules into (with --rules-file)")
 	fs.StringVar(&cfg.rulesFile, "rules-file", "",
@@ -123,6 +129,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		return config{}, fmt.Errorf("--rps %v is not a positive number", cfg.rps)
 	case cfg.interval <= 0:
 		return config{}, fmt.Errorf("--interval %s is not positive", cfg.interval)
+	case cfg.lag < 0:
+		return config{}, fmt.Errorf("--lag %s is negative", cfg.lag)
 	case (cfg.prometheusURL == "") != (cfg.rulesFile == ""):
 		return config{}, errors.New("--prometheus-url and --rules-file go together: give both or neither")
 	}
@@ -182,7 +190,7 @@ func run(ctx context.Context, cfg config, logger *log.Logger, onListen func(net.
 		return err
 	}
 	opts := mesh.Options{
-		Clusters: clusters, RequestsPerSecond: cfg.rps, Interval: cfg.interval, Log: logger.Printf,
+		Clusters: clusters, RequestsPerSecond: cfg.rps, Interval: cfg.interval, Lag: &cfg.lag, Log: logger.Printf,
 	}
 	if cfg.prometheusURL != "" {
 		opts.Rules = kit.PrometheusFiles{RulesFile: cfg.rulesFile, URL: cfg.prometheusURL}
@@ -201,8 +209,8 @@ func run(ctx context.Context, cfg config, logger *log.Logger, onListen func(net.
 		return fmt.Errorf("listening on %s: %w", cfg.listen, err)
 	}
 	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	logger.Printf("serving http://%s/metrics for %d clusters, %v requests per second per app, every %s",
-		ln.Addr(), len(clusters), cfg.rps, cfg.interval)
+	logger.Printf("serving http://%s/metrics for %d clusters, %v requests per second per app, every %s, route changes %s after they are read",
+		ln.Addr(), len(clusters), cfg.rps, cfg.interval, cfg.lag)
 	if onListen != nil {
 		onListen(ln.Addr())
 	}

@@ -27,6 +27,7 @@ func Test_parseFlags(t *testing.T) {
 		listen:      "127.0.0.1:9901",
 		rps:         100,
 		interval:    250 * time.Millisecond,
+		lag:         time.Second,
 	}
 	for _, tc := range []struct {
 		name string
@@ -36,12 +37,12 @@ func Test_parseFlags(t *testing.T) {
 	}{
 		{"defaults", []string{"--kubeconfig", "a=/k/a"}, defaults, ""},
 		{"everything", []string{
-			"--kubeconfig", "a=/k/a", "--kubeconfig=b=/k/b=c", "--listen", ":0", "--rps", "50", "--interval", "1s",
+			"--kubeconfig", "a=/k/a", "--kubeconfig=b=/k/b=c", "--listen", ":0", "--rps", "50", "--interval", "1s", "--lag", "2.5s",
 			"--prometheus-url", "http://127.0.0.1:9090", "--rules-file", "/tmp/rules.yaml",
 			"--error-ratio", "shop/v2=0.5", "--error-ratio", "cart/1a2b=1",
 		}, config{
 			kubeconfigs: map[string]string{"a": "/k/a", "b": "/k/b=c"},
-			listen:      ":0", rps: 50, interval: time.Second,
+			listen:      ":0", rps: 50, interval: time.Second, lag: 2500 * time.Millisecond,
 			prometheusURL: "http://127.0.0.1:9090", rulesFile: "/tmp/rules.yaml",
 			errorRatios: []errorRatio{{"shop", "v2", 0.5}, {"cart", "1a2b", 1}},
 		}, ""},
@@ -58,6 +59,8 @@ func Test_parseFlags(t *testing.T) {
 			`ratio "2" of shop/v2 is not a number between 0 and 1`},
 		{"zero rps", []string{"--kubeconfig", "a=/k/a", "--rps", "0"}, config{}, "--rps 0 is not a positive number"},
 		{"zero interval", []string{"--kubeconfig", "a=/k/a", "--interval", "0s"}, config{}, "--interval 0s is not positive"},
+		{"no lag", []string{"--kubeconfig", "a=/k/a", "--lag", "0"}, func() config { c := defaults; c.lag = 0; return c }(), ""},
+		{"negative lag", []string{"--kubeconfig", "a=/k/a", "--lag", "-1s"}, config{}, "--lag -1s is negative"},
 		{"argument", []string{"--kubeconfig", "a=/k/a", "extra"}, config{}, `unexpected argument "extra"`},
 		{"unknown flag", []string{"--kubeconfig", "a=/k/a", "--port", "1"}, config{}, "flag provided but not defined: -port"},
 	} {

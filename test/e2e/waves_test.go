@@ -68,7 +68,8 @@ func weightsIn(ctx context.Context, c *fleet.Cluster, app string) (map[string]in
 // v2 is released once west has it all. v1 routes through Istio, v2 and v3
 // through the Gateway API: v2 moves the app's routes from one to the
 // other, and the mesh counts no request without a route meanwhile. A v3
-// failed while it ramps in west is rolled back in both.
+// failed while it ramps in west is rolled back in both. Throughout, the
+// mesh sends no request to a build without a ready pod.
 func TestReleaseInWaves(t *testing.T) {
 	quietNeighbour(t)
 	ctx := context.Background()
@@ -76,6 +77,7 @@ func TestReleaseInWaves(t *testing.T) {
 	if err := story.Reset(ctx, lab, app); err != nil {
 		t.Fatal(err)
 	}
+	checkNoUnready := noRequestsToUnready(t, app)
 	east, west := wavesFleet(t, app)
 	const bake = 10 * time.Second
 	inWaves := func(stepDelay time.Duration) func(*picchuv1alpha1.Revision) {
@@ -207,4 +209,5 @@ func TestReleaseInWaves(t *testing.T) {
 		}
 		return nil
 	})
+	checkNoUnready()
 }

@@ -89,9 +89,11 @@ func (f *Fleet) ensurePrometheus(ctx context.Context) error {
 }
 
 // ensureMesh builds the mesh (hack/mesh) into bin/ and starts it unless it
-// runs: it reads the VirtualServices of every target, counts requests per
-// tag at their weights for Prometheus, and loads the targets'
-// PrometheusRules into Prometheus.
+// runs: it reads the VirtualServices and HTTPRoutes of every target,
+// counts requests per tag at their weights for Prometheus (a change taking
+// effect mesh.DefaultLag after it is read, its default), counts those sent
+// to builds with no ready pod (mesh.UnreadyRequests), and loads the
+// targets' PrometheusRules into Prometheus.
 func (f *Fleet) ensureMesh(ctx context.Context) error {
 	d := daemon{f.Dir, meshDaemon}
 	if _, ok := d.running(); !ok {

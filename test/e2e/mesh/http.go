@@ -21,8 +21,11 @@ import (
 //	GET /error-ratio   the error ratios set for every cluster, as JSON {"<app>": {"<tag>": ratio}};
 //	                   with ?cluster=C, those in effect on cluster C
 //	PUT /quiet         ?app=A&tag=T&quiet=true|false: A's tag T receives no request, or its share again
-//	GET /weights       the weights last read, as JSON {"<cluster>": {"<app>": {"<tag>": weight}}}
+//	GET /weights       the weights in effect (read at least the lag before), as JSON
+//	                   {"<cluster>": {"<app>": {"<tag>": weight}}}
 //	GET /unrouted      the requests that found no route, as JSON {"<cluster>": {"<app>": requests}}
+//	GET /unready       the requests sent to a build with no ready pod, as JSON
+//	                   {"<cluster>": {"<app>": {"<tag>": requests}}}
 //	GET /healthz       200 "ok"
 //
 // A bad request gets 400 and says what is wrong; another method, 405.
@@ -46,6 +49,9 @@ func (m *Mesh) newHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /unrouted", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, m.Unrouted())
+	})
+	mux.HandleFunc("GET /unready", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, m.UnreadyRequests())
 	})
 	mux.HandleFunc("GET /weights", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, m.Weights())
@@ -175,25 +181,65 @@ func SetErrorRatioIn(ctx context.Context, baseURL, cluster, app, tag string, rat
 // Unrouted asks the mesh serving at baseURL how many requests to app found
 // no route, on every cluster together (GET /unrouted).
 func Unrouted(ctx context.Context, baseURL, app string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/unrouted", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("asking %s for unrouted requests: %w", baseURL, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("asking %s for unrouted requests: %s", baseURL, resp.Status)
-	}
 	var byCluster map[string]map[string]float64
-	if err := json.NewDecoder(resp.Body).Decode(&byCluster); err != nil {
-		return 0, fmt.Errorf("decoding %s/unrouted: %w", baseURL, err)
+	if err := getJSON(ctx, baseURL, "/unrouted", "unrouted requests", &byCluster); err != nil {
+		return 0, err
 	}
 	var n float64
 	for _, apps := range byCluster {
 		n += apps[app]
 	}
 	return n, nil
+}
+
+// Weights asks the mesh serving at baseURL for the weights in effect, in
+// percent, by cluster, app and tag (GET /weights): those its traffic
+// follows, read from the clusters at least its lag before.
+func Weights(ctx context.Context, baseURL string) (map[string]map[string]map[string]int32, error) {
+	var w map[string]map[string]map[string]int32
+	if err := getJSON(ctx, baseURL, "/weights", "the weights in effect", &w); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// UnreadyRequests asks the mesh serving at baseURL how many requests it
+// sent to a build of app that had no ready pod on its cluster, by cluster
+// and tag (GET /unready). A cluster and tag that never had any are left
+// out: none for the whole app is an empty map.
+func UnreadyRequests(ctx context.Context, baseURL, app string) (map[string]map[string]float64, error) {
+	var all map[string]map[string]map[string]float64
+	if err := getJSON(ctx, baseURL, "/unready", "requests to builds without ready pods", &all); err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]float64{}
+	for cluster, apps := range all {
+		if len(apps[app]) > 0 {
+			out[cluster] = apps[app]
+		}
+	}
+	return out, nil
+}
+
+// getJSON decodes into v what GET path answers at the mesh serving at
+// baseURL, and fails, saying what was asked for, unless it answers 200.
+func getJSON(ctx context.Context, baseURL, path, what string, v any) error {
+	target := strings.TrimSuffix(baseURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return fmt.Errorf("asking %s for %s: %w", baseURL, what, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("asking %s for %s: %w", baseURL, what, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return fmt.Errorf("asking %s for %s: GET %s: %s: %s", baseURL, what, path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("asking %s for %s: decoding GET %s: %w", baseURL, what, path, err)
+	}
+	return nil
 }

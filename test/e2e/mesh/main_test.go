@@ -291,17 +291,19 @@ func (s samples) requests(labels ...string) float64 {
 }
 
 // flakyClient is a cluster's client whose lists fail while fail is set, as
-// those of a cluster that is down; it counts the lists of PrometheusRules.
+// those of a cluster that is down, and its lists of pods while failPods is;
+// it counts the lists of PrometheusRules.
 type flakyClient struct {
 	client.Client
 	fail      atomic.Bool
+	failPods  atomic.Bool
 	ruleLists atomic.Int64
 }
 
 var errDown = errors.New("connection refused (the test took the cluster down)")
 
 func (c *flakyClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if c.fail.Load() {
+	if _, pods := list.(*corev1.PodList); c.fail.Load() || (pods && c.failPods.Load()) {
 		return errDown
 	}
 	err := c.Client.List(ctx, list, opts...)

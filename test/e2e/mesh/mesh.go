@@ -25,6 +25,10 @@ const (
 	// DefaultInterval is how often weights are read and counters advanced
 	// when Options.Interval is zero.
 	DefaultInterval = 250 * time.Millisecond
+	// DefaultLag is how long a route change read takes to reach the
+	// traffic when Options.Lag is nil: about what Istio's push to its
+	// sidecars or a Gateway's reload takes.
+	DefaultLag = time.Second
 )
 
 // Options says which clusters a Mesh serves and how.
@@ -39,6 +43,13 @@ type Options struct {
 	// Interval is how often weights are read and counters advanced, and how
 	// often rules are synced (DefaultInterval when zero).
 	Interval time.Duration
+	// Lag is how long a change of a cluster's routes takes to reach the
+	// traffic, as proxies apply routes some time after they are written:
+	// the weights read take effect at the first reading at least Lag
+	// after the one that saw them (DefaultLag when nil; 0 applies them
+	// at once). The first weights read of a cluster take effect at once:
+	// its proxies had them before the mesh looked.
+	Lag *time.Duration
 	// Rules, when set, receives the union of the PrometheusRules of the
 	// clusters whenever it changes (see kit.RuleSync).
 	Rules kit.RuleLoader
@@ -57,6 +68,7 @@ type Mesh struct {
 	logf     func(format string, args ...any)
 	metrics  *metrics
 	traffic  *kit.Traffic
+	unready  *unreadyCounter // requests to a build without ready pods
 	handler  http.Handler
 	running  atomic.Bool
 
@@ -64,7 +76,8 @@ type Mesh struct {
 	ratios   map[string]map[string]float64            // error ratios on every cluster, by app and tag
 	ratiosIn map[string]map[string]map[string]float64 // error ratios on one cluster, by cluster, app and tag
 	quiet    map[string]map[string]bool               // tags no request is sent to, by app
-	weights  map[string]appWeights                    // weights last read, by cluster
+	lines    map[string]*routeLine                    // routes read and not yet in effect, by cluster
+	weights  map[string]appWeights                    // weights in effect, by cluster
 	routed   map[string]map[string]bool               // apps that had a route, by cluster
 	unrouted map[string]map[string]float64            // requests that found no route, by cluster and app
 }
@@ -80,6 +93,13 @@ func New(opts Options) (*Mesh, error) {
 	if opts.Interval < 0 {
 		return nil, fmt.Errorf("creating the mesh: interval %s is negative", opts.Interval)
 	}
+	lag := DefaultLag
+	if opts.Lag != nil {
+		lag = *opts.Lag
+	}
+	if lag < 0 {
+		return nil, fmt.Errorf("creating the mesh: lag %s is negative", lag)
+	}
 	m := &Mesh{
 		rps:      opts.RequestsPerSecond,
 		interval: opts.Interval,
@@ -88,6 +108,7 @@ func New(opts Options) (*Mesh, error) {
 		ratios:   map[string]map[string]float64{},
 		ratiosIn: map[string]map[string]map[string]float64{},
 		quiet:    map[string]map[string]bool{},
+		lines:    map[string]*routeLine{},
 		weights:  map[string]appWeights{},
 		routed:   map[string]map[string]bool{},
 		unrouted: map[string]map[string]float64{},
@@ -108,11 +129,13 @@ func New(opts Options) (*Mesh, error) {
 		if c == nil {
 			return nil, fmt.Errorf("creating the mesh: cluster %s has no client", name)
 		}
+		m.lines[name] = &routeLine{lag: lag}
 	}
 	m.clusters = kit.SortedClients(opts.Clusters)
 	m.traffic = kit.NewTraffic()
+	m.unready = newUnreadyCounter(time.Now)
 	var err error
-	if m.metrics, err = newMetrics(m.traffic); err != nil {
+	if m.metrics, err = newMetrics(m.traffic, m.unready); err != nil {
 		return nil, fmt.Errorf("creating the mesh: %w", err)
 	}
 	m.handler = m.newHandler()
@@ -144,7 +167,8 @@ func (m *Mesh) Run(ctx context.Context) error {
 // weights last read stay.
 func (m *Mesh) serveTraffic(ctx context.Context) {
 	report := kit.NewReporter(m.logf, "listing VirtualServices")
-	m.step(ctx, report)
+	pods := kit.NewReporter(m.logf, "listing the pods of builds")
+	m.step(ctx, report, pods)
 	tick := time.NewTicker(m.interval)
 	defer tick.Stop()
 	for {
@@ -152,37 +176,60 @@ func (m *Mesh) serveTraffic(ctx context.Context) {
 		case <-ctx.Done():
 			m.mu.Lock()
 			m.setRatesLocked(nil)
+			m.unready.setRates(nil)
 			m.mu.Unlock()
 			return
 		case <-tick.C:
-			m.step(ctx, report)
+			m.step(ctx, report, pods)
 		}
 	}
 }
 
-// step reads the weights of every cluster and sends requests at them from
-// now on. A cluster that fails to answer receives none until it answers.
-func (m *Mesh) step(ctx context.Context, report *kit.Reporter) {
-	read := map[string]appWeights{}
-	for _, r := range kit.ReadAll(ctx, m.clusters, kit.ReadTimeout(m.interval), readWeights) {
-		if r.Err != nil {
-			if ctx.Err() == nil {
-				report.Failed(r.Cluster, r.Err)
-			}
-			continue
-		}
-		report.OK(r.Cluster)
-		read[r.Cluster] = r.Value
-	}
+// step reads the routes and pods of every cluster and sends requests from
+// now on at the weights in effect (those read at least the lag before). A
+// cluster whose routes fail to answer receives none until they answer
+// (report says so). The requests sent to a build with no ready pod are
+// counted from now on, on each cluster whose pods answered (pods says
+// which do not).
+func (m *Mesh) step(ctx context.Context, report, pods *kit.Reporter) {
+	results := kit.ReadAll(ctx, m.clusters, kit.ReadTimeout(m.interval), readCluster)
+	// Every answer was read by now: a change they saw was written before.
+	now := time.Now()
 	if ctx.Err() != nil {
 		// Stopping: the reads were cut short.
 		return
 	}
+	for _, r := range results {
+		switch {
+		case r.Err != nil:
+			report.Failed(r.Cluster, r.Err)
+		case r.Value.readyErr != nil:
+			report.OK(r.Cluster)
+			pods.Failed(r.Cluster, r.Value.readyErr)
+		default:
+			report.OK(r.Cluster)
+			pods.OK(r.Cluster)
+		}
+	}
 	m.mu.Lock()
+	inEffect := map[string]routes{}
+	ready := map[string]readyBuilds{}
+	for _, r := range results {
+		if r.Err == nil {
+			inEffect[r.Cluster] = m.lines[r.Cluster].read(now, r.Value.routes)
+		}
+		if r.Err == nil && r.Value.readyErr == nil {
+			ready[r.Cluster] = r.Value.ready
+		}
+	}
+	weights := make(map[string]appWeights, len(inEffect))
+	for cluster, r := range inEffect {
+		weights[cluster] = r.weights
+	}
 	previous := m.weights
-	m.setRatesLocked(read)
-	m.weights = read
-	unrouted := m.unroutedLocked(read)
+	m.setRatesLocked(weights)
+	m.weights = weights
+	unrouted := m.unroutedLocked(weights)
 	requests := m.rps * m.interval.Seconds()
 	for _, u := range unrouted {
 		if m.unrouted[u.cluster] == nil {
@@ -190,13 +237,37 @@ func (m *Mesh) step(ctx context.Context, report *kit.Reporter) {
 		}
 		m.unrouted[u.cluster][u.app] += requests
 	}
+	m.unready.setRates(m.unreadyRatesLocked(inEffect, ready))
 	m.mu.Unlock()
 	for _, u := range unrouted {
 		m.metrics.unrouted.WithLabelValues(u.cluster, u.app).Add(requests)
 	}
 
-	m.logChanges(previous, read)
-	m.metrics.setWeights(read)
+	m.logChanges(previous, weights)
+	m.metrics.setWeights(weights)
+}
+
+// unreadyRatesLocked returns the rate, in requests per second, at which
+// the routes in effect send requests to each build with no ready pod on
+// its cluster: a tag with weight, not quiet, none of whose pods in its
+// route's namespace is ready. A cluster whose pods were not read (not in
+// ready) counts none. Call it with mu held.
+func (m *Mesh) unreadyRatesLocked(inEffect map[string]routes, ready map[string]readyBuilds) map[weightSeries]float64 {
+	rates := map[weightSeries]float64{}
+	for cluster, r := range inEffect {
+		if _, read := ready[cluster]; !read {
+			continue
+		}
+		for app, tags := range r.weights {
+			for tag, weight := range tags {
+				if weight <= 0 || m.quiet[app][tag] || ready[cluster][build{r.namespaces[app], app, tag}] {
+					continue
+				}
+				rates[weightSeries{cluster, app, tag}] = m.rps * float64(weight) / 100
+			}
+		}
+	}
+	return rates
 }
 
 // setRatesLocked makes each cluster, app and tag of weights receive the
@@ -389,6 +460,13 @@ func (m *Mesh) SetQuiet(app, tag string, quiet bool) error {
 	return nil
 }
 
+// UnreadyRequests returns the requests sent to a build with no ready pod
+// on its cluster, by cluster, app and tag
+// (mesh_requests_to_unready_total).
+func (m *Mesh) UnreadyRequests() map[string]map[string]map[string]float64 {
+	return m.unready.counts()
+}
+
 // Unrouted returns the requests that found no route, by cluster and app:
 // those sent to an app on a cluster that had a route for it and had none
 // (mesh_unrouted_requests_total).
@@ -430,8 +508,9 @@ func (m *Mesh) ErrorRatiosIn(cluster string) map[string]map[string]float64 {
 	return out
 }
 
-// Weights returns a copy of the weights last read, in percent, by cluster,
-// app and tag. A cluster that failed to answer then is left out.
+// Weights returns a copy of the weights in effect, in percent, by cluster,
+// app and tag: those the traffic follows, read at least the lag before. A
+// cluster that failed to answer at the last reading is left out.
 func (m *Mesh) Weights() map[string]map[string]map[string]int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	istionetworking "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/medium/picchu/test/e2e/mesh"
@@ -329,6 +330,8 @@ func TestMesh_HTTP(t *testing.T) {
 		{"wrong method", http.MethodPost, "/error-ratio?app=shop&tag=v2&ratio=0.5", http.StatusMethodNotAllowed, ""},
 		{"ratios", http.MethodGet, "/error-ratio", http.StatusOK, `{"shop":{"v2":0.25}}`},
 		{"weights before running", http.MethodGet, "/weights", http.StatusOK, "{}"},
+		{"unready before running", http.MethodGet, "/unready", http.StatusOK, "{}"},
+		{"unready by PUT", http.MethodPut, "/unready", http.StatusMethodNotAllowed, ""},
 		{"metrics by PUT", http.MethodPut, "/metrics", http.StatusMethodNotAllowed, ""},
 		{"health", http.MethodGet, "/healthz", http.StatusOK, "ok"},
 		{"quiet", http.MethodPut, "/quiet?app=shop&tag=v2&quiet=true", http.StatusOK, "shop/v2: quiet true"},
@@ -359,6 +362,13 @@ func TestMesh_HTTP(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "400 Bad Request") || !strings.Contains(err.Error(), "ratio 2 is not between 0 and 1") {
 			t.Errorf("SetErrorRatio with ratio 2: %v, want 400 and the reason", err)
 		}
+		if got, err := mesh.UnreadyRequests(ctx, srv.URL+"/", "shop"); err != nil || len(got) != 0 {
+			t.Errorf("UnreadyRequests before running: %v, %v; want none", got, err)
+		}
+		_, err = mesh.UnreadyRequests(ctx, srv.URL+"/nowhere", "shop")
+		if err == nil || !strings.Contains(err.Error(), "requests to builds without ready pods") || !strings.Contains(err.Error(), "404 Not Found") {
+			t.Errorf("UnreadyRequests of a path the mesh does not serve: %v, want 404 and what was asked", err)
+		}
 	})
 }
 
@@ -373,6 +383,7 @@ func TestNew(t *testing.T) {
 		{"nil client", mesh.Options{Clusters: map[string]client.Client{"a": nil}}, "cluster a has no client"},
 		{"negative rate", mesh.Options{Clusters: clusters(nil), RequestsPerSecond: -1}, "requests per second -1"},
 		{"negative interval", mesh.Options{Clusters: clusters(nil), Interval: -time.Second}, "interval -1s"},
+		{"negative lag", mesh.Options{Clusters: clusters(nil), Lag: ptr.To(-time.Millisecond)}, "lag -1ms is negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := mesh.New(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {

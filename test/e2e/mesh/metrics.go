@@ -23,14 +23,15 @@ type metrics struct {
 // weightSeries are the labels of a series of weights.
 type weightSeries struct{ cluster, app, tag string }
 
-// newMetrics returns the mesh's metrics: the weights, and the requests
-// traffic counts, as the destinations' Istio sidecars report them.
-func newMetrics(traffic *kit.Traffic) (*metrics, error) {
+// newMetrics returns the mesh's metrics: the weights, the requests
+// traffic counts, as the destinations' Istio sidecars report them, and
+// those unready counts.
+func newMetrics(traffic *kit.Traffic, unready *unreadyCounter) (*metrics, error) {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		weights: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mesh_route_weight",
-			Help: "Weight in percent of the release route to each tag of each app, as last read from the cluster's VirtualService or HTTPRoute.",
+			Help: "Weight in percent of the release route to each tag of each app in effect: as read from the cluster's VirtualService or HTTPRoute at least the mesh's lag before.",
 		}, []string{"destination_cluster", "destination_app", "destination_version"}),
 		unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mesh_unrouted_requests_total",
@@ -38,7 +39,7 @@ func newMetrics(traffic *kit.Traffic) (*metrics, error) {
 		}, []string{"destination_cluster", "destination_app"}),
 		series: map[weightSeries]bool{},
 	}
-	for _, c := range []prometheus.Collector{traffic, m.weights, m.unrouted} {
+	for _, c := range []prometheus.Collector{traffic, m.weights, m.unrouted, unready} {
 		if err := m.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,24 +39,47 @@ var virtualServiceList = schema.GroupVersionKind{
 // appWeights are the weights of an app's tags, in percent, by app and tag.
 type appWeights map[string]map[string]int32
 
-// readWeights returns the weights of each app's release route on a
-// cluster: those of its VirtualService (readIstioWeights) and, for an app
-// that has none, those of its Gateway API HTTPRoute (readGatewayWeights).
-func readWeights(ctx context.Context, c client.Client) (appWeights, error) {
-	weights, err := readIstioWeights(ctx, c)
+// routes are the release routes of a cluster's apps: the weights of each
+// app's tags, and the namespace of each app's route, where the pods it
+// sends to are (Picchu writes both in the app's namespace).
+type routes struct {
+	weights    appWeights
+	namespaces map[string]string // by app
+}
+
+func newRoutes() routes {
+	return routes{weights: appWeights{}, namespaces: map[string]string{}}
+}
+
+// set records the weights of app's route in namespace.
+func (r routes) set(app, namespace string, tags map[string]int32) {
+	r.weights[app] = tags
+	r.namespaces[app] = namespace
+}
+
+// readRoutes returns the release route of each app on a cluster: its
+// VirtualService's (readIstioWeights) and, for an app that has none, its
+// Gateway API HTTPRoute's (readGatewayWeights), both read at once. When
+// both fail, the VirtualServices' error is the one returned.
+func readRoutes(ctx context.Context, c client.Client) (routes, error) {
+	var gateway routes
+	var gatewayErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { gateway, gatewayErr = readGatewayWeights(ctx, c) })
+	out, err := readIstioWeights(ctx, c)
+	wg.Wait()
 	if err != nil {
-		return nil, err
+		return routes{}, err
 	}
-	gateway, err := readGatewayWeights(ctx, c)
-	if err != nil {
-		return nil, err
+	if gatewayErr != nil {
+		return routes{}, gatewayErr
 	}
-	for app, tags := range gateway {
-		if _, ok := weights[app]; !ok {
-			weights[app] = tags
+	for app, tags := range gateway.weights {
+		if _, ok := out.weights[app]; !ok {
+			out.set(app, gateway.namespaces[app], tags)
 		}
 	}
-	return weights, nil
+	return out, nil
 }
 
 // httpRouteList is the Gateway API's HTTPRoute, listed as unstructured.
@@ -64,20 +88,25 @@ var httpRouteList = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", 
 // readGatewayWeights lists every HTTPRoute on a cluster, and the build
 // Services, and returns the weights of each app's release rule (the first
 // rule without header matches, of the app's routes in namespace/name
-// order), by the tag of each Service it weighs. A cluster that does not
-// serve HTTPRoutes has none.
-func readGatewayWeights(ctx context.Context, c client.Client) (appWeights, error) {
+// order), by the tag of each Service it weighs; the two are listed at
+// once. A cluster that does not serve HTTPRoutes has none.
+func readGatewayWeights(ctx context.Context, c client.Client) (routes, error) {
+	services := &corev1.ServiceList{}
+	var servicesErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { servicesErr = c.List(ctx, services, client.HasLabels{manifests.LabelBuildService}) })
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(httpRouteList)
-	if err := c.List(ctx, list); err != nil {
+	err := c.List(ctx, list)
+	wg.Wait()
+	if err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return appWeights{}, nil
+			return newRoutes(), nil
 		}
-		return nil, fmt.Errorf("listing HTTPRoutes: %w", err)
+		return routes{}, fmt.Errorf("listing HTTPRoutes: %w", err)
 	}
-	services := &corev1.ServiceList{}
-	if err := c.List(ctx, services, client.HasLabels{manifests.LabelBuildService}); err != nil {
-		return nil, fmt.Errorf("listing build Services: %w", err)
+	if servicesErr != nil {
+		return routes{}, fmt.Errorf("listing build Services: %w", servicesErr)
 	}
 	tags := map[string]string{}
 	for _, svc := range services.Items {
@@ -87,22 +116,22 @@ func readGatewayWeights(ctx context.Context, c client.Client) (appWeights, error
 		a, b := &list.Items[i], &list.Items[j]
 		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
 	})
-	weights := appWeights{}
+	out := newRoutes()
 	for i := range list.Items {
 		u := &list.Items[i]
 		app := u.GetLabels()[picchuv1alpha1.LabelApp]
-		if _, seen := weights[app]; seen || app == "" {
+		if _, seen := out.weights[app]; seen || app == "" {
 			continue
 		}
 		route := &gatewayv1.HTTPRoute{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, route); err != nil {
-			return nil, fmt.Errorf("decoding HTTPRoute %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+			return routes{}, fmt.Errorf("decoding HTTPRoute %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 		}
 		if w := ruleWeights(route, tags); w != nil {
-			weights[app] = w
+			out.set(app, route.Namespace, w)
 		}
 	}
-	return weights, nil
+	return out, nil
 }
 
 // ruleWeights are the weights by tag of an HTTPRoute's first rule without
@@ -140,31 +169,31 @@ func ruleWeights(route *gatewayv1.HTTPRoute, tags map[string]string) map[string]
 // namespaces, and returns the weights of each app's release route. When two
 // VirtualServices name the same app, the first in namespace/name order
 // wins.
-func readIstioWeights(ctx context.Context, c client.Client) (appWeights, error) {
+func readIstioWeights(ctx context.Context, c client.Client) (routes, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(virtualServiceList)
 	if err := c.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing VirtualServices: %w", err)
+		return routes{}, fmt.Errorf("listing VirtualServices: %w", err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
 		a, b := &list.Items[i], &list.Items[j]
 		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
 	})
-	weights := appWeights{}
+	out := newRoutes()
 	for i := range list.Items {
 		vs, err := decodeVirtualService(&list.Items[i])
 		if err != nil {
-			return nil, err
+			return routes{}, err
 		}
 		app := appOf(vs)
-		if _, seen := weights[app]; seen {
+		if _, seen := out.weights[app]; seen {
 			continue
 		}
 		if tags := releaseWeights(vs); tags != nil {
-			weights[app] = tags
+			out.set(app, vs.Namespace, tags)
 		}
 	}
-	return weights, nil
+	return out, nil
 }
 
 // decodeVirtualService converts a listed object to the typed VirtualService,
