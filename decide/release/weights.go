@@ -56,8 +56,9 @@ type Allocation struct {
 //   - the ramping build gets Next (Percent if it is leaving);
 //   - a build after it keeps its traffic or gives some up, never gains;
 //   - a failing build that aborts (Abort) gets nothing, and so does every
-//     failing build when the ramping build is at its Max (atMax): nothing
-//     would ever take its traffic back at the ramp's pace;
+//     failing build when no releasing or released build ramps to take its
+//     traffic back (takesBack: none is, or it is at its Max): nothing would
+//     ever take it at a ramp's pace;
 //   - none gets more than its Max.
 //
 // What is left at the end (a canary that ended, stored percents that do
@@ -84,7 +85,7 @@ func Allocate(incs []Incarnation) Allocation {
 			break
 		}
 	}
-	stalled := a.Ramping >= 0 && atMax(incs[a.Ramping])
+	stalled := !takesBack(incs, a.Ramping)
 	left := int32(100)
 	for _, i := range order {
 		inc := incs[i]
@@ -152,12 +153,18 @@ func Grant(inc Incarnation, ramping bool) int32 {
 	return min(want, percentCap(inc.Max))
 }
 
-// atMax says a releasing or released build takes its release.max and its
-// ramp goes no higher: it cannot take a failing build's traffic back at
-// its pace.
-func atMax(inc Incarnation) bool {
+// takesBack says the ramping build (index ramping, -1 for none) takes a
+// failing build's traffic back at its ramp's pace: it is releasing or
+// released and its ramp goes higher than it is. With none such (the other
+// builds canary, leave, or the ramping one is at its release.max), nothing
+// ever would: a failing build gives its traffic back at once.
+func takesBack(incs []Incarnation, ramping int) bool {
+	if ramping < 0 {
+		return false
+	}
+	inc := incs[ramping]
 	limit := percentCap(inc.Max)
-	return (inc.State == Releasing || inc.State == Released) && clampPercent(inc.Percent) >= limit && clampPercent(inc.Next) >= limit
+	return (inc.State == Releasing || inc.State == Released) && !(clampPercent(inc.Percent) >= limit && clampPercent(inc.Next) >= limit)
 }
 
 // earns says what a build's state grants it counts toward its peak: a

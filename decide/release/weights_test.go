@@ -81,6 +81,8 @@ func TestAllocate(t *testing.T) {
 			[]int32{100, 0}, 0, nil},
 		{"a failing build gives its traffic back to the released one",
 			[]Incarnation{inc("v2", Failing, 50), inc("v1", Released, 50).next(70)}, []int32{30, 70}, 1, nil},
+		{"a failed canary beside an app's first build's canary gives its traffic back at once",
+			[]Incarnation{inc("v2", Failing, 10), inc("v1", Canarying, 90).canary(10)}, []int32{0, 100}, 0, nil},
 		{"a failing build keeps serving when nothing else can",
 			[]Incarnation{inc("v2", Failing, 100), inc("v1", Retired, 0)}, []int32{100, 0}, 0, nil},
 		{"a retiring build serves beside a canary when no release runs",
@@ -250,10 +252,11 @@ func checkAllocation(incs []Incarnation, a Allocation) error {
 	if recv < 0 {
 		recv = oldest
 	}
-	// Nothing takes a failing build's traffic back at the ramp's pace
-	// when the ramping build is at its max: it goes at once.
-	stalled := ramping >= 0 && (incs[ramping].State == Releasing || incs[ramping].State == Released) &&
-		clampPercent(incs[ramping].Percent) >= percentCap(incs[ramping].Max) && clampPercent(incs[ramping].Next) >= percentCap(incs[ramping].Max)
+	// Nothing takes a failing build's traffic back at a ramp's pace when
+	// no releasing or released build ramps, or the ramping one is at its
+	// max: it goes at once.
+	stalled := ramping < 0 || !(incs[ramping].State == Releasing || incs[ramping].State == Released) ||
+		(clampPercent(incs[ramping].Percent) >= percentCap(incs[ramping].Max) && clampPercent(incs[ramping].Next) >= percentCap(incs[ramping].Max))
 	limit := func(i int) int32 {
 		inc := incs[i]
 		var want int32
