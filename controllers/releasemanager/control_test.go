@@ -394,3 +394,31 @@ func TestWeights_ASecondBuildDuringTheFirstBuildsCanary(t *testing.T) {
 	c.expect(10*time.Second, "v2 canarying 10, v1 released 90")
 	c.expect(70*time.Second, "v2 releasing 25, v1 released 75")
 }
+
+// TestRollback_PacedOrImmediate: v2, failed at 50 %, gives its traffic
+// back at the pace of v1's ramp by default (one step, after v1's delay),
+// and in one step at once with release.rollback: immediate.
+func TestRollback_PacedOrImmediate(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		mode        picchuv1alpha1.RollbackMode
+		after, then string
+	}{
+		{"paced", "", "v2 failing 50, v1 released 50", "v2 failing 0, v1 released 100"},
+		{"immediate", picchuv1alpha1.RollbackImmediate, "v2 failing 0, v1 released 100", "v2 failed 0, v1 released 100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newControlled(t)
+			c.add("v1", release.Released, 100)
+			v2 := c.add("v2", release.Releasing, 0)
+			v2.target.Release.Rollback = tc.mode
+			c.expect(0, "v2 releasing 25, v1 released 75")
+			c.expect(step, "v2 releasing 50, v1 released 50")
+			v2.revision.Spec.Failed = true
+			// The run that fails it: v1's step comes a delay after its
+			// last, unless the rollback is immediate.
+			c.expect(time.Second, tc.after)
+			c.expect(step, tc.then)
+		})
+	}
+}

@@ -77,7 +77,13 @@ type model struct {
 	// or that were recommissioned; gone those whose pods went (retired,
 	// deleted) since they last synced.
 	ramped, released, full, gone map[string]bool
-	trace        []string
+	// drained the builds whose pods could go at some run since they were
+	// last routed: no cluster that took the run routed them, and the
+	// scale-down delay in effect then had passed since each stopped.
+	// Drained stays drained when the delay in effect grows later (its
+	// Revision deleted: the operator's delay instead of its own).
+	drained map[string]bool
+	trace   []string
 }
 
 // modelAlerts are the model's alert source: "availability" fires for the
@@ -106,6 +112,7 @@ func newModel(waves bool) (*model, error) {
 		down: map[string]bool{}, firing: map[string]bool{}, readyAt: map[string]time.Time{},
 		written: map[string]map[string]int32{}, zeroSince: map[string]map[string]time.Time{},
 		ramped: map[string]bool{}, released: map[string]bool{}, full: map[string]bool{}, gone: map[string]bool{},
+		drained: map[string]bool{},
 	}
 	m.r = &Reconciler{Timeouts: release.DefaultTimeouts, Calendar: cal}
 	m.r.Prometheus = modelAlerts{m}
@@ -387,6 +394,9 @@ func (m *model) judgedWhileFiring() []string {
 // scale-down delay has passed since the last one stopped.
 func (m *model) checkDrains(s *snapshot) error {
 	for _, inc := range s.incarnations {
+		if m.drainedNow(s, inc) {
+			m.drained[inc.tag] = true
+		}
 		switch {
 		case inc.step.Action == release.Sync:
 			m.gone[inc.tag] = false
@@ -397,6 +407,9 @@ func (m *model) checkDrains(s *snapshot) error {
 			continue // its pods went before: what goes now is no pod
 		}
 		m.gone[inc.tag] = true
+		if m.drained[inc.tag] {
+			continue // its pods could go at an earlier run
+		}
 		delay := s.scaleDownDelayOf(inc)
 		for _, fc := range s.fleet {
 			if fc.conn == nil {
@@ -413,6 +426,26 @@ func (m *model) checkDrains(s *snapshot) error {
 		}
 	}
 	return nil
+}
+
+// drainedNow says no cluster that takes the run routes the build as
+// last written, and its scale-down delay in effect has passed since each
+// stopped.
+func (m *model) drainedNow(s *snapshot, inc *incarnation) bool {
+	delay := s.scaleDownDelayOf(inc)
+	for _, fc := range s.fleet {
+		if fc.conn == nil {
+			continue
+		}
+		c := fc.obj.Name
+		if m.written[inc.tag][c] > 0 {
+			return false
+		}
+		if since, ok := m.zeroSince[inc.tag][c]; ok && m.now.Before(since.Add(delay)) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkWeights checks the run's weights against what each build's own
@@ -533,6 +566,7 @@ func (m *model) wrote(s *snapshot) {
 			switch had := m.written[tag][c]; {
 			case weight > 0:
 				delete(m.zeroSince[tag], c)
+				m.drained[tag] = false
 			case had > 0:
 				m.zeroSince[tag][c] = m.now
 			}
@@ -693,5 +727,3 @@ func FuzzModel(f *testing.F) {
 		}
 	})
 }
-
-
