@@ -394,7 +394,8 @@ func (m *model) judgedWhileFiring() []string {
 // scale-down delay has passed since the last one stopped.
 func (m *model) checkDrains(s *snapshot) error {
 	for _, inc := range s.incarnations {
-		if m.drainedNow(s, inc) {
+		held := m.holding(s, inc)
+		if held == "" {
 			m.drained[inc.tag] = true
 		}
 		switch {
@@ -407,45 +408,31 @@ func (m *model) checkDrains(s *snapshot) error {
 			continue // its pods went before: what goes now is no pod
 		}
 		m.gone[inc.tag] = true
-		if m.drained[inc.tag] {
-			continue // its pods could go at an earlier run
-		}
-		delay := s.scaleDownDelayOf(inc)
-		for _, fc := range s.fleet {
-			if fc.conn == nil {
-				continue
-			}
-			c := fc.obj.Name
-			if w := m.written[inc.tag][c]; w > 0 {
-				return fmt.Errorf("%s's pods go (%s) while %s routes it %d%%", inc.tag, inc.step.Action, c, w)
-			}
-			if since, ok := m.zeroSince[inc.tag][c]; ok && m.now.Before(since.Add(delay)) {
-				return fmt.Errorf("%s's pods go (%s) %s after %s stopped routing it, before its scale-down delay of %s",
-					inc.tag, inc.step.Action, m.now.Sub(since), c, delay)
-			}
+		if !m.drained[inc.tag] { // else its pods could go at an earlier run
+			return fmt.Errorf("%s's pods go (%s) %s", inc.tag, inc.step.Action, held)
 		}
 	}
 	return nil
 }
 
-// drainedNow says no cluster that takes the run routes the build as
-// last written, and its scale-down delay in effect has passed since each
-// stopped.
-func (m *model) drainedNow(s *snapshot, inc *incarnation) bool {
+// holding says why the build's pods may not go yet: a cluster that takes
+// the run routes it as last written, or its scale-down delay in effect
+// has not passed since one stopped; "" when they may.
+func (m *model) holding(s *snapshot, inc *incarnation) string {
 	delay := s.scaleDownDelayOf(inc)
 	for _, fc := range s.fleet {
 		if fc.conn == nil {
 			continue
 		}
 		c := fc.obj.Name
-		if m.written[inc.tag][c] > 0 {
-			return false
+		if w := m.written[inc.tag][c]; w > 0 {
+			return fmt.Sprintf("while %s routes it %d%%", c, w)
 		}
 		if since, ok := m.zeroSince[inc.tag][c]; ok && m.now.Before(since.Add(delay)) {
-			return false
+			return fmt.Sprintf("%s after %s stopped routing it, before its scale-down delay of %s", m.now.Sub(since), c, delay)
 		}
 	}
-	return true
+	return ""
 }
 
 // checkWeights checks the run's weights against what each build's own
