@@ -160,7 +160,8 @@ func (c *config) bindClients(fs *flag.FlagSet) {
 func (c *config) bindAlerts(fs *flag.FlagSet) {
 	fs.StringVar(&c.operator.PrometheusQueryAddress, "prometheus-query-address", "", "Prometheus or Thanos API queried for SLO and canary alerts")
 	fs.DurationVar(&c.operator.PrometheusQueryTTL, "prometheus-query-ttl", 10*time.Second, "how long an alert query's answer is cached")
-	fs.StringVar(&c.operator.PrometheusClusterLabel, "prometheus-cluster-label", prometheus.DefaultClusterLabel, "label that names the cluster an alert or SLO series comes from (each Cluster's value is spec.prometheus.clusterLabelValue, or its name): alerts that carry it fail a build naming the cluster, and waves' evidence and baseline comparisons count series by it")
+	fs.StringVar(&c.operator.PrometheusClusterLabel, "prometheus-cluster-label", prometheus.DefaultClusterLabel, "label that names the cluster an alert or SLO series comes from (each Cluster's value is spec.prometheus.clusterLabelValue, or its name): alerts that carry it fail a build naming the cluster, only clusters of the build's fleet count, and waves' evidence and baseline comparisons count series by it")
+	fs.BoolVar(&c.operator.PrometheusNamespaceEnforced, "prometheus-namespace-enforced", false, "the Prometheus enforces the label namespace on the rules and series of app namespaces (prometheus-operator's enforcedNamespaceLabel: namespace): baseline comparisons then count an SLI's raw series of the app's namespace alone (docs/security.md)")
 	fs.BoolVar(&c.prometheusEnabled, "prometheus-enabled", true, "query Prometheus for SLO and canary alerts")
 	fs.DurationVar(&c.operator.PrometheusQueryTimeout, "prometheus-query-timeout", 5*time.Second, "deadline of every alert query to Prometheus")
 	fs.StringVar(&c.operator.DatadogSecret, "datadog-secret", "", "namespace/name of the Secret holding the Datadog api-key and app-key (empty turns Datadog checks off)")

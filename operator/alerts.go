@@ -25,7 +25,7 @@ func alertSources(reader client.Reader, o Options) (releasemanager.AlertSource, 
 	case o.PrometheusQueryAddress != "":
 		p, err := prometheus.New(prometheus.Config{
 			Address: o.PrometheusQueryAddress, Timeout: o.PrometheusQueryTimeout, TTL: o.PrometheusQueryTTL,
-			ClusterLabel: o.PrometheusClusterLabel,
+			ClusterLabel: o.PrometheusClusterLabel, NamespaceEnforced: o.PrometheusNamespaceEnforced,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--prometheus-query-address: %w", err)
@@ -60,4 +60,13 @@ func SecretKey(flag, value string) (types.NamespacedName, error) {
 		return types.NamespacedName{}, fmt.Errorf("%s %q: want namespace/name", flag, value)
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// clusterLabel is the label that names the cluster an alert or series
+// comes from: o's, or prometheus.DefaultClusterLabel.
+func clusterLabel(o Options) string {
+	if o.PrometheusClusterLabel != "" {
+		return o.PrometheusClusterLabel
+	}
+	return prometheus.DefaultClusterLabel
 }

@@ -208,6 +208,7 @@ func setupReleaseManagers(mgr ctrl.Manager, registry *access.Registry, deps rele
 		Services: releasemanager.Services{
 			DevRoutesHost: o.DevRoutesServiceHost, DevRoutesPort: o.DevRoutesServicePort,
 			ClusterPrometheus: o.ClusterPrometheusAddress,
+			ClusterLabel:      clusterLabel(o),
 		},
 		Prometheus:          deps.prom,
 		Datadog:             deps.dd,

@@ -58,6 +58,12 @@ type Options struct {
 	// or an SLO series comes from (--prometheus-cluster-label;
 	// prometheus.DefaultClusterLabel when empty).
 	PrometheusClusterLabel string
+	// PrometheusNamespaceEnforced says the Prometheus enforces the label
+	// namespace on the rules and series of app namespaces
+	// (prometheus-operator's enforcedNamespaceLabel: namespace)
+	// (--prometheus-namespace-enforced): the baseline comparison then
+	// counts an SLI's raw series of the app's namespace alone.
+	PrometheusNamespaceEnforced bool
 	// DatadogSecret ("namespace/name") holds the Datadog API and
 	// application keys (data keys "api-key" and "app-key"); empty turns
 	// Datadog checks off. DatadogSite is the Datadog site, and

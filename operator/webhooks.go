@@ -3,10 +3,12 @@ package operator
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/plan/manifests"
 )
 
 // WebhookOptions are the settings Picchu's admission webhooks check
@@ -15,7 +17,13 @@ import (
 // parser, through prometheus.CheckCountable), which the Revision webhook
 // warns about.
 func WebhookOptions(o Options) picchuv1alpha1.WebhookOptions {
-	return picchuv1alpha1.WebhookOptions{ProtectedNamespaces: o.ProtectedNamespaces, SLIQueryCheck: prometheus.CheckCountable}
+	label := clusterLabel(o)
+	return picchuv1alpha1.WebhookOptions{
+		ProtectedNamespaces: o.ProtectedNamespaces, SLIQueryCheck: prometheus.CheckCountable,
+		TargetCheck: func(app string, t *picchuv1alpha1.RevisionTarget, path *field.Path) field.ErrorList {
+			return manifests.CheckTenancy(app, label, t, path)
+		},
+	}
 }
 
 // SetupWebhooks registers Picchu's admission webhooks with mgr, with the

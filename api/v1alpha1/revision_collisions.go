@@ -57,6 +57,9 @@ type revisionValidator struct {
 	// sliCheck says why the baseline comparison cannot count an SLI query
 	// per raw series (WebhookOptions.SLIQueryCheck); nil checks nothing.
 	sliCheck func(query string) error
+	// targetCheck refuses what a target writes that could reach another
+	// team's verdicts (WebhookOptions.TargetCheck); nil checks nothing.
+	targetCheck func(app string, t *RevisionTarget, path *field.Path) field.ErrorList
 }
 
 func (v revisionValidator) ValidateCreate(ctx context.Context, rev *Revision) (admission.Warnings, error) {
@@ -90,6 +93,9 @@ func (v revisionValidator) validate(ctx context.Context, rev *Revision) (admissi
 	warnings, err := rev.Validate()
 	warnings = append(warnings, rev.SLIQueryWarnings(v.sliCheck)...)
 	if err != nil {
+		return warnings, err
+	}
+	if err := rev.checkTargets(v.targetCheck); err != nil {
 		return warnings, err
 	}
 	if err := rev.validateProtected(v.protected); err != nil {
@@ -147,6 +153,22 @@ func (rev *Revision) validateProtected(protected []string) error {
 		if err := CheckProtected(rev.Spec.App.Name, t.Name, protected); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "targets").Index(i).Child("name"), t.Name, err.Error()))
 		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(GroupVersion.WithKind("Revision").GroupKind(), rev.Name, errs)
+}
+
+// checkTargets returns check's errors of every target as one Invalid
+// error; nil when check is nil or finds nothing.
+func (rev *Revision) checkTargets(check func(app string, t *RevisionTarget, path *field.Path) field.ErrorList) error {
+	if check == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i := range rev.Spec.Targets {
+		errs = append(errs, check(rev.Spec.App.Name, &rev.Spec.Targets[i], field.NewPath("spec", "targets").Index(i))...)
 	}
 	if len(errs) == 0 {
 		return nil

@@ -103,8 +103,15 @@ type RevisionTarget struct {
 	// +optional
 	ServiceMonitors []ServiceMonitor `json:"serviceMonitors,omitempty"`
 	// alertRules are legacy raw Prometheus rules, written to a PrometheusRule
-	// named after the app. Prefer serviceLevelObjectives.
+	// named after the app. Prefer serviceLevelObjectives. Every alert they
+	// fire carries the label namespace, set by Picchu to the app's
+	// namespace, which builds are judged by; recording rules, the label
+	// namespace or the cluster label, another app's name as the label app,
+	// and expressions that write namespace or the cluster label are
+	// refused (docs/security.md).
 	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !has(r.record) && (!has(r.labels) || !('namespace' in r.labels)))",message="alertRules may not record series nor set the label namespace: Picchu sets namespace to the app's own, which builds are judged by"
 	AlertRules []monitoringv1.Rule `json:"alertRules,omitempty"`
 	// datadogMonitoring judges the build by Datadog monitors instead of, or as well as, Prometheus alerts.
 	// +optional

@@ -31,6 +31,12 @@ type WebhookOptions struct {
 	// operator sets it from its PromQL parser (package prometheus,
 	// CheckCountable); this package parses no PromQL.
 	SLIQueryCheck func(query string) error
+	// TargetCheck, when set, returns the errors of a target of app, each
+	// naming its field under path, that the Revision webhook refuses
+	// beside Validate's: the operator sets it to manifests.CheckTenancy,
+	// which refuses monitoring objects that could reach another team's
+	// verdicts (it parses PromQL, which this package does not).
+	TargetCheck func(app string, t *RevisionTarget, path *field.Path) field.ErrorList
 }
 
 // SetupWebhooksWithManager registers the admission webhooks of every kind
@@ -41,7 +47,7 @@ type WebhookOptions struct {
 func SetupWebhooksWithManager(mgr ctrl.Manager, o WebhookOptions) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &Revision{}).
 		WithDefaulter(revisionDefaulter{}).
-		WithValidator(revisionValidator{reader: mgr.GetAPIReader(), protected: ProtectedNamespaces(o.ProtectedNamespaces), sliCheck: o.SLIQueryCheck}).
+		WithValidator(revisionValidator{reader: mgr.GetAPIReader(), protected: ProtectedNamespaces(o.ProtectedNamespaces), sliCheck: o.SLIQueryCheck, targetCheck: o.TargetCheck}).
 		Complete(); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // baselineSnapshot is app shop's build v2 canarying, past its time, in
@@ -98,9 +99,9 @@ type askedSource struct {
 	tags     [][]string
 }
 
-func (a *askedSource) Counts(ctx context.Context, sli prometheus.SLI, tags []string, window time.Duration) (prometheus.SLICounts, error) {
+func (a *askedSource) Counts(ctx context.Context, app scope.App, sli prometheus.SLI, tags []string, window time.Duration) (prometheus.SLICounts, error) {
 	a.asked, a.tags = append(a.asked, sli), append(a.tags, tags)
-	counts, err := a.countsSource.Counts(ctx, sli, tags, window)
+	counts, err := a.countsSource.Counts(ctx, app, sli, tags, window)
 	counts.Recorded = a.recorded
 	return counts, err
 }

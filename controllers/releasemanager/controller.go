@@ -298,6 +298,10 @@ type Services struct {
 	// DatadogAgent is where the KEDA datadog triggers of builds reach the
 	// Datadog Cluster Agent (its zero value: the agent's defaults).
 	DatadogAgent manifests.DatadogClusterAgent
+	// ClusterLabel is the Prometheus label that names the cluster a series
+	// comes from (--prometheus-cluster-label): no monitoring object of an
+	// app may write it (manifests.CheckTenancy).
+	ClusterLabel string
 }
 
 // specChanged lets through the changes of a ReleaseManager, Revision or

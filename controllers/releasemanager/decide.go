@@ -41,10 +41,9 @@ type decision struct {
 	verdict release.Verdict
 	firing  []string
 	// firingIn are, of the firing alerts, those that name a cluster of
-	// the fleet, by cluster; firingElsewhere the cluster labels that name
-	// none (the alerts count all the same).
-	firingIn        map[string][]string
-	firingElsewhere []string
+	// the fleet, by cluster (the sources ask for the fleet's alerts alone:
+	// appScope).
+	firingIn map[string][]string
 	// clusterVerdicts say what the judgment holds against the build on a
 	// cluster this run (no evidence, an outlier), by cluster.
 	clusterVerdicts map[string]string

@@ -12,27 +12,29 @@ import (
 	"github.com/medium/picchu/decide/schedule"
 	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/integrations/querycache"
+	"github.com/medium/picchu/integrations/scope"
 	"github.com/medium/picchu/plan/manifests"
 	"github.com/medium/picchu/releasemetrics"
 )
 
 // AlertSource answers which SLO and canary alerts fire for a build of an
-// app: Prometheus (package prometheus) or Datadog (package datadog).
+// app: Prometheus (package prometheus) or Datadog (package datadog). Only
+// the app's own alerts count: those of its namespace and fleet (scope.App).
 // canaryOnly asks for canary alerts only (the Revision's canaryWithSLIRules).
 type AlertSource interface {
-	FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error)
+	FiringAlerts(ctx context.Context, app scope.App, tag string, canaryOnly bool) ([]string, error)
 }
 
 // TrafficSource says which of a build's SLO total metrics counted none of
 // its requests (package prometheus).
 type TrafficSource interface {
-	Unreached(ctx context.Context, tag string, metrics []string) ([]string, error)
+	Unreached(ctx context.Context, app scope.App, tag string, metrics []string) ([]string, error)
 }
 
 // GroupSource says which of an app's monitors have groups but none for a
 // build (package datadog).
 type GroupSource interface {
-	Ungrouped(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error)
+	Ungrouped(ctx context.Context, app scope.App, tag string, canaryOnly bool) ([]string, error)
 }
 
 // errNoDatadog is the error of a build that asks for Datadog checks when
@@ -190,14 +192,14 @@ func (s *snapshot) askSources(ctx context.Context, inc *incarnation, srcs []name
 			err = errNoDatadog
 		case ClusterAlertSource:
 			var named []prometheus.Alert
-			if named, err = src.FiringAlertsIn(ctx, s.rm.Spec.App, inc.tag, canaryOnly); err == nil {
+			if named, err = src.FiringAlertsIn(ctx, s.appScope(), inc.tag, canaryOnly); err == nil {
 				s.firingIn(inc, named)
 				for _, a := range named {
 					alerts = append(alerts, a.Name)
 				}
 			}
 		default:
-			alerts, err = src.FiringAlerts(ctx, s.rm.Spec.App, inc.tag, canaryOnly)
+			alerts, err = src.FiringAlerts(ctx, s.appScope(), inc.tag, canaryOnly)
 		}
 		if err != nil {
 			releasemetrics.AlertCheck(ns.name, "error")

@@ -13,12 +13,13 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/integrations/scope"
 	"github.com/medium/picchu/plan/applier"
 )
 
 type staticSource []string
 
-func (s staticSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+func (s staticSource) FiringAlerts(context.Context, scope.App, string, bool) ([]string, error) {
 	return s, nil
 }
 
@@ -197,11 +198,11 @@ type trafficSource struct {
 	asked     []string
 }
 
-func (*trafficSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+func (*trafficSource) FiringAlerts(context.Context, scope.App, string, bool) ([]string, error) {
 	return nil, nil
 }
 
-func (s *trafficSource) Unreached(_ context.Context, _ string, metrics []string) ([]string, error) {
+func (s *trafficSource) Unreached(_ context.Context, _ scope.App, _ string, metrics []string) ([]string, error) {
 	s.asked = append(s.asked, metrics...)
 	if s.err != nil {
 		return nil, s.err
@@ -259,11 +260,11 @@ func TestJudge_ACanaryNoRequestReachedHolds(t *testing.T) {
 // groupSource fires no alert and says ungrouped the monitors it lists.
 type groupSource []string
 
-func (groupSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+func (groupSource) FiringAlerts(context.Context, scope.App, string, bool) ([]string, error) {
 	return nil, nil
 }
 
-func (g groupSource) Ungrouped(context.Context, string, string, bool) ([]string, error) {
+func (g groupSource) Ungrouped(context.Context, scope.App, string, bool) ([]string, error) {
 	return g, nil
 }
 
@@ -304,11 +305,11 @@ func canarySnapshot(rev *picchuv1alpha1.Revision, now, started time.Time) (*snap
 // SLI's recorded metric, tag and cluster label value.
 type countsSource map[string]map[string]map[string]float64
 
-func (countsSource) FiringAlerts(context.Context, string, string, bool) ([]string, error) {
+func (countsSource) FiringAlerts(context.Context, scope.App, string, bool) ([]string, error) {
 	return nil, nil
 }
 
-func (s countsSource) ReachedIn(_ context.Context, _ string, metrics []string) (map[string][]string, error) {
+func (s countsSource) ReachedIn(_ context.Context, _ scope.App, _ string, metrics []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, m := range metrics {
 		out[m] = []string{""}
@@ -316,7 +317,7 @@ func (s countsSource) ReachedIn(_ context.Context, _ string, metrics []string) (
 	return out, nil
 }
 
-func (s countsSource) Counts(_ context.Context, sli prometheus.SLI, _ []string, _ time.Duration) (prometheus.SLICounts, error) {
+func (s countsSource) Counts(_ context.Context, _ scope.App, sli prometheus.SLI, _ []string, _ time.Duration) (prometheus.SLICounts, error) {
 	return prometheus.SLICounts{Total: s[sli.RecordedTotal], Errors: s[sli.RecordedErrors]}, nil
 }
 

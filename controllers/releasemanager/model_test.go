@@ -18,6 +18,7 @@ import (
 	"github.com/medium/picchu/controllers/revision"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/decide/schedule"
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // The release model: random sequences of what happens to an app in a
@@ -90,7 +91,7 @@ type model struct {
 // builds the model says.
 type modelAlerts struct{ m *model }
 
-func (a modelAlerts) FiringAlerts(_ context.Context, _, tag string, _ bool) ([]string, error) {
+func (a modelAlerts) FiringAlerts(_ context.Context, _ scope.App, tag string, _ bool) ([]string, error) {
 	if a.m.firing[tag] {
 		return []string{"availability"}, nil
 	}

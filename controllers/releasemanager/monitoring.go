@@ -22,6 +22,7 @@ func (s *snapshot) monitoring(inc *incarnation) manifests.Monitoring {
 		App: s.rm.Spec.App, Target: s.rm.Spec.Target,
 		SLOs: t.ServiceLevelObjectives, Labels: t.ServiceLevelObjectiveLabels,
 		ServiceMonitors: t.ServiceMonitors, AlertRules: t.AlertRules,
+		ClusterLabel: s.services.ClusterLabel,
 	}
 }
 
@@ -43,8 +44,12 @@ type monitoringObjects struct {
 // canary alert rules of each build that canaries.
 func (s *snapshot) monitoringObjects(newest *incarnation) (out monitoringObjects) {
 	m := s.monitoring(newest)
-	var err error
-	if out.monitors, err = manifests.ServiceMonitors(m); err == nil {
+	err := m.Check()
+	if err != nil {
+		// The webhook refuses these; a Revision that got past it writes
+		// nothing another team's verdicts could read.
+		err = fmt.Errorf("spec.targets: what could reach another team's verdicts is refused: %w", err)
+	} else if out.monitors, err = manifests.ServiceMonitors(m); err == nil {
 		if out.sloRules, err = manifests.SLORules(m); err == nil && s.serviceLevels != "" {
 			out.serviceLevels, err = manifests.ServiceLevels(m, s.serviceLevels)
 		}

@@ -12,13 +12,14 @@ import (
 	"github.com/medium/picchu/decide/compare"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/integrations/scope"
 	"github.com/medium/picchu/plan/manifests"
 )
 
 // ClusterAlertSource also says which cluster each firing alert names, by
 // its cluster label (package prometheus).
 type ClusterAlertSource interface {
-	FiringAlertsIn(ctx context.Context, app, tag string, canaryOnly bool) ([]prometheus.Alert, error)
+	FiringAlertsIn(ctx context.Context, app scope.App, tag string, canaryOnly bool) ([]prometheus.Alert, error)
 }
 
 // ClusterTrafficSource says in which clusters a build's SLO totals
@@ -26,8 +27,8 @@ type ClusterAlertSource interface {
 // a window, by cluster: per raw series of the SLO's own queries, or from
 // its recorded series, saying why (package prometheus, Client.Counts).
 type ClusterTrafficSource interface {
-	ReachedIn(ctx context.Context, tag string, metrics []string) (map[string][]string, error)
-	Counts(ctx context.Context, sli prometheus.SLI, tags []string, window time.Duration) (prometheus.SLICounts, error)
+	ReachedIn(ctx context.Context, app scope.App, tag string, metrics []string) (map[string][]string, error)
+	Counts(ctx context.Context, app scope.App, sli prometheus.SLI, tags []string, window time.Duration) (prometheus.SLICounts, error)
 }
 
 // The Prometheus client counts the baseline comparison's requests: the
@@ -40,6 +41,17 @@ var _ ClusterTrafficSource = (*prometheus.Client)(nil)
 // "<slo>_baseline".
 const BaselineAlertSuffix = "_baseline"
 
+// appScope selects the alerts and series of the app in the target: those
+// of its namespace there and of its fleet's clusters.
+func (s *snapshot) appScope() scope.App {
+	clusters := make([]string, 0, len(s.fleet))
+	for _, fc := range s.fleet {
+		clusters = append(clusters, fc.obj.PrometheusClusterLabelValue())
+	}
+	slices.Sort(clusters)
+	return scope.App{Name: s.rm.Spec.App, Namespace: picchuv1alpha1.AppNamespace(s.rm.Spec.App, s.rm.Spec.Target), Clusters: clusters}
+}
+
 // clusterOf names, by the value of its cluster label, each cluster of the
 // fleet.
 func (s *snapshot) clusterOf() map[string]string {
@@ -50,23 +62,17 @@ func (s *snapshot) clusterOf() map[string]string {
 	return out
 }
 
-// firingIn records, of alerts, those that name a cluster: by the fleet
-// cluster they name, in inc.firingIn; a cluster label of no cluster of the
-// fleet is kept in inc.firingElsewhere. Either way the alert counts:
-// missing data is not good data, and an alert is never dropped for its
-// label.
+// firingIn records, of alerts, those that name a cluster, by the fleet
+// cluster they name, in inc.firingIn. The sources answer for the fleet
+// alone (appScope): an alert of another fleet's cluster is another team's.
 func (s *snapshot) firingIn(inc *incarnation, alerts []prometheus.Alert) {
 	clusters := s.clusterOf()
 	for _, a := range alerts {
-		switch name, ok := clusters[a.Cluster]; {
-		case a.Cluster == "":
-		case ok:
+		if name, ok := clusters[a.Cluster]; ok && a.Cluster != "" {
 			if inc.firingIn == nil {
 				inc.firingIn = map[string][]string{}
 			}
 			inc.firingIn[name] = union(inc.firingIn[name], []string{a.Name})
-		default:
-			inc.firingElsewhere = union(inc.firingElsewhere, []string{a.Cluster})
 		}
 	}
 }
@@ -77,9 +83,6 @@ func (s *snapshot) firingIn(inc *incarnation, alerts []prometheus.Alert) {
 func (s *snapshot) firingWhere(inc *incarnation) string {
 	var parts []string
 	clusters := slices.Sorted(maps.Keys(inc.firingIn))
-	for _, c := range inc.firingElsewhere {
-		clusters = append(clusters, c+" (not in the fleet)")
-	}
 	switch len(clusters) {
 	case 0:
 	case 1:
@@ -184,14 +187,14 @@ func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarn
 		switch src := ns.src.(type) {
 		case ClusterTrafficSource:
 			if metrics := sloMetrics(s.rm.Spec.App, inc.target); len(metrics) > 0 {
-				unreached, err = unreachedIn(ctx, src, inc, g, metrics)
+				unreached, err = unreachedIn(ctx, src, s.appScope(), inc, g, metrics)
 			}
 		case TrafficSource:
 			if metrics := sloMetrics(s.rm.Spec.App, inc.target); len(metrics) > 0 {
-				unreached, err = src.Unreached(ctx, inc.tag, metrics)
+				unreached, err = src.Unreached(ctx, s.appScope(), inc.tag, metrics)
 			}
 		case GroupSource:
-			unreached, err = src.Ungrouped(ctx, s.rm.Spec.App, inc.tag, inc.revision.Spec.CanaryWithSLIRules)
+			unreached, err = src.Ungrouped(ctx, s.appScope(), inc.tag, inc.revision.Spec.CanaryWithSLIRules)
 		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", ns.name, err))
@@ -214,8 +217,8 @@ func (r *Reconciler) checkEvidence(ctx context.Context, s *snapshot, inc *incarn
 // build in some live cluster of the gate's wave, each with those clusters
 // ("shop:availability:total on west"), and marks them "no evidence" in
 // inc.clusterVerdicts.
-func unreachedIn(ctx context.Context, src ClusterTrafficSource, inc *incarnation, g gate, metrics []string) ([]string, error) {
-	reached, err := src.ReachedIn(ctx, inc.tag, metrics)
+func unreachedIn(ctx context.Context, src ClusterTrafficSource, app scope.App, inc *incarnation, g gate, metrics []string) ([]string, error) {
+	reached, err := src.ReachedIn(ctx, app, inc.tag, metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +316,7 @@ const maxVerdict = 2048
 // holds, or the comparison could not count): then no other SLO is compared.
 func (s *snapshot) compareSLO(ctx context.Context, src ClusterTrafficSource, inc *incarnation, baseline string, slo picchuv1alpha1.ServiceLevelObjective, g gate) bool {
 	b := slo.ServiceLevelIndicator.Canary.Baseline
-	in, recorded, err := baselineInput(ctx, src, s.rm.Spec.App, slo, inc.tag, baseline, g, s.now.Sub(g.since))
+	in, recorded, err := baselineInput(ctx, src, s.appScope(), slo, inc.tag, baseline, g, s.now.Sub(g.since))
 	if err != nil {
 		inc.verdict = release.Unobserved
 		s.alertProblems = append(s.alertProblems, fmt.Sprintf("%s: comparing %s with %s: %v", inc.tag, slo.Name, baseline, err))
@@ -420,11 +423,11 @@ func (s *snapshot) baselineOf(inc *incarnation, g gate) *incarnation {
 // their cluster label (series without it count as one cluster, ""). It
 // also returns why they were counted from the SLO's recorded series, ""
 // when they were counted per raw series.
-func baselineInput(ctx context.Context, src ClusterTrafficSource, app string, slo picchuv1alpha1.ServiceLevelObjective, canary, baseline string, g gate, window time.Duration) (compare.Input, string, error) {
+func baselineInput(ctx context.Context, src ClusterTrafficSource, app scope.App, slo picchuv1alpha1.ServiceLevelObjective, canary, baseline string, g gate, window time.Duration) (compare.Input, string, error) {
 	sli := slo.ServiceLevelIndicator
-	counts, err := src.Counts(ctx, prometheus.SLI{
+	counts, err := src.Counts(ctx, app, prometheus.SLI{
 		TotalQuery: sli.TotalQuery, ErrorQuery: sli.ErrorQuery, TagKey: sli.TagKey,
-		RecordedTotal: manifests.SLOMetric(app, slo.Name, "total"), RecordedErrors: manifests.SLOMetric(app, slo.Name, "errors"),
+		RecordedTotal: manifests.SLOMetric(app.Name, slo.Name, "total"), RecordedErrors: manifests.SLOMetric(app.Name, slo.Name, "errors"),
 	}, []string{canary, baseline}, window)
 	if err != nil {
 		return compare.Input{}, "", err

@@ -150,7 +150,7 @@ func TestSite(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
-			got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+			got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 			if err != nil || got == nil || len(got) != 0 {
 				t.Fatalf("FiringAlerts = %#v, %v; want an empty list", got, err)
 			}
@@ -175,7 +175,7 @@ func TestTransportError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	_, err = c.FiringAlerts(context.Background(), "api", "v2", false)
+	_, err = c.FiringAlerts(context.Background(), api, "v2", false)
 	if !errors.Is(err, failure) {
 		t.Fatalf("FiringAlerts error %v, want one wrapping %v", err, failure)
 	}
@@ -205,11 +205,11 @@ func TestKeysAtEveryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	if _, err := c.FiringAlerts(context.Background(), "api", "v1", false); err != nil || requests != 1 {
+	if _, err := c.FiringAlerts(context.Background(), api, "v1", false); err != nil || requests != 1 {
 		t.Fatalf("with keys: %v after %d requests, want one", err, requests)
 	}
 	keysErr = missing // and a query not cached: the canary monitors
-	if _, err := c.FiringAlerts(context.Background(), "api", "v1", true); !errors.Is(err, missing) || requests != 1 {
+	if _, err := c.FiringAlerts(context.Background(), api, "v1", true); !errors.Is(err, missing) || requests != 1 {
 		t.Errorf("without keys: %v after %d requests, want %v and no new request", err, requests, missing)
 	}
 }

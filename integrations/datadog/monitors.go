@@ -13,6 +13,8 @@ import (
 
 	dd "github.com/DataDog/datadog-api-client-go/v2/api/datadog"
 	"github.com/DataDog/datadog-api-client-go/v2/api/datadogV1"
+
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // ErrNoData is returned (wrapped) when a monitor group of the asked build
@@ -35,8 +37,29 @@ const (
 
 // monitor is what the cache keeps of a listed monitor.
 type monitor struct {
-	name   string
-	groups []group
+	name string
+	// namespaces are the values of its namespace: tags.
+	namespaces []string
+	groups     []group
+}
+
+// of reports whether the monitor may judge app: it is tagged with app's
+// namespace, or with no namespace at all (as monitors made before
+// namespaces counted are). A monitor tagged with other namespaces alone is
+// another team's.
+func (m monitor) of(app scope.App) bool {
+	return len(m.namespaces) == 0 || slices.ContainsFunc(m.namespaces, func(ns string) bool { return strings.EqualFold(ns, app.Namespace) })
+}
+
+// namespacesOf returns the values of the namespace: tags among tags.
+func namespacesOf(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		if k, v, ok := strings.Cut(t, ":"); ok && strings.EqualFold(k, scope.LabelNamespace) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // group is what the cache keeps of a monitor group.
@@ -48,7 +71,10 @@ type group struct {
 
 // FiringAlerts returns the sorted names of the monitors of app that alert for
 // the build tag: its SLO monitors (tagged app:<app> and slo:true), or with
-// canaryOnly its canary monitors (tagged app:<app> and canary:true). A monitor
+// canaryOnly its canary monitors (tagged app:<app> and canary:true). Of
+// those, a monitor tagged namespace:<another namespace> (and not the app's)
+// is another team's and does not count: the namespace tag keeps apart the
+// same-named apps of teams sharing a Datadog account. A monitor
 // alerts for the build when a group whose name holds <TagKey>:<tag> (among
 // its comma-separated tags, ignoring case) has the status Alert; OK, Warn,
 // Ignored, Skipped and Unknown do not alert. A monitor without a group for the
@@ -63,11 +89,8 @@ type group struct {
 // error when such a group has a status this package does not know, or when
 // app or tag is empty or holds a comma. The monitors of app are listed once
 // for all its tags and cached for Config.TTL.
-func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error) {
-	if err := checkName("app", app); err != nil {
-		return nil, err
-	}
-	if err := checkName("tag", tag); err != nil {
+func (c *Client) FiringAlerts(ctx context.Context, app scope.App, tag string, canaryOnly bool) ([]string, error) {
+	if err := checkNames(app, tag); err != nil {
 		return nil, err
 	}
 	query := monitorTags(app, canaryOnly)
@@ -82,6 +105,9 @@ func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly b
 	// when another cannot tell.
 	var problem error
 	for _, m := range monitors {
+		if !m.of(app) {
+			continue
+		}
 		for _, g := range m.groups {
 			if !hasTag(g.tags, want) {
 				continue
@@ -112,16 +138,14 @@ func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly b
 }
 
 // Ungrouped returns the sorted names of the monitors of app (its SLO
-// monitors, or with canaryOnly its canary monitors) that have groups but
+// monitors, or with canaryOnly its canary monitors, of its namespace as
+// FiringAlerts selects them) that have groups but
 // none for the build tag: they counted nothing of the build, as when no
 // request reached it. Ungrouped monitors are not among them: they cannot
 // be attributed to one build. The result is empty, not nil, when every
 // grouped monitor has a group for the build.
-func (c *Client) Ungrouped(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error) {
-	if err := checkName("app", app); err != nil {
-		return nil, err
-	}
-	if err := checkName("tag", tag); err != nil {
+func (c *Client) Ungrouped(ctx context.Context, app scope.App, tag string, canaryOnly bool) ([]string, error) {
+	if err := checkNames(app, tag); err != nil {
 		return nil, err
 	}
 	monitors, err := c.monitors(ctx, monitorTags(app, canaryOnly))
@@ -131,12 +155,22 @@ func (c *Client) Ungrouped(ctx context.Context, app, tag string, canaryOnly bool
 	want := c.tagKey + ":" + tag
 	names := []string{}
 	for _, m := range monitors {
-		if len(m.groups) > 0 && !slices.ContainsFunc(m.groups, func(g group) bool { return hasTag(g.tags, want) }) {
+		if m.of(app) && len(m.groups) > 0 && !slices.ContainsFunc(m.groups, func(g group) bool { return hasTag(g.tags, want) }) {
 			names = append(names, m.name)
 		}
 	}
 	sort.Strings(names)
 	return slices.Compact(names), nil
+}
+
+// checkNames rejects an app, namespace or tag checkName refuses.
+func checkNames(app scope.App, tag string) error {
+	for _, n := range []struct{ what, v string }{{"app", app.Name}, {"namespace", app.Namespace}, {"tag", tag}} {
+		if err := checkName(n.what, n.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkName rejects an empty app or tag, or one that would split the query.
@@ -151,11 +185,11 @@ func checkName(what, v string) error {
 }
 
 // monitorTags is the monitor_tags query selecting the monitors of app.
-func monitorTags(app string, canaryOnly bool) string {
+func monitorTags(app scope.App, canaryOnly bool) string {
 	if canaryOnly {
-		return "app:" + app + ",canary:true"
+		return "app:" + app.Name + ",canary:true"
 	}
-	return "app:" + app + ",slo:true"
+	return "app:" + app.Name + ",slo:true"
 }
 
 // hasTag reports whether tags holds want, ignoring case as Datadog lowercases
@@ -264,6 +298,7 @@ func apiErrors(err error) string {
 type rawMonitor struct {
 	ID    json.Number `json:"id"`
 	Name  string      `json:"name"`
+	Tags  []string    `json:"tags"`
 	State struct {
 		Groups map[string]struct {
 			Name   string `json:"name"`
@@ -285,7 +320,7 @@ func fromAPI(m *datadogV1.Monitor) (monitor, error) {
 		if err != nil {
 			return monitor{}, fmt.Errorf("decoding a monitor: %w", err)
 		}
-		out := monitor{name: monitorName(raw.Name, raw.ID.String())}
+		out := monitor{name: monitorName(raw.Name, raw.ID.String()), namespaces: namespacesOf(raw.Tags)}
 		for key, g := range raw.State.Groups {
 			out.groups = append(out.groups, newGroup(key, g.Name, g.Status))
 		}
@@ -295,7 +330,7 @@ func fromAPI(m *datadogV1.Monitor) (monitor, error) {
 	if m.Id != nil {
 		id = strconv.FormatInt(*m.Id, 10)
 	}
-	out := monitor{name: monitorName(m.GetName(), id)}
+	out := monitor{name: monitorName(m.GetName(), id), namespaces: namespacesOf(m.GetTags())}
 	for key, g := range m.GetState().Groups {
 		status := ""
 		switch {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/medium/picchu/integrations/scope"
 )
 
 func TestFiringAlertsStatuses(t *testing.T) {
@@ -48,7 +50,7 @@ func TestFiringAlertsStatuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, answer(apiMonitor(1, "errors", sloTags("api"), tt.groups...)))
 			c := f.client(t, Config{})
-			got, err := c.FiringAlerts(context.Background(), "api", tt.tag, false)
+			got, err := c.FiringAlerts(context.Background(), api, tt.tag, false)
 			switch {
 			case tt.noData:
 				if !errors.Is(err, ErrNoData) {
@@ -83,19 +85,51 @@ func TestFiringAlertsSortsAndDeduplicates(t *testing.T) {
 		apiMonitor(6, "saturation", sloTags("api"), groupState{"tag:v1,env:prod", "Alert"}),
 	))
 	c := f.client(t, Config{})
-	got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+	got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 	if err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
 	if want := []string{"errors", "latency"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("FiringAlerts(v2) = %q, want %q", got, want)
 	}
-	got, err = c.FiringAlerts(context.Background(), "api", "v1", false)
+	got, err = c.FiringAlerts(context.Background(), api, "v1", false)
 	if err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
 	if want := []string{"saturation"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("FiringAlerts(v1) = %q, want %q", got, want)
+	}
+}
+
+// TestFiringAlerts_AnotherNamespacesMonitorsDoNotCount: of the monitors
+// tagged app:api, one tagged with another team's namespace neither fails
+// the build nor holds it for want of a group; one tagged with the app's
+// namespace, or with none (made before namespaces counted), does.
+func TestFiringAlerts_AnotherNamespacesMonitorsDoNotCount(t *testing.T) {
+	tagged := func(ns string) []string { return append(sloTags("api"), "namespace:"+ns) }
+	f := newFake(t, answer(
+		apiMonitor(1, "ours", tagged("api-production"), groupState{"tag:v2", "Alert"}),
+		apiMonitor(2, "untagged", sloTags("api"), groupState{"tag:v2", "Alert"}),
+		apiMonitor(3, "theirs", tagged("api-team-b"), groupState{"tag:v2", "Alert"}),
+		apiMonitor(4, "theirs-other-build", tagged("api-team-b"), groupState{"tag:v9", "OK"}),
+		apiMonitor(5, "both", append(tagged("api-team-b"), "namespace:API-Production"), groupState{"tag:v2", "Alert"}),
+	))
+	c := f.client(t, Config{})
+	got, err := c.FiringAlerts(context.Background(), api, "v2", false)
+	if want := []string{"both", "ours", "untagged"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("FiringAlerts(api-production) = %q, %v; want %q", got, err, want)
+	}
+	teamB := scope.App{Name: "api", Namespace: "api-team-b"}
+	got, err = c.FiringAlerts(context.Background(), teamB, "v2", false)
+	if want := []string{"both", "theirs", "untagged"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("FiringAlerts(api-team-b) = %q, %v; want %q", got, err, want)
+	}
+	ungrouped, err := c.Ungrouped(context.Background(), api, "v2", false)
+	if err != nil || len(ungrouped) != 0 {
+		t.Errorf("Ungrouped(api-production) = %q, %v; want none: theirs-other-build is another team's", ungrouped, err)
+	}
+	if n := f.count(); n != 1 {
+		t.Errorf("%d requests, want 1: both namespaces share the app's list", n)
 	}
 }
 
@@ -105,7 +139,7 @@ func TestFiringAlertsTagKey(t *testing.T) {
 		apiMonitor(2, "by tag", sloTags("api"), groupState{"tag:v2,env:prod", "Alert"}),
 	))
 	c := f.client(t, Config{TagKey: "version"})
-	got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+	got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 	if err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
@@ -123,7 +157,7 @@ func TestFiringAlertsUndecodableMonitor(t *testing.T) {
 	odd["type"] = "a monitor type of the future"
 	f := newFake(t, answer(m, odd))
 	c := f.client(t, Config{})
-	got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+	got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 	if err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
@@ -138,7 +172,7 @@ func TestFiringAlertsBadBody(t *testing.T) {
 		_, _ = w.Write([]byte(`{"not": "a list"`))
 	})
 	c := f.client(t, Config{})
-	if got, err := c.FiringAlerts(context.Background(), "api", "v2", false); err == nil {
+	if got, err := c.FiringAlerts(context.Background(), api, "v2", false); err == nil {
 		t.Fatalf("FiringAlerts = %q, want an error", got)
 	}
 }
@@ -147,7 +181,7 @@ func TestFiringAlertsMonitorTags(t *testing.T) {
 	f := newFake(t, answer())
 	c := f.client(t, Config{})
 	for _, canaryOnly := range []bool{false, true} {
-		if _, err := c.FiringAlerts(context.Background(), "api", "v2", canaryOnly); err != nil {
+		if _, err := c.FiringAlerts(context.Background(), api, "v2", canaryOnly); err != nil {
 			t.Fatalf("FiringAlerts(canaryOnly=%v): %v", canaryOnly, err)
 		}
 	}
@@ -161,9 +195,12 @@ func TestFiringAlertsInvalidArguments(t *testing.T) {
 	f := newFake(t, answer())
 	c := f.client(t, Config{})
 	for _, args := range [][2]string{{"", "v2"}, {"api", ""}, {"api,slo:false", "v2"}, {"api", "v2,env:prod"}} {
-		if _, err := c.FiringAlerts(context.Background(), args[0], args[1], false); err == nil {
+		if _, err := c.FiringAlerts(context.Background(), scope.App{Name: args[0], Namespace: "api-production"}, args[1], false); err == nil {
 			t.Errorf("FiringAlerts(%q, %q) succeeded, want an error", args[0], args[1])
 		}
+	}
+	if _, err := c.FiringAlerts(context.Background(), scope.App{Name: "api"}, "v2", false); err == nil {
+		t.Error("FiringAlerts of an app without a namespace succeeded, want an error")
 	}
 	if n := f.count(); n != 0 {
 		t.Errorf("server saw %d requests, want 0", n)
@@ -198,7 +235,7 @@ func TestFiringAlertsPaging(t *testing.T) {
 		t.Run(fmt.Sprint(tt.monitors), func(t *testing.T) {
 			f := newFake(t, pages(tt.monitors))
 			c := f.client(t, Config{})
-			got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+			got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 			if err != nil {
 				t.Fatalf("FiringAlerts: %v", err)
 			}
@@ -220,7 +257,7 @@ func TestFiringAlertsTooManyPages(t *testing.T) {
 	f := newFake(t, pages(1<<20))
 	c := f.client(t, Config{})
 	c.maxPages = 3 // 50 pages of realistic monitors take seconds under -race
-	got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+	got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 	if err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("FiringAlerts = %q, %v; want an error about too many pages", got, err)
 	}
@@ -249,7 +286,7 @@ func TestFiringAlertsHTTPErrors(t *testing.T) {
 			})
 			c := f.client(t, Config{})
 			for i := 1; i <= 2; i++ {
-				got, err := c.FiringAlerts(context.Background(), "api", "v2", true)
+				got, err := c.FiringAlerts(context.Background(), api, "v2", true)
 				if err == nil {
 					t.Fatalf("FiringAlerts = %q, want an error", got)
 				}
@@ -289,7 +326,7 @@ func blocking(release <-chan struct{}, then func(http.ResponseWriter, *http.Requ
 func TestFiringAlertsDeadline(t *testing.T) {
 	f := newFake(t, blocking(nil, nil))
 	c := f.client(t, Config{Timeout: 200 * time.Millisecond})
-	got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+	got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("FiringAlerts = %q, %v; want an error wrapping context.DeadlineExceeded", got, err)
 	}
@@ -310,7 +347,7 @@ func TestFiringAlertsCallerGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	left := make(chan error, 1)
 	go func() {
-		_, err := c.FiringAlerts(ctx, "api", "v2", false)
+		_, err := c.FiringAlerts(ctx, api, "v2", false)
 		left <- err
 	}()
 	eventually(t, "the request to reach the server", func() bool { return f.count() == 1 })
@@ -321,7 +358,7 @@ func TestFiringAlertsCallerGivesUp(t *testing.T) {
 	}
 	stayed := make(chan result, 1)
 	go func() {
-		alerts, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+		alerts, err := c.FiringAlerts(context.Background(), api, "v2", false)
 		stayed <- result{alerts, err}
 	}()
 	eventually(t, "both callers to wait", func() bool { return c.cache.Waiting() == 2 })
@@ -344,7 +381,7 @@ func TestFiringAlertsCallerGone(t *testing.T) {
 	c := f.client(t, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.FiringAlerts(ctx, "api", "v2", false); !errors.Is(err, context.Canceled) {
+	if _, err := c.FiringAlerts(ctx, api, "v2", false); !errors.Is(err, context.Canceled) {
 		t.Errorf("FiringAlerts error %v, want one wrapping context.Canceled", err)
 	}
 	if n := f.count(); n != 0 {
@@ -357,7 +394,7 @@ func TestFiringAlertsCache(t *testing.T) {
 	c := f.client(t, Config{TTL: time.Hour})
 	ask := func(tag string, canaryOnly bool, want []string) {
 		t.Helper()
-		got, err := c.FiringAlerts(context.Background(), "api", tag, canaryOnly)
+		got, err := c.FiringAlerts(context.Background(), api, tag, canaryOnly)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("FiringAlerts(%s, canaryOnly=%v) = %q, %v; want %q", tag, canaryOnly, got, err, want)
 		}
@@ -382,12 +419,12 @@ func TestFiringAlertsCache(t *testing.T) {
 func TestFiringAlertsCacheCopies(t *testing.T) {
 	f := newFake(t, answer(apiMonitor(1, "errors", sloTags("api"), groupState{"tag:v2", "Alert"})))
 	c := f.client(t, Config{TTL: time.Hour})
-	got, err := c.FiringAlerts(context.Background(), "api", "v2", false)
+	got, err := c.FiringAlerts(context.Background(), api, "v2", false)
 	if err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
 	got[0] = "changed by the caller"
-	got, err = c.FiringAlerts(context.Background(), "api", "v2", false)
+	got, err = c.FiringAlerts(context.Background(), api, "v2", false)
 	if err != nil || !reflect.DeepEqual(got, []string{"errors"}) {
 		t.Errorf("FiringAlerts = %q, %v; want [errors]", got, err)
 	}
@@ -396,11 +433,11 @@ func TestFiringAlertsCacheCopies(t *testing.T) {
 func TestFiringAlertsCacheExpires(t *testing.T) {
 	f := newFake(t, answer())
 	c := f.client(t, Config{TTL: 20 * time.Millisecond})
-	if _, err := c.FiringAlerts(context.Background(), "api", "v2", false); err != nil {
+	if _, err := c.FiringAlerts(context.Background(), api, "v2", false); err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
 	eventually(t, "the cached answer to expire", func() bool {
-		if _, err := c.FiringAlerts(context.Background(), "api", "v2", false); err != nil {
+		if _, err := c.FiringAlerts(context.Background(), api, "v2", false); err != nil {
 			t.Fatalf("FiringAlerts: %v", err)
 		}
 		return f.count() >= 2
@@ -412,7 +449,7 @@ func TestFiringAlertsCacheBounded(t *testing.T) {
 	f := newFake(t, answer())
 	c := f.client(t, Config{CacheSize: size, TTL: time.Hour})
 	for i := 0; i < apps; i++ {
-		if _, err := c.FiringAlerts(context.Background(), fmt.Sprintf("app-%d", i), "v2", false); err != nil {
+		if _, err := c.FiringAlerts(context.Background(), scope.App{Name: fmt.Sprintf("app-%d", i), Namespace: "n"}, "v2", false); err != nil {
 			t.Fatalf("FiringAlerts: %v", err)
 		}
 		if n := c.CacheLen(); n > size {
@@ -423,14 +460,14 @@ func TestFiringAlertsCacheBounded(t *testing.T) {
 		t.Errorf("server saw %d requests, want %d", n, apps)
 	}
 	// The first app was evicted long ago: it is asked again.
-	if _, err := c.FiringAlerts(context.Background(), "app-0", "v2", false); err != nil {
+	if _, err := c.FiringAlerts(context.Background(), scope.App{Name: "app-0", Namespace: "n"}, "v2", false); err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
 	if n := f.countFor("app:app-0,slo:true"); n != 2 {
 		t.Errorf("server saw %d requests for app-0, want 2", n)
 	}
 	// The last app is still cached.
-	if _, err := c.FiringAlerts(context.Background(), fmt.Sprintf("app-%d", apps-1), "v2", false); err != nil {
+	if _, err := c.FiringAlerts(context.Background(), scope.App{Name: fmt.Sprintf("app-%d", apps-1), Namespace: "n"}, "v2", false); err != nil {
 		t.Fatalf("FiringAlerts: %v", err)
 	}
 	if n := f.countFor(fmt.Sprintf("app:app-%d,slo:true", apps-1)); n != 1 {
@@ -456,7 +493,7 @@ func TestFiringAlertsSingleflight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			alerts, err := c.FiringAlerts(context.Background(), "api", tag, false)
+			alerts, err := c.FiringAlerts(context.Background(), api, tag, false)
 			results <- result{tag, alerts, err}
 		}()
 	}
@@ -492,7 +529,7 @@ func TestUngrouped(t *testing.T) {
 		{"v2", []string{"availability", "latency"}},
 		{"v1", []string{}},
 	} {
-		got, err := c.Ungrouped(context.Background(), "api", tc.tag, false)
+		got, err := c.Ungrouped(context.Background(), api, tc.tag, false)
 		if err != nil {
 			t.Fatalf("Ungrouped(%s): %v", tc.tag, err)
 		}
@@ -500,7 +537,7 @@ func TestUngrouped(t *testing.T) {
 			t.Errorf("Ungrouped(%s) = %q, want %q", tc.tag, got, tc.want)
 		}
 	}
-	if _, err := c.Ungrouped(context.Background(), "api", "a,b", false); err == nil {
+	if _, err := c.Ungrouped(context.Background(), api, "a,b", false); err == nil {
 		t.Error("Ungrouped with a comma in the tag: no error")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/medium/picchu/integrations/scope"
 )
 
 const (
@@ -228,6 +230,9 @@ func apiMonitor(id int64, name string, tags []string, groups ...groupState) map[
 		"state":                  map[string]any{"groups": states},
 	}
 }
+
+// api is the app most tests ask about, in its namespace.
+var api = scope.App{Name: "api", Namespace: "api-production"}
 
 // sloTags are the tags of an SLO monitor of the app.
 func sloTags(app string) []string { return []string{"app:" + app, "slo:true", "team:delivery"} }

@@ -14,6 +14,7 @@ import (
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/preflight"
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/integrations/scope"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -23,11 +24,21 @@ const (
 	awkwardTag = `v{1}, tag=~".*"`
 )
 
-// alwaysFiring returns an alert rule that fires from its first evaluation.
+// alwaysFiring returns an alert rule that fires from its first evaluation,
+// in the namespace of its app (inNamespace) unless labels name another.
 func alwaysFiring(name string, labels map[string]string) monitoringv1.Rule {
 	now := monitoringv1.Duration("0s")
+	if _, ok := labels["namespace"]; !ok {
+		labels["namespace"] = inNamespace(labels["app"])
+	}
 	return monitoringv1.Rule{Alert: name, Expr: intstr.FromString("vector(1)"), For: &now, Labels: labels}
 }
+
+// inNamespace is the namespace of app's rules in these tests.
+func inNamespace(app string) string { return app + "-production" }
+
+// appIn is app in its namespace, of any cluster.
+func appIn(app string) scope.App { return scope.App{Name: app, Namespace: inNamespace(app)} }
 
 // startPrometheus starts a real Prometheus that cleanup closes.
 func startPrometheus(t *testing.T) *kit.Prometheus {
@@ -61,14 +72,19 @@ func TestFiringAlerts_RealPrometheus(t *testing.T) {
 			alwaysFiring("SLOErrorsB1", map[string]string{"app": "b", "tag": "v1", "slo": "true"}),
 			alwaysFiring("NotSLOA1", map[string]string{"app": "a", "tag": "v1"}),
 			alwaysFiring("AwkwardSLO", map[string]string{"app": awkwardApp, "tag": awkwardTag, "slo": "true"}),
+			// Another team's app of the same name and tag, in its own
+			// namespace, and a rule that names no namespace.
+			alwaysFiring("OtherTeamA1", map[string]string{"app": "a", "tag": "v1", "slo": "true", "namespace": "a-other"}),
+			alwaysFiring("NoNamespaceA1", map[string]string{"app": "a", "tag": "v1", "slo": "true", "namespace": ""}),
 		}},
 		{Name: "canary", Rules: []monitoringv1.Rule{
 			alwaysFiring("CanaryA2", map[string]string{"app": "a", "tag": "v2", "slo": "true", "canary": "true"}),
 			alwaysFiring("CanaryNotSLOA1", map[string]string{"app": "a", "tag": "v1", "canary": "true"}),
 			alwaysFiring("AwkwardCanary", map[string]string{"app": awkwardApp, "tag": awkwardTag, "canary": "true"}),
+			alwaysFiring("OtherTeamCanaryA2", map[string]string{"app": "a", "tag": "v2", "canary": "true", "namespace": "a-other"}),
 			{
 				Alert: "PendingCanaryA1", Expr: intstr.FromString("vector(1)"), For: &anHour,
-				Labels: map[string]string{"app": "a", "tag": "v1", "slo": "true", "canary": "true"},
+				Labels: map[string]string{"app": "a", "tag": "v1", "slo": "true", "canary": "true", "namespace": inNamespace("a")},
 			},
 		}},
 	}
@@ -95,7 +111,7 @@ func TestFiringAlerts_RealPrometheus(t *testing.T) {
 	}
 	check := func(c *prometheus.Client) error {
 		for _, tc := range cases {
-			got, err := c.FiringAlerts(ctx, tc.app, tc.tag, tc.canary)
+			got, err := c.FiringAlerts(ctx, appIn(tc.app), tc.tag, tc.canary)
 			if err != nil {
 				return err
 			}
@@ -124,7 +140,7 @@ func TestFiringAlerts_RealPrometheus(t *testing.T) {
 	canaryQueries := map[string]bool{}
 	for _, tc := range cases {
 		if tc.canary {
-			canaryQueries[prometheus.CanaryAlertsQuery(tc.app, tc.tag)] = true
+			canaryQueries[prometheus.CanaryAlertsQuery(appIn(tc.app), tc.tag)] = true
 		}
 	}
 	if got, want := c.CacheLen(), 1+len(canaryQueries); got != want {
@@ -211,8 +227,11 @@ func TestClusters_RealPrometheus(t *testing.T) {
 	}
 	if err := prom.SetRules(ctx, []monitoringv1.RuleGroup{
 		{Name: "record", Rules: []monitoringv1.Rule{
-			{Record: sli.RecordedTotal, Expr: intstr.FromString(sli.TotalQuery)},
-			{Record: sli.RecordedErrors, Expr: intstr.FromString(sli.ErrorQuery)},
+			{Record: sli.RecordedTotal, Expr: intstr.FromString(sli.TotalQuery), Labels: map[string]string{"namespace": inNamespace("shop")}},
+			{Record: sli.RecordedErrors, Expr: intstr.FromString(sli.ErrorQuery), Labels: map[string]string{"namespace": inNamespace("shop")}},
+			// Another team's rule writing the same series in its own
+			// namespace counts for neither build.
+			{Record: sli.RecordedTotal, Expr: intstr.FromString(`label_replace(vector(1000), "tag", "v1", "", "")`), Labels: map[string]string{"namespace": "shop-other"}},
 		}},
 		{Name: "alerts", Rules: []monitoringv1.Rule{
 			alwaysFiring("HighErrorRate", map[string]string{"app": "shop", "tag": "v2", "slo": "true", "cluster": "east"}),
@@ -226,8 +245,9 @@ func TestClusters_RealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shop := appIn("shop")
 	kit.Eventually(t, time.Minute, "the alerts fire, each with its cluster", func() error {
-		got, err := c.FiringAlertsIn(ctx, "shop", "v2", false)
+		got, err := c.FiringAlertsIn(ctx, shop, "v2", false)
 		if err != nil {
 			return err
 		}
@@ -242,13 +262,13 @@ func TestClusters_RealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := zones.FiringAlertsIn(ctx, "shop", "v2", false)
+	got, err := zones.FiringAlertsIn(ctx, shop, "v2", false)
 	if err != nil || !slices.Contains(got, prometheus.Alert{Name: "ZoneDown", Cluster: "east"}) || !slices.Contains(got, prometheus.Alert{Name: "HighErrorRate"}) {
 		t.Errorf("FiringAlertsIn by zone = %+v, %v", got, err)
 	}
 
 	kit.Eventually(t, time.Minute, "v2 counted in both clusters, v1 in none", func() error {
-		got, err := c.ReachedIn(ctx, "v2", []string{"shop:availability:total", "shop:availability:errors"})
+		got, err := c.ReachedIn(ctx, shop, "v2", []string{"shop:availability:total", "shop:availability:errors"})
 		if err != nil {
 			return err
 		}
@@ -256,7 +276,7 @@ func TestClusters_RealPrometheus(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("ReachedIn(v2) = %v, want %v", got, want)
 		}
-		if got, err := c.ReachedIn(ctx, "v1", []string{"shop:availability:total"}); err != nil || len(got) != 0 {
+		if got, err := c.ReachedIn(ctx, shop, "v1", []string{"shop:availability:total"}); err != nil || len(got) != 0 {
 			return fmt.Errorf("ReachedIn(v1) = %v, %v; want nothing", got, err)
 		}
 		return nil
@@ -264,7 +284,7 @@ func TestClusters_RealPrometheus(t *testing.T) {
 	// 20 requests a second: about 200 in 10 s in each cluster, half of
 	// them errors in east.
 	kit.Eventually(t, time.Minute, "counts over 10 s", func() error {
-		counts, err := c.Counts(ctx, sli, []string{"v1", "v2"}, 10*time.Second)
+		counts, err := c.Counts(ctx, shop, sli, []string{"v1", "v2"}, 10*time.Second)
 		if err != nil {
 			return err
 		}
@@ -281,4 +301,15 @@ func TestClusters_RealPrometheus(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Of a fleet of west alone, east neither fires nor counts.
+	westOnly := scope.App{Name: "shop", Namespace: inNamespace("shop"), Clusters: []string{"west"}}
+	alerts, err := c.FiringAlertsIn(ctx, westOnly, "v2", false)
+	if want := []prometheus.Alert{{Name: "HighLatency"}, {Name: "ZoneDown"}}; err != nil || !slices.Equal(alerts, want) {
+		t.Errorf("FiringAlertsIn(west only) = %+v, %v; want %+v", alerts, err, want)
+	}
+	reached, err := c.ReachedIn(ctx, westOnly, "v2", []string{"shop:availability:total", "shop:availability:errors"})
+	if want := map[string][]string{"shop:availability:total": {"west"}}; err != nil || fmt.Sprint(reached) != fmt.Sprint(want) {
+		t.Errorf("ReachedIn(west only) = %v, %v; want %v", reached, err, want)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/medium/picchu/integrations/querycache"
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // Defaults of the Config fields left zero.
@@ -59,6 +61,14 @@ type Config struct {
 	// ClusterLabel is the label that names the cluster an alert or a
 	// series comes from (DefaultClusterLabel when empty).
 	ClusterLabel string
+	// NamespaceEnforced says the Prometheus enforces the label namespace
+	// on every rule and series of an app namespace's PrometheusRules and
+	// ServiceMonitors (prometheus-operator's enforcedNamespaceLabel:
+	// namespace), so that an app's recording rules read only its own
+	// namespace's series. The baseline comparison then counts an SLI's
+	// raw series in the app's namespace alone, as its recording rules do:
+	// another team's series, named alike, are not counted.
+	NamespaceEnforced bool
 }
 
 // DefaultClusterLabel is the label that names the cluster a series comes
@@ -77,8 +87,10 @@ type Client struct {
 	timeout time.Duration
 	// cluster is the label that names a series' cluster.
 	cluster model.LabelName
-	api     v1.API
-	cache   *querycache.Cache[model.Vector]
+	// namespaceEnforced is Config.NamespaceEnforced.
+	namespaceEnforced bool
+	api               v1.API
+	cache             *querycache.Cache[model.Vector]
 }
 
 // New returns a Client for cfg. It fails when the address is empty or not an
@@ -123,15 +135,23 @@ func New(cfg Config) (*Client, error) {
 	if !model.LegacyValidation.IsValidLabelName(cfg.ClusterLabel) {
 		return nil, fmt.Errorf("creating Prometheus client for %s: %q is not a label name", cfg.Address, cfg.ClusterLabel)
 	}
-	c := &Client{address: cfg.Address, timeout: cfg.Timeout, api: v1.NewAPI(apiClient), cluster: model.LabelName(cfg.ClusterLabel)}
+	c := &Client{
+		address: cfg.Address, timeout: cfg.Timeout, api: v1.NewAPI(apiClient),
+		cluster: model.LabelName(cfg.ClusterLabel), namespaceEnforced: cfg.NamespaceEnforced,
+	}
 	c.cache = querycache.New[model.Vector](cfg.CacheSize, cfg.TTL, c.wrap)
 	return c, nil
 }
 
-// FiringAlerts returns the sorted names of the alerts firing for app and tag:
-// its SLO alerts (label slo="true"), or, when canaryOnly, its canary alerts
-// (label canary="true"). The result is empty, never nil, when none fire.
-func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly bool) ([]string, error) {
+// FiringAlerts returns the sorted names of the alerts firing for app's
+// build tag: its SLO alerts (label slo="true"), or, when canaryOnly, its
+// canary alerts (label canary="true"). An alert is the build's when its
+// labels app, tag and namespace are the app's, the build's and the app's
+// namespace, and its cluster label, if any, names a cluster of the app's
+// fleet: another team's rules, in another namespace or fleet, cannot fail
+// the build (see FiringAlertsIn). The result is empty, never nil, when
+// none fire.
+func (c *Client) FiringAlerts(ctx context.Context, app scope.App, tag string, canaryOnly bool) ([]string, error) {
 	alerts, err := c.FiringAlertsIn(ctx, app, tag, canaryOnly)
 	if err != nil {
 		return nil, err
@@ -140,6 +160,7 @@ func (c *Client) FiringAlerts(ctx context.Context, app, tag string, canaryOnly b
 	for _, a := range alerts {
 		names = append(names, a.Name)
 	}
+	slices.Sort(names)
 	return slices.Compact(names), nil
 }
 
@@ -149,10 +170,11 @@ type Alert struct {
 	Name, Cluster string
 }
 
-// FiringAlertsIn returns the alerts firing for app and tag, as FiringAlerts
-// does, each with the cluster its cluster label names, sorted by name then
-// cluster. The result is empty, never nil, when none fire.
-func (c *Client) FiringAlertsIn(ctx context.Context, app, tag string, canaryOnly bool) ([]Alert, error) {
+// FiringAlertsIn returns the alerts firing for app's build tag, as
+// FiringAlerts selects them, each with the cluster its cluster label
+// names, sorted by name then cluster. The result is empty, never nil, when
+// none fire.
+func (c *Client) FiringAlertsIn(ctx context.Context, app scope.App, tag string, canaryOnly bool) ([]Alert, error) {
 	query := sloAlertsQuery
 	if canaryOnly {
 		query = c.canaryAlertsQuery(app, tag)
@@ -163,11 +185,13 @@ func (c *Client) FiringAlertsIn(ctx context.Context, app, tag string, canaryOnly
 	}
 	alerts := []Alert{}
 	for _, sample := range vector {
-		if string(sample.Metric["app"]) != app || string(sample.Metric["tag"]) != tag {
+		m := sample.Metric
+		if string(m["app"]) != app.Name || string(m["tag"]) != tag || string(m[scope.LabelNamespace]) != app.Namespace ||
+			!app.InFleet(string(m[c.cluster])) {
 			continue
 		}
-		if name := string(sample.Metric[model.AlertNameLabel]); name != "" {
-			alerts = append(alerts, Alert{Name: name, Cluster: string(sample.Metric[c.cluster])})
+		if name := string(m[model.AlertNameLabel]); name != "" {
+			alerts = append(alerts, Alert{Name: name, Cluster: string(m[c.cluster])})
 		}
 	}
 	slices.SortFunc(alerts, func(a, b Alert) int {
@@ -176,14 +200,15 @@ func (c *Client) FiringAlertsIn(ctx context.Context, app, tag string, canaryOnly
 	return slices.Compact(alerts), nil
 }
 
-// Unreached returns, of metrics (the recorded total queries of a build's
-// SLOs, which carry the build's tag in the label "tag"), those with no
-// positive series for tag: no request of the build was counted. The result
-// is empty, never nil, when every one counted some.
-func (c *Client) Unreached(ctx context.Context, tag string, metrics []string) ([]string, error) {
+// Unreached returns, of metrics (the recorded total queries of app's SLOs,
+// which carry the build's tag in the label "tag" and the app's namespace
+// in the label "namespace"), those with no positive series for tag in the
+// app's namespace and fleet: no request of the build was counted. The
+// result is empty, never nil, when every one counted some.
+func (c *Client) Unreached(ctx context.Context, app scope.App, tag string, metrics []string) ([]string, error) {
 	out := []string{}
 	for _, m := range metrics {
-		vector, err := c.query(ctx, fmt.Sprintf(`count(%s{tag=%s} > 0)`, m, quote(tag)))
+		vector, err := c.query(ctx, fmt.Sprintf(`count(%s > 0)`, c.recorded(app, m, tagLabel+"="+quote(tag))))
 		if err != nil {
 			return nil, err
 		}
@@ -198,10 +223,10 @@ func (c *Client) Unreached(ctx context.Context, tag string, metrics []string) ([
 // cluster label of its series that counted requests of tag, sorted; ""
 // stands for series without the label, which count for every cluster. A
 // metric that counted none has no entry.
-func (c *Client) ReachedIn(ctx context.Context, tag string, metrics []string) (map[string][]string, error) {
+func (c *Client) ReachedIn(ctx context.Context, app scope.App, tag string, metrics []string) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, m := range metrics {
-		vector, err := c.query(ctx, fmt.Sprintf(`count by (%s) (%s{tag=%s} > 0)`, c.cluster, m, quote(tag)))
+		vector, err := c.query(ctx, fmt.Sprintf(`count by (%s) (%s > 0)`, c.cluster, c.recorded(app, m, tagLabel+"="+quote(tag))))
 		if err != nil {
 			return nil, err
 		}
@@ -213,6 +238,34 @@ func (c *Client) ReachedIn(ctx context.Context, tag string, metrics []string) (m
 		slices.Sort(out[m])
 	}
 	return out, nil
+}
+
+// recorded selects metric, one of the series app's SLO recording rules
+// write, in the app's namespace and fleet, with the further matchers.
+func (c *Client) recorded(app scope.App, metric string, matchers ...string) string {
+	all := append([]string{scope.LabelNamespace + "=" + quote(app.Namespace)}, matchers...)
+	if m := c.fleetMatcher(app); m != "" {
+		all = append(all, m)
+	}
+	return metric + "{" + strings.Join(all, ",") + "}"
+}
+
+// fleetMatcher matches the cluster label of series from app's fleet, or
+// without the label; "" when any cluster is the app's.
+func (c *Client) fleetMatcher(app scope.App) string {
+	if app.Clusters == nil {
+		return ""
+	}
+	return string(c.cluster) + "=~" + quote(fleetRegexp(app.Clusters))
+}
+
+// fleetRegexp matches exactly each of clusters, and the empty value.
+func fleetRegexp(clusters []string) string {
+	alternatives := make([]string, 0, len(clusters)+1)
+	for _, cl := range clusters {
+		alternatives = append(alternatives, regexp.QuoteMeta(cl))
+	}
+	return strings.Join(append(alternatives, ""), "|")
 }
 
 // Series returns what query returns now, one string per series: its
@@ -241,11 +294,11 @@ func (c *Client) CacheLen() int {
 	return c.cache.Len()
 }
 
-// canaryAlertsQuery selects the canary alerts firing for app and tag, one
-// series per alert name and cluster.
-func (c *Client) canaryAlertsQuery(app, tag string) string {
-	return fmt.Sprintf(`sum by (app, tag, alertname, %s) (ALERTS{app=%s,tag=%s,canary="true",alertstate="firing"})`,
-		c.cluster, quote(app), quote(tag))
+// canaryAlertsQuery selects the canary alerts firing for app's build tag,
+// one series per alert name and cluster.
+func (c *Client) canaryAlertsQuery(app scope.App, tag string) string {
+	return fmt.Sprintf(`sum by (app, tag, namespace, alertname, %s) (ALERTS{app=%s,tag=%s,namespace=%s,canary="true",alertstate="firing"})`,
+		c.cluster, quote(app.Name), quote(tag), quote(app.Namespace))
 }
 
 // query returns the vector query evaluates to now, from the cache when it

@@ -34,7 +34,7 @@ func newClient(t testing.TB, cfg prometheus.Config) *prometheus.Client {
 // canaryQuery is the query expected for a canary alert question, written out
 // here rather than computed by the package under test.
 func canaryQuery(app, tag string) string {
-	return fmt.Sprintf(`sum by (app, tag, alertname, cluster) (ALERTS{app="%s",tag="%s",canary="true",alertstate="firing"})`, app, tag)
+	return fmt.Sprintf(`sum by (app, tag, namespace, alertname, cluster) (ALERTS{app="%s",tag="%s",namespace="%s",canary="true",alertstate="firing"})`, app, tag, inNamespace(app))
 }
 
 const sloQuery = `ALERTS{slo="true",alertstate="firing"}`
@@ -100,7 +100,7 @@ func TestFiringAlerts_FiltersSortsAndDeduplicates(t *testing.T) {
 		{"c", "v1", false, []string{}},
 		{"a", "v1", true, []string{"Canary"}},
 	} {
-		got, err := c.FiringAlerts(ctx, tc.app, tc.tag, tc.canary)
+		got, err := c.FiringAlerts(ctx, appIn(tc.app), tc.tag, tc.canary)
 		if err != nil {
 			t.Fatalf("FiringAlerts(%q, %q, %v): %v", tc.app, tc.tag, tc.canary, err)
 		}
@@ -154,7 +154,7 @@ func hangingListener(t *testing.T) string {
 func TestFiringAlerts_QueryDeadline(t *testing.T) {
 	address := hangingListener(t)
 	c := newClient(t, prometheus.Config{Address: address, Timeout: 200 * time.Millisecond})
-	_, err := c.FiringAlerts(context.Background(), "a", "v1", true)
+	_, err := c.FiringAlerts(context.Background(), appIn("a"), "v1", true)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("FiringAlerts on a server that never answers: %v, want a deadline exceeded", err)
 	}
@@ -175,7 +175,7 @@ func TestFiringAlerts_CallerCancellation(t *testing.T) {
 	// Cancelled once the caller waits on its request.
 	prometheus.OnJoined(c, func(string) { cancel() })
 	go func() {
-		_, err := c.FiringAlerts(ctx, "a", "v1", false)
+		_, err := c.FiringAlerts(ctx, appIn("a"), "v1", false)
 		errs <- err
 	}()
 	select {
@@ -202,7 +202,7 @@ func TestFiringAlerts_CacheIsBoundedInSize(t *testing.T) {
 	ctx := context.Background()
 	ask := func(i int) {
 		t.Helper()
-		got, err := c.FiringAlerts(ctx, fmt.Sprintf("app-%d", i), "v1", true)
+		got, err := c.FiringAlerts(ctx, appIn(fmt.Sprintf("app-%d", i)), "v1", true)
 		if err != nil {
 			t.Fatalf("query %d: %v", i, err)
 		}
@@ -244,14 +244,14 @@ func TestFiringAlerts_CacheExpires(t *testing.T) {
 	fake := newFakePrometheus(t, is(sloQuery))
 	c := newClient(t, prometheus.Config{Address: fake.URL(), TTL: 50 * time.Millisecond})
 	ctx := context.Background()
-	if _, err := c.FiringAlerts(ctx, "a", "v1", false); err != nil {
+	if _, err := c.FiringAlerts(ctx, appIn("a"), "v1", false); err != nil {
 		t.Fatal(err)
 	}
 	if n := fake.count(sloQuery); n != 1 {
 		t.Fatalf("the first query reached the server %d times, want 1", n)
 	}
 	kit.Eventually(t, waitLimit, "an expired result is queried again", func() error {
-		if _, err := c.FiringAlerts(ctx, "a", "v1", false); err != nil {
+		if _, err := c.FiringAlerts(ctx, appIn("a"), "v1", false); err != nil {
 			return err
 		}
 		if n := fake.count(sloQuery); n < 2 {
@@ -306,7 +306,7 @@ func TestFiringAlerts_ConcurrentMissesShareOneRequest(t *testing.T) {
 			results := make(chan result, callers)
 			for range callers {
 				go func() {
-					names, err := c.FiringAlerts(context.Background(), "a", "v1", false)
+					names, err := c.FiringAlerts(context.Background(), appIn("a"), "v1", false)
 					results <- result{names, err}
 				}()
 			}
@@ -382,7 +382,7 @@ func TestFiringAlerts_ErrorsAreWrappedAndNotCached(t *testing.T) {
 			c := newClient(t, prometheus.Config{Address: fake.URL(), TTL: time.Hour})
 			prefix := fmt.Sprintf("querying Prometheus at %s (%s): ", fake.URL(), canaryQuery("a", "v1"))
 			for attempt := 1; attempt <= 2; attempt++ {
-				got, err := c.FiringAlerts(context.Background(), "a", "v1", true)
+				got, err := c.FiringAlerts(context.Background(), appIn("a"), "v1", true)
 				if err == nil {
 					t.Fatalf("attempt %d: FiringAlerts = %#v, want an error", attempt, got)
 				}
@@ -405,7 +405,7 @@ func TestFiringAlerts_DoneContextSendsNoRequest(t *testing.T) {
 	c := newClient(t, prometheus.Config{Address: fake.URL()})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.FiringAlerts(ctx, "a", "v1", false); !errors.Is(err, context.Canceled) {
+	if _, err := c.FiringAlerts(ctx, appIn("a"), "v1", false); !errors.Is(err, context.Canceled) {
 		t.Errorf("FiringAlerts with a cancelled context: %v, want context.Canceled", err)
 	}
 	if n := fake.total(); n != 0 {
@@ -426,7 +426,7 @@ func TestFiringAlerts_WarningsAreMissingData(t *testing.T) {
 		})
 	}
 	c := newClient(t, prometheus.Config{Address: fake.URL()})
-	got, err := c.FiringAlerts(context.Background(), "a", "v1", true)
+	got, err := c.FiringAlerts(context.Background(), appIn("a"), "v1", true)
 	if !errors.Is(err, prometheus.ErrPartialResponse) || !strings.Contains(err.Error(), "No StoreAPIs matched") {
 		t.Fatalf("FiringAlerts on a partial response = %v, %v; want ErrPartialResponse with the warning", got, err)
 	}
@@ -439,7 +439,7 @@ func TestFiringAlerts_WarningsAreMissingData(t *testing.T) {
 // with a positive series for the tag counted requests; one with no series,
 // or only zeros, did not.
 func TestUnreached_NamesTheMetricsWithoutRequestsForTheTag(t *testing.T) {
-	query := func(metric string) string { return metric + `{tag="v2"} > 0` }
+	query := func(metric string) string { return metric + `{namespace="shop-production",tag="v2"} > 0` }
 	counted := func(metric string) string { return "count(" + query(metric) + ")" }
 	fake := newFakePrometheus(t, is(counted("shop:availability:total"), counted("shop:latency:total")))
 	fake.respond = func(w http.ResponseWriter, q string) {
@@ -450,14 +450,14 @@ func TestUnreached_NamesTheMetricsWithoutRequestsForTheTag(t *testing.T) {
 		writeVector(w, model.Vector{})
 	}
 	c := newClient(t, prometheus.Config{Address: fake.URL()})
-	got, err := c.Unreached(context.Background(), "v2", []string{"shop:availability:total", "shop:latency:total"})
+	got, err := c.Unreached(context.Background(), appIn("shop"), "v2", []string{"shop:availability:total", "shop:latency:total"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, []string{"shop:latency:total"}) {
 		t.Errorf("Unreached = %v, want [shop:latency:total]", got)
 	}
-	if got, err := c.Unreached(context.Background(), "v2", nil); err != nil || got == nil || len(got) != 0 {
+	if got, err := c.Unreached(context.Background(), appIn("shop"), "v2", nil); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("Unreached of no metric = %v, %v; want empty, not nil", got, err)
 	}
 }

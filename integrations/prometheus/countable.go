@@ -6,7 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // An SLI query is countable when the baseline comparison can count its
@@ -55,21 +58,29 @@ type perSeries struct {
 	// apart by the cluster's external label as each cluster's own
 	// recording rule did.
 	cluster string
+	// fleet, when not nil, are the values of the cluster label a selected
+	// series may have (or none): the clusters of the app's fleet. Not
+	// applied when the query writes the cluster label itself.
+	fleet []string
+	// namespace, when not empty, is the only value of the label namespace
+	// a selected series may have: the app's own, where the Prometheus
+	// enforces the namespace label on the app's recording rules.
+	namespace string
 }
 
-// honestQuery is the query that counts, over window, the increase of
+// honestQuery is the query that counts, over ps's window, the increase of
 // query's raw series by the build's tag (tagKey copied to the label
-// "tag") and cluster label. clusterLabel is added to the query's own
-// groupings unless the query writes it itself (label_replace or
-// label_join into it).
-func honestQuery(query, tagKey, clusterLabel string, window time.Duration) (string, error) {
+// "tag") and cluster label, of ps's namespace and fleet. The cluster label
+// is added to the query's own groupings unless the query writes it itself
+// (label_replace or label_join into it).
+func (ps perSeries) honestQuery(query, tagKey string) (string, error) {
 	expr, err := parser.ParseExpr(query)
 	if err != nil {
 		return "", fmt.Errorf("does not parse as PromQL: %w", err)
 	}
-	ps := perSeries{window: window, cluster: clusterLabel}
+	clusterLabel := ps.cluster
 	if writesLabel(expr, clusterLabel) {
-		ps.cluster = ""
+		ps.cluster, ps.fleet = "", nil
 	}
 	inner, err := ps.rewrite(expr)
 	if err != nil {
@@ -139,6 +150,13 @@ func (ps perSeries) selector(vs *parser.VectorSelector) (parser.Expr, error) {
 		return nil, fmt.Errorf("%s reads its series at another time than the window's (offset, @, anchored or smoothed): %w", brief(vs), errNotCountable)
 	}
 	sel := *vs
+	sel.LabelMatchers = slices.Clone(vs.LabelMatchers)
+	if ps.namespace != "" {
+		sel.LabelMatchers = append(sel.LabelMatchers, labels.MustNewMatcher(labels.MatchEqual, scope.LabelNamespace, ps.namespace))
+	}
+	if ps.cluster != "" && ps.fleet != nil {
+		sel.LabelMatchers = append(sel.LabelMatchers, labels.MustNewMatcher(labels.MatchRegexp, ps.cluster, fleetRegexp(ps.fleet)))
+	}
 	return &parser.Call{Func: parser.Functions["increase"], Args: parser.Expressions{
 		&parser.MatrixSelector{VectorSelector: &sel, Range: ps.window},
 	}}, nil

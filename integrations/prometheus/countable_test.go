@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // TestHonestQuery_CountsEachRawSeries: the query Counts asks of each
@@ -93,6 +94,34 @@ func TestCheckCountable_SaysWhyAShapeCannotBeCounted(t *testing.T) {
 		}
 		if _, herr := prometheus.HonestQuery(tc.query, "tag", "cluster", 30*time.Second); herr == nil {
 			t.Errorf("HonestQuery(%s) wrote a query for a shape it cannot count", tc.query)
+		}
+	}
+}
+
+// TestHonestQueryIn_SelectsTheAppsNamespaceAndFleet: of an app, every raw
+// selector is confined to its fleet's clusters (or series without the
+// cluster label), and, when the Prometheus enforces the namespace label,
+// to its namespace: another team's series of the same name count for
+// neither build.
+func TestHonestQueryIn_SelectsTheAppsNamespaceAndFleet(t *testing.T) {
+	app := scope.App{Name: "shop", Namespace: "shop-production", Clusters: []string{"east", "west"}}
+	query := `sum by (tag) (requests_total) - on (tag) sum by (tag) (requests_total{code!~"5.."})`
+	for _, tc := range []struct {
+		enforced bool
+		want     string
+	}{
+		{false, `sum by (tag, cluster) (sum by (tag, cluster) (increase(requests_total{cluster=~"east|west|"}[30s])) - on (tag, cluster) sum by (tag, cluster) (increase(requests_total{cluster=~"east|west|",code!~"5.."}[30s])))`},
+		{true, `sum by (tag, cluster) (sum by (tag, cluster) (increase(requests_total{cluster=~"east|west|",namespace="shop-production"}[30s])) - on (tag, cluster) sum by (tag, cluster) (increase(requests_total{cluster=~"east|west|",code!~"5..",namespace="shop-production"}[30s])))`},
+	} {
+		got, err := prometheus.HonestQueryIn(query, "tag", "cluster", app, tc.enforced, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("enforced %v:\n got %s\nwant %s", tc.enforced, got, tc.want)
+		}
+		if _, err := parser.ParseExpr(got); err != nil {
+			t.Errorf("enforced %v: %s does not parse: %v", tc.enforced, got, err)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // SLI is an SLO's indicator as the baseline comparison counts it: its own
@@ -48,30 +50,36 @@ type SLICounts struct {
 // series), it counts the recorded series instead, and SLICounts.Recorded
 // says why. The window is rounded up to a whole ten seconds, so that the
 // answer of one run is cached for the next.
-func (c *Client) Counts(ctx context.Context, sli SLI, tags []string, window time.Duration) (SLICounts, error) {
+//
+// Only app's series count: the recorded series of its namespace and fleet
+// (scope.App), and, when the Prometheus enforces the namespace label
+// (Config.NamespaceEnforced), the raw series of its namespace alone; a
+// series whose cluster label names a cluster outside the fleet never does.
+func (c *Client) Counts(ctx context.Context, app scope.App, sli SLI, tags []string, window time.Duration) (SLICounts, error) {
 	if len(tags) == 0 {
 		return SLICounts{Total: map[string]map[string]float64{}, Errors: map[string]map[string]float64{}}, nil
 	}
 	window = roundWindow(window)
-	totalQuery, totalErr := honestQuery(sli.TotalQuery, sli.TagKey, string(c.cluster), window)
-	errorQuery, errorErr := honestQuery(sli.ErrorQuery, sli.TagKey, string(c.cluster), window)
+	ps := c.perSeries(app, window)
+	totalQuery, totalErr := ps.honestQuery(sli.TotalQuery, sli.TagKey)
+	errorQuery, errorErr := ps.honestQuery(sli.ErrorQuery, sli.TagKey)
 	switch {
 	case totalErr != nil:
-		return c.recordedSLICounts(ctx, sli, tags, window, "totalQuery "+totalErr.Error())
+		return c.recordedSLICounts(ctx, app, sli, tags, window, "totalQuery "+totalErr.Error())
 	case errorErr != nil:
-		return c.recordedSLICounts(ctx, sli, tags, window, "errorQuery "+errorErr.Error())
+		return c.recordedSLICounts(ctx, app, sli, tags, window, "errorQuery "+errorErr.Error())
 	}
 	total, err := c.countsOf(ctx, totalQuery, tags)
 	if err != nil {
 		return SLICounts{}, err
 	}
 	if len(total) == 0 && sli.RecordedTotal != "" {
-		recorded, err := c.recordedCounts(ctx, sli.RecordedTotal, tags, window)
+		recorded, err := c.recordedCounts(ctx, app, sli.RecordedTotal, tags, window)
 		if err != nil {
 			return SLICounts{}, err
 		}
 		if len(recorded) > 0 {
-			return c.recordedSLICounts(ctx, sli, tags, window, fmt.Sprintf("no raw series of totalQuery at %s, where %s has some", c.address, sli.RecordedTotal))
+			return c.recordedSLICounts(ctx, app, sli, tags, window, fmt.Sprintf("no raw series of totalQuery at %s, where %s has some", c.address, sli.RecordedTotal))
 		}
 	}
 	errs, err := c.countsOf(ctx, errorQuery, tags)
@@ -82,12 +90,12 @@ func (c *Client) Counts(ctx context.Context, sli SLI, tags []string, window time
 }
 
 // recordedSLICounts counts sli's recorded series over window, for why.
-func (c *Client) recordedSLICounts(ctx context.Context, sli SLI, tags []string, window time.Duration, why string) (SLICounts, error) {
-	total, err := c.recordedCounts(ctx, sli.RecordedTotal, tags, window)
+func (c *Client) recordedSLICounts(ctx context.Context, app scope.App, sli SLI, tags []string, window time.Duration, why string) (SLICounts, error) {
+	total, err := c.recordedCounts(ctx, app, sli.RecordedTotal, tags, window)
 	if err != nil {
 		return SLICounts{}, err
 	}
-	errs, err := c.recordedCounts(ctx, sli.RecordedErrors, tags, window)
+	errs, err := c.recordedCounts(ctx, app, sli.RecordedErrors, tags, window)
 	if err != nil {
 		return SLICounts{}, err
 	}
@@ -97,8 +105,9 @@ func (c *Client) recordedSLICounts(ctx context.Context, sli SLI, tags []string, 
 // recordedCounts returns how much metric (an SLO's recorded total or
 // errors, with the build's tag in the label "tag") grew over window for
 // each of tags, by tag and cluster label: the increase of the recorded
-// sum, which takes a series leaving the sum for a counter reset.
-func (c *Client) recordedCounts(ctx context.Context, metric string, tags []string, window time.Duration) (map[string]map[string]float64, error) {
+// sum, which takes a series leaving the sum for a counter reset. Only the
+// series of app's namespace and fleet count.
+func (c *Client) recordedCounts(ctx context.Context, app scope.App, metric string, tags []string, window time.Duration) (map[string]map[string]float64, error) {
 	if metric == "" {
 		return nil, fmt.Errorf("counting the recorded series of an SLI at %s: no recorded series named", c.address)
 	}
@@ -106,8 +115,8 @@ func (c *Client) recordedCounts(ctx context.Context, metric string, tags []strin
 	for i, t := range tags {
 		alternatives[i] = regexp.QuoteMeta(t)
 	}
-	return c.countsOf(ctx, fmt.Sprintf(`sum by (tag, %s) (increase(%s{tag=~%s}[%s]))`,
-		c.cluster, metric, quote(strings.Join(alternatives, "|")), model.Duration(window)), tags)
+	return c.countsOf(ctx, fmt.Sprintf(`sum by (tag, %s) (increase(%s[%s]))`,
+		c.cluster, c.recorded(app, metric, tagLabel+"=~"+quote(strings.Join(alternatives, "|"))), model.Duration(window)), tags)
 }
 
 // countsOf returns what query (one series per tag and cluster label)
@@ -134,6 +143,17 @@ func (c *Client) countsOf(ctx context.Context, query string, tags []string) (map
 		out[tag][cluster] += float64(sample.Value)
 	}
 	return out, nil
+}
+
+// perSeries is how app's raw series are counted over window: by the
+// cluster label, from the app's fleet, and, where the Prometheus enforces
+// the namespace label, from the app's namespace.
+func (c *Client) perSeries(app scope.App, window time.Duration) perSeries {
+	ps := perSeries{window: window, cluster: string(c.cluster), fleet: app.Clusters}
+	if c.namespaceEnforced {
+		ps.namespace = app.Namespace
+	}
+	return ps
 }
 
 // roundWindow is window rounded up to a whole ten seconds, at least ten.

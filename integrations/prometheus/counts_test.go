@@ -187,7 +187,10 @@ var shopSLI = prometheus.SLI{
 // plan/manifests.SLORules does).
 func recordingRules(sli prometheus.SLI) []monitoringv1.RuleGroup {
 	record := func(name, query string) monitoringv1.Rule {
-		return monitoringv1.Rule{Record: name, Expr: intstr.FromString(fmt.Sprintf(`label_replace(%s, "tag", "$1", %q, "(.*)")`, query, sli.TagKey))}
+		return monitoringv1.Rule{
+			Record: name, Expr: intstr.FromString(fmt.Sprintf(`label_replace(%s, "tag", "$1", %q, "(.*)")`, query, sli.TagKey)),
+			Labels: map[string]string{"namespace": inNamespace("shop")},
+		}
 	}
 	return []monitoringv1.RuleGroup{{Name: "availability_record", Rules: []monitoringv1.Rule{
 		record(sli.RecordedTotal, sli.TotalQuery), record(sli.RecordedErrors, sli.ErrorQuery),
@@ -253,7 +256,7 @@ func TestCounts_PodsRestartScaleDownAndGo(t *testing.T) {
 	})
 
 	before := time.Now()
-	counts, err := c.Counts(ctx, shopSLI, []string{"v1", "v2"}, window)
+	counts, err := c.Counts(ctx, appIn("shop"), shopSLI, []string{"v1", "v2"}, window)
 	after := time.Now()
 	if err != nil {
 		t.Fatal(err)
@@ -273,11 +276,11 @@ func TestCounts_PodsRestartScaleDownAndGo(t *testing.T) {
 	// Today's query, the increase of the recorded sums, fails the same
 	// check: this test tells the honest counts from the old ones.
 	before = time.Now()
-	oldTotal, err := prometheus.RecordedCounts(ctx, c, shopSLI.RecordedTotal, []string{"v1", "v2"}, window)
+	oldTotal, err := prometheus.RecordedCounts(ctx, c, appIn("shop"), shopSLI.RecordedTotal, []string{"v1", "v2"}, window)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldErrs, err := prometheus.RecordedCounts(ctx, c, shopSLI.RecordedErrors, []string{"v1", "v2"}, window)
+	oldErrs, err := prometheus.RecordedCounts(ctx, c, appIn("shop"), shopSLI.RecordedErrors, []string{"v1", "v2"}, window)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +294,7 @@ func TestCounts_PodsRestartScaleDownAndGo(t *testing.T) {
 	t.Run("a query it cannot count per series: the recorded series, saying why", func(t *testing.T) {
 		sli := shopSLI
 		sli.TotalQuery = `sum by (destination_version) (rate(istio_requests_total{destination_app="shop"}[1m]))`
-		got, err := c.Counts(ctx, sli, []string{"v1", "v2"}, window)
+		got, err := c.Counts(ctx, appIn("shop"), sli, []string{"v1", "v2"}, window)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +305,7 @@ func TestCounts_PodsRestartScaleDownAndGo(t *testing.T) {
 	t.Run("raw series not at the query address: the recorded series, saying why", func(t *testing.T) {
 		sli := shopSLI
 		sli.TotalQuery = `sum by (destination_version) (only_in_the_clusters_total)`
-		got, err := c.Counts(ctx, sli, []string{"v1", "v2"}, window)
+		got, err := c.Counts(ctx, appIn("shop"), sli, []string{"v1", "v2"}, window)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,11 +100,15 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	_, _ = w.Write(out)
 }
 
-// alert is an ALERTS sample with labels given as name, value pairs.
+// alert is an ALERTS sample with labels given as name, value pairs, in
+// the namespace of its app (inNamespace) unless they name one.
 func alert(pairs ...string) *model.Sample {
 	metric := model.Metric{model.MetricNameLabel: "ALERTS", "alertstate": "firing"}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		metric[model.LabelName(pairs[i])] = model.LabelValue(pairs[i+1])
+	}
+	if _, ok := metric["namespace"]; !ok && metric["app"] != "" {
+		metric["namespace"] = model.LabelValue(inNamespace(string(metric["app"])))
 	}
 	return &model.Sample{Metric: metric, Value: 1, Timestamp: model.Time(1_700_000_000_000)}
 }

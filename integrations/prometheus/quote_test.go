@@ -1,11 +1,14 @@
 package prometheus
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/medium/picchu/integrations/scope"
 )
 
 // awkward are label values that a careless quoting would break out of.
@@ -69,7 +72,7 @@ func TestQuoteIsAGoStringLiteral(t *testing.T) {
 func TestCanaryAlertsQueryParses(t *testing.T) {
 	for _, app := range awkward {
 		for _, tag := range []string{"v1", `t"a\g`, "x\ny"} {
-			query := canaryAlertsQuery(app, tag)
+			query := canaryAlertsQuery(scope.App{Name: app, Namespace: app + "-production"}, tag)
 			expr, err := parser.ParseExpr(query)
 			if err != nil {
 				t.Errorf("canaryAlertsQuery(%q, %q) = %s does not parse: %v", app, tag, query, err)
@@ -80,8 +83,7 @@ func TestCanaryAlertsQueryParses(t *testing.T) {
 				t.Errorf("canaryAlertsQuery(%q, %q) = %s is a %T, not a sum", app, tag, query, expr)
 				continue
 			}
-			if agg.Op != parser.SUM || agg.Without || len(agg.Grouping) != 4 ||
-				agg.Grouping[0] != "app" || agg.Grouping[1] != "tag" || agg.Grouping[2] != "alertname" || agg.Grouping[3] != DefaultClusterLabel {
+			if agg.Op != parser.SUM || agg.Without || !slices.Equal(agg.Grouping, []string{"app", "tag", "namespace", "alertname", DefaultClusterLabel}) {
 				t.Errorf("canaryAlertsQuery(%q, %q) = %s: wrong aggregation %s", app, tag, query, agg)
 			}
 			selector, ok := agg.Expr.(*parser.VectorSelector)
@@ -90,7 +92,7 @@ func TestCanaryAlertsQueryParses(t *testing.T) {
 				continue
 			}
 			want := map[string]string{
-				"__name__": "ALERTS", "app": app, "tag": tag, "canary": "true", "alertstate": "firing",
+				"__name__": "ALERTS", "app": app, "tag": tag, "namespace": app + "-production", "canary": "true", "alertstate": "firing",
 			}
 			if len(selector.LabelMatchers) != len(want) {
 				t.Errorf("canaryAlertsQuery(%q, %q) = %s: matchers %v, want %v", app, tag, query, selector.LabelMatchers, want)

@@ -35,6 +35,10 @@ const (
 	AlertLabelTag    = "tag"
 	AlertLabelSLO    = "slo"
 	AlertLabelCanary = "canary"
+	// AlertLabelNamespace is the app's namespace in its target
+	// (<app>-<target>), which Picchu sets last on every rule and series
+	// it writes: verdicts select by it (see integrations/scope).
+	AlertLabelNamespace = "namespace"
 
 	// CanaryRateWindow is the range over which the canary alerts compare
 	// error ratios.
@@ -53,7 +57,15 @@ type Monitoring struct {
 	// legacy alertRules.
 	ServiceMonitors []picchuv1alpha1.ServiceMonitor
 	AlertRules      []monitoringv1.Rule
+	// ClusterLabel is the label that names the cluster a series comes
+	// from (--prometheus-cluster-label), which no monitoring object of the
+	// app may write (CheckTenancy).
+	ClusterLabel string
 }
+
+// namespace is the app's namespace on the target, which every rule Picchu
+// writes labels its alerts and series with.
+func (m Monitoring) namespace() string { return picchuv1alpha1.AppNamespace(m.App, m.Target) }
 
 // enabledSLOs are the SLOs that get rules, alerts and service levels.
 func (m Monitoring) enabledSLOs() []picchuv1alpha1.ServiceLevelObjective {
@@ -147,6 +159,9 @@ func ServiceMonitors(m Monitoring) ([]*monitoringv1.ServiceMonitor, error) {
 				}
 			}
 		}
+		for i := range sm.Spec.Endpoints {
+			m.forcedRelabelings(&sm.Spec.Endpoints[i])
+		}
 		out = append(out, sm)
 	}
 	return out, nil
@@ -200,7 +215,8 @@ func recordExpr(slo picchuv1alpha1.ServiceLevelObjective, query string) string {
 // SLORules is the app's PrometheusRule "<app>-slo": for each enabled SLO a
 // group "<slo>_record" recording its total and error queries as
 // "<app>:<slo>:total" and "<app>:<slo>:errors", with the tag in the label
-// "tag". Nil when no SLO is enabled.
+// "tag" and the app's namespace in the label "namespace" (which the
+// verdicts select them by). Nil when no SLO is enabled.
 func SLORules(m Monitoring) (*monitoringv1.PrometheusRule, error) {
 	slos := m.enabledSLOs()
 	if len(slos) == 0 {
@@ -215,8 +231,8 @@ func SLORules(m Monitoring) (*monitoringv1.PrometheusRule, error) {
 		pr.Spec.Groups = append(pr.Spec.Groups, monitoringv1.RuleGroup{
 			Name: slo.Name + "_record",
 			Rules: []monitoringv1.Rule{
-				{Record: SLOMetric(m.App, slo.Name, "total"), Expr: intOrString(recordExpr(slo, sli.TotalQuery))},
-				{Record: SLOMetric(m.App, slo.Name, "errors"), Expr: intOrString(recordExpr(slo, sli.ErrorQuery))},
+				{Record: SLOMetric(m.App, slo.Name, "total"), Expr: intOrString(recordExpr(slo, sli.TotalQuery)), Labels: m.namespaceLabel()},
+				{Record: SLOMetric(m.App, slo.Name, "errors"), Expr: intOrString(recordExpr(slo, sli.ErrorQuery)), Labels: m.namespaceLabel()},
 			},
 		})
 	}
@@ -235,6 +251,11 @@ func (m Monitoring) prometheusRule(name, ruleType string, extra map[string]strin
 	return &monitoringv1.PrometheusRule{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: picchuv1alpha1.AppNamespace(m.App, m.Target), Labels: merge(layers...),
 	}}
+}
+
+// namespaceLabel is the label set of the app's namespace.
+func (m Monitoring) namespaceLabel() map[string]string {
+	return map[string]string{AlertLabelNamespace: m.namespace()}
 }
 
 // canarySLOs are the enabled SLOs whose canary check is on.
@@ -265,18 +286,20 @@ func allowance(c picchuv1alpha1.SLICanaryConfig) (float64, error) {
 
 // CanaryExpr is the PromQL of an SLO's canary alert for one build: the
 // build's error ratio, less the allowance, above the ratio of the whole
-// app (every build, ignoring the tag).
-func CanaryExpr(app string, slo picchuv1alpha1.ServiceLevelObjective, tag string) (string, error) {
+// app (every build, ignoring the tag), each of the app's series in its
+// namespace ns.
+func CanaryExpr(app, ns string, slo picchuv1alpha1.ServiceLevelObjective, tag string) (string, error) {
 	allow, err := allowance(slo.ServiceLevelIndicator.Canary)
 	if err != nil {
 		return "", fmt.Errorf("serviceLevelObjectives[%s].serviceLevelIndicator.canary.%w", slo.Name, err)
 	}
 	errs, total := SLOMetric(app, slo.Name, "errors"), SLOMetric(app, slo.Name, "total")
 	w := CanaryRateWindow
-	sel := fmt.Sprintf(`{%s=%q}`, AlertLabelTag, tag)
+	sel := fmt.Sprintf(`{%s=%q,%s=%q}`, AlertLabelNamespace, ns, AlertLabelTag, tag)
+	all := fmt.Sprintf(`{%s=%q}`, AlertLabelNamespace, ns)
 	return fmt.Sprintf(
-		`(sum by (%[1]s) (rate(%[2]s%[4]s[%[5]s])) / sum by (%[1]s) (rate(%[3]s%[4]s[%[5]s]))) - %[6]s > ignoring(%[1]s) (sum(rate(%[2]s[%[5]s])) / sum(rate(%[3]s[%[5]s])))`,
-		AlertLabelTag, errs, total, sel, w, strconv.FormatFloat(allow, 'f', -1, 64),
+		`(sum by (%[1]s) (rate(%[2]s%[4]s[%[5]s])) / sum by (%[1]s) (rate(%[3]s%[4]s[%[5]s]))) - %[6]s > ignoring(%[1]s) (sum(rate(%[2]s%[7]s[%[5]s])) / sum(rate(%[3]s%[7]s[%[5]s])))`,
+		AlertLabelTag, errs, total, sel, w, strconv.FormatFloat(allow, 'f', -1, 64), all,
 	), nil
 }
 
@@ -285,7 +308,7 @@ func CanaryExpr(app string, slo picchuv1alpha1.ServiceLevelObjective, tag string
 // check on, firing once the build's error ratio has exceeded the app's by
 // more than the allowance for failAfter. The alerts carry the user's alert
 // labels; Picchu sets only the labels it reads them back by (app, tag,
-// canary) and, unless the user sets it, slo="true". Nil when no SLO checks
+// canary, namespace) and, unless the user sets it, slo="true". Nil when no SLO checks
 // canaries.
 func CanaryRules(m Monitoring, tag string) (*monitoringv1.PrometheusRule, error) {
 	slos := m.canarySLOs()
@@ -295,7 +318,7 @@ func CanaryRules(m Monitoring, tag string) (*monitoringv1.PrometheusRule, error)
 	pr := m.prometheusRule(CanaryRuleName(m.App, tag), RuleTypeCanary, map[string]string{picchuv1alpha1.LabelTag: tag}, slos)
 	group := monitoringv1.RuleGroup{Name: "picchu-canary-" + tag}
 	for _, slo := range slos {
-		expr, err := CanaryExpr(m.App, slo, tag)
+		expr, err := CanaryExpr(m.App, m.namespace(), slo, tag)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +328,7 @@ func CanaryRules(m Monitoring, tag string) (*monitoringv1.PrometheusRule, error)
 			Labels: merge(
 				map[string]string{AlertLabelSLO: "true"},
 				m.Labels.AlertLabels, slo.ServiceLevelObjectiveLabels.AlertLabels,
-				map[string]string{AlertLabelApp: m.App, AlertLabelTag: tag, AlertLabelCanary: "true"},
+				map[string]string{AlertLabelApp: m.App, AlertLabelTag: tag, AlertLabelCanary: "true", AlertLabelNamespace: m.namespace()},
 			),
 			Annotations: map[string]string{
 				"summary": fmt.Sprintf("%s %s fails the canary of SLO %s", m.App, tag, slo.Name),
@@ -339,7 +362,9 @@ func promDuration(d string) (string, error) {
 func intOrString(s string) intstr.IntOrString { return intstr.FromString(s) }
 
 // AlertRules is the app's PrometheusRule "<app>" holding its legacy
-// alertRules in the group "picchu.rules"; nil when there are none.
+// alertRules in the group "picchu.rules", each alert labelled with the
+// app's namespace (which CheckTenancy refuses the rules to set); nil when
+// there are none.
 func AlertRules(m Monitoring) *monitoringv1.PrometheusRule {
 	if len(m.AlertRules) == 0 {
 		return nil
@@ -348,6 +373,7 @@ func AlertRules(m Monitoring) *monitoringv1.PrometheusRule {
 	rules := make([]monitoringv1.Rule, len(m.AlertRules))
 	for i := range m.AlertRules {
 		rules[i] = *m.AlertRules[i].DeepCopy()
+		rules[i].Labels = merge(rules[i].Labels, m.namespaceLabel())
 	}
 	pr.Spec.Groups = []monitoringv1.RuleGroup{{Name: "picchu.rules", Rules: rules}}
 	return pr
@@ -357,7 +383,9 @@ func AlertRules(m Monitoring) *monitoringv1.PrometheusRule {
 // "<app>-<target>-servicelevels" in namespace: one SLO per enabled SLO,
 // whose events are the rates of the recording rules summed by tag (and
 // grpc_method when the service level labels hold is_grpc), so burn alerts
-// keep the tag of the build that burns. Nil when no SLO is enabled.
+// keep the tag of the build that burns, of the app's namespace alone; its
+// labels and alerting labels carry app and the app's namespace, which the
+// verdicts select the burn alerts by. Nil when no SLO is enabled.
 func ServiceLevels(m Monitoring, namespace string) (*slothv1.PrometheusServiceLevel, error) {
 	slos := m.enabledSLOs()
 	if len(slos) == 0 {
@@ -375,13 +403,13 @@ func ServiceLevels(m Monitoring, namespace string) (*slothv1.PrometheusServiceLe
 			return nil, fmt.Errorf("serviceLevelObjectives[%s].objectivePercentString: %q is not a percent above 0", slo.Name, slo.ObjectivePercentString)
 		}
 		labels := merge(m.Labels.ServiceLevelLabels, slo.ServiceLevelObjectiveLabels.ServiceLevelLabels,
-			map[string]string{AlertLabelApp: m.App})
+			map[string]string{AlertLabelApp: m.App}, m.namespaceLabel())
 		by := AlertLabelTag
 		if _, ok := labels["is_grpc"]; ok {
 			by += ", grpc_method"
 		}
 		events := func(kind string) string {
-			return fmt.Sprintf("sum by (%s) (rate(%s[{{.window}}]))", by, SLOMetric(m.App, slo.Name, kind))
+			return fmt.Sprintf("sum by (%s) (rate(%s{%s=%q}[{{.window}}]))", by, SLOMetric(m.App, slo.Name, kind), AlertLabelNamespace, m.namespace())
 		}
 		a := slo.Alerting
 		name := a.Name
@@ -392,7 +420,7 @@ func ServiceLevels(m Monitoring, namespace string) (*slothv1.PrometheusServiceLe
 			Name: slo.Name, Description: slo.Description, Objective: objective, Labels: labels,
 			SLI: slothv1.SLI{Events: &slothv1.SLIEvents{ErrorQuery: events("errors"), TotalQuery: events("total")}},
 			Alerting: slothv1.Alerting{
-				Name: name, Labels: maps.Clone(a.Labels), Annotations: maps.Clone(a.Annotations),
+				Name: name, Labels: merge(a.Labels, m.namespaceLabel()), Annotations: maps.Clone(a.Annotations),
 				PageAlert: slothAlert(a.PageAlert), TicketAlert: slothAlert(a.TicketAlert),
 			},
 		}

@@ -26,7 +26,7 @@ import (
 // only the SLOs' metrics) and a legacy alert rule.
 func monitoring() manifests.Monitoring {
 	return manifests.Monitoring{
-		App: "shop", Target: "production",
+		App: "shop", Target: "production", ClusterLabel: "cluster",
 		Labels: picchuv1alpha1.ServiceLevelObjectiveLabels{
 			AlertLabels:        map[string]string{"team": "checkout", "channel": "#checkout-alerts"},
 			RuleLabels:         map[string]string{"prometheus": "main"},
@@ -166,7 +166,9 @@ func TestCanaryRules_CompareTheBuildWithTheAppAndKeepTheUsersLabels(t *testing.T
 		t.Fatalf("groups %+v: only the availability SLO checks canaries", pr.Spec.Groups)
 	}
 	rule := pr.Spec.Groups[0].Rules[0]
-	want := `(sum by (tag) (rate(shop:availability:errors{tag="v2"}[2m])) / sum by (tag) (rate(shop:availability:total{tag="v2"}[2m]))) - 0.005 > ignoring(tag) (sum(rate(shop:availability:errors[2m])) / sum(rate(shop:availability:total[2m])))`
+	// The build and the app are both read in the app's namespace alone: a
+	// same-named app of another team does not move the comparison.
+	want := `(sum by (tag) (rate(shop:availability:errors{namespace="shop-production",tag="v2"}[2m])) / sum by (tag) (rate(shop:availability:total{namespace="shop-production",tag="v2"}[2m]))) - 0.005 > ignoring(tag) (sum(rate(shop:availability:errors{namespace="shop-production"}[2m])) / sum(rate(shop:availability:total{namespace="shop-production"}[2m])))`
 	if rule.Alert != "availability_canary" || rule.Expr.StrVal != want {
 		t.Errorf("alert %s expr\n got %s\nwant %s", rule.Alert, rule.Expr.StrVal, want)
 	}
@@ -178,7 +180,7 @@ func TestCanaryRules_CompareTheBuildWithTheAppAndKeepTheUsersLabels(t *testing.T
 	// SLO's labels win over the target's; Picchu sets what it reads back.
 	wantLabels := map[string]string{
 		"team": "checkout", "channel": "#shop-oncall", "severity": "page",
-		"app": "shop", "tag": "v2", "canary": "true", "slo": "true",
+		"app": "shop", "tag": "v2", "canary": "true", "slo": "true", "namespace": "shop-production",
 	}
 	if !reflect.DeepEqual(rule.Labels, wantLabels) {
 		t.Errorf("alert labels %v, want %v", rule.Labels, wantLabels)
@@ -190,7 +192,7 @@ func TestCanaryRules_CompareTheBuildWithTheAppAndKeepTheUsersLabels(t *testing.T
 	// allowancePercent works when the string is unset; a bad failAfter is named.
 	m := monitoring()
 	m.SLOs[0].ServiceLevelIndicator.Canary = picchuv1alpha1.SLICanaryConfig{Enabled: true, AllowancePercent: 2}
-	if expr, _ := manifests.CanaryExpr("shop", m.SLOs[0], "v3"); !strings.Contains(expr, ` - 0.02 > `) {
+	if expr, _ := manifests.CanaryExpr("shop", "shop-production", m.SLOs[0], "v3"); !strings.Contains(expr, ` - 0.02 > `) {
 		t.Errorf("allowancePercent 2: %s", expr)
 	}
 	m.SLOs[0].ServiceLevelIndicator.Canary.FailAfter = "soon"
@@ -218,10 +220,10 @@ func TestServiceLevels_OnePerAppAndTargetWithBurnAlertsByTag(t *testing.T) {
 	if avail.Objective != 99.9 || avail.Labels["tier"] != "1" || avail.Labels["app"] != "shop" {
 		t.Errorf("availability %+v", avail)
 	}
-	if got := avail.SLI.Events.ErrorQuery; got != `sum by (tag) (rate(shop:availability:errors[{{.window}}]))` {
+	if got := avail.SLI.Events.ErrorQuery; got != `sum by (tag) (rate(shop:availability:errors{namespace="shop-production"}[{{.window}}]))` {
 		t.Errorf("error events %s", got)
 	}
-	if got := latency.SLI.Events.TotalQuery; got != `sum by (tag, grpc_method) (rate(shop:latency:total[{{.window}}]))` {
+	if got := latency.SLI.Events.TotalQuery; got != `sum by (tag, grpc_method) (rate(shop:latency:total{namespace="shop-production"}[{{.window}}]))` {
 		t.Errorf("gRPC total events %s", got)
 	}
 	for _, q := range []string{avail.SLI.Events.ErrorQuery, avail.SLI.Events.TotalQuery, latency.SLI.Events.TotalQuery} {
@@ -263,8 +265,23 @@ func TestServiceMonitors_SelectTheAppsNamespaceAndKeepOnlySLOMetrics(t *testing.
 	if relabel[0].Regex != "http_request_duration_seconds_bucket|http_requests_total|istio_requests_total" || relabel[1].Regex != "go_.*" {
 		t.Errorf("relabel regexes %q, %q: the SLO metrics fill only the empty one", relabel[0].Regex, relabel[1].Regex)
 	}
-	if sms[1].Spec.Endpoints[0].MetricRelabelConfigs != nil {
-		t.Errorf("a monitor without sloRegex got relabelling %+v", sms[1].Spec.Endpoints[0].MetricRelabelConfigs)
+	// Every endpoint ends by setting its namespace to the app's and
+	// dropping any cluster label: whatever came before, the series it
+	// scrapes are the app's, in the cluster that scrapes them.
+	for _, sm := range sms {
+		for _, ep := range sm.Spec.Endpoints {
+			if got := ep.MetricRelabelConfigs[len(ep.MetricRelabelConfigs)-1]; got.Action != "replace" || got.TargetLabel != "namespace" || *got.Replacement != "shop-production" {
+				t.Errorf("%s: last metric relabelling %+v, want namespace set to shop-production", sm.Name, got)
+			}
+			n := len(ep.RelabelConfigs)
+			if n < 2 || ep.RelabelConfigs[n-2].TargetLabel != "namespace" || *ep.RelabelConfigs[n-2].Replacement != "shop-production" ||
+				ep.RelabelConfigs[n-1].Action != "labeldrop" || ep.RelabelConfigs[n-1].Regex != "cluster" {
+				t.Errorf("%s: relabellings %+v, want namespace set then the cluster label dropped", sm.Name, ep.RelabelConfigs)
+			}
+		}
+	}
+	if got := sms[1].Spec.Endpoints[0].MetricRelabelConfigs; len(got) != 1 {
+		t.Errorf("a monitor without sloRegex got relabelling %+v, want the namespace alone", got)
 	}
 	bad := monitoring()
 	bad.SLOs[0].ServiceLevelIndicator.TotalQuery = "sum(("

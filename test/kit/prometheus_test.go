@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/medium/picchu/integrations/prometheus"
+	"github.com/medium/picchu/integrations/scope"
 	"github.com/medium/picchu/test/kit"
 )
 
@@ -34,9 +35,10 @@ func errorRatioRules() []monitoringv1.RuleGroup {
 				Expr:  intstr.FromString(`destination_version:istio_requests:error_ratio_30s > 0.2`),
 				For:   &forOneSecond,
 				Labels: map[string]string{
-					"app": "{{ $labels.destination_app }}",
-					"tag": "{{ $labels.destination_version }}",
-					"slo": "true",
+					"app":       "{{ $labels.destination_app }}",
+					"tag":       "{{ $labels.destination_version }}",
+					"slo":       "true",
+					"namespace": "demo-production",
 				},
 			},
 		},
@@ -103,7 +105,8 @@ func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	firing := func(tag string) ([]string, error) { return client.FiringAlerts(ctx, "demo", tag, false) }
+	demo := scope.App{Name: "demo", Namespace: "demo-production"}
+	firing := func(tag string) ([]string, error) { return client.FiringAlerts(ctx, demo, tag, false) }
 	expectFiring := func(tag string, want ...string) func() error {
 		return func() error {
 			got, err := firing(tag)
@@ -125,7 +128,7 @@ func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 		t.Fatalf("stopping Prometheus: %v", err)
 	}
 	// A query the client has not cached, so that it reaches the stopped server.
-	if got, err := client.FiringAlerts(ctx, "demo", "v2", true); err == nil {
+	if got, err := client.FiringAlerts(ctx, demo, "v2", true); err == nil {
 		t.Errorf("stopped Prometheus answered: %q", got)
 	} else if !strings.Contains(err.Error(), prom.URL()) {
 		t.Errorf("error %q does not name %s", err, prom.URL())
@@ -135,7 +138,7 @@ func TestPrometheus_AlertsOnTrafficAndRestarts(t *testing.T) {
 		t.Fatalf("starting Prometheus again: %v", err)
 	}
 	kit.Eventually(t, time.Minute, "restarted Prometheus answers", func() error {
-		got, err := client.FiringAlerts(ctx, "demo", "v2", true)
+		got, err := client.FiringAlerts(ctx, demo, "v2", true)
 		if err != nil {
 			return err
 		}
