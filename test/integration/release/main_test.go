@@ -93,9 +93,13 @@ func setup(s *harness.Suite) error {
 	if err := releasemetrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering release metrics: %w", err)
 	}
+	if err := registerTeamB(ctx); err != nil {
+		return err
+	}
 	// Its safety resync is 10 minutes, so only events and its own
-	// deadlines can move a release along.
+	// deadlines can move a release along. It serves teamB as well.
 	if running, err = inprocess.Run(s, operator.Options{
+		Namespaces: []string{teamB},
 		SyncPeriod: 10 * time.Minute, ClusterTimeout: 5 * time.Second, ConcurrentReleaseManagers: 4,
 		Prometheus: alerts, Datadog: monitors, PrometheusQueryTTL: alertCheckInterval,
 		// A build's pods go in the run after its last route, unless its
