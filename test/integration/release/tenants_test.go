@@ -50,21 +50,21 @@ func registerTeamB(ctx context.Context) error {
 }
 
 // TestTenants_AnotherTeamCanNeitherFailNorPassABuild: two teams, in two
-// delivery namespaces, each have an app named ledger (A's in target
+// delivery namespaces, each have an app named tenant (A's in target
 // production, B's in target staging) on the same clusters, and reuse
 // their tags; one real Prometheus evaluates both teams' rules.
 //   - B's v2 serves requests: its SLO recording rules write
-//     ledger:availability:total for tag v2. A's v2 serves none: it must
+//     tenant:availability:total for tag v2. A's v2 serves none: it must
 //     hold at its canary for want of evidence, not pass on B's requests.
 //   - B's v3 adds an alert rule firing for tag v2, labelled as SLO alerts
-//     are (slo, app ledger, tag v2), and one whose expression writes app
+//     are (slo, app tenant, tag v2), and one whose expression writes app
 //     and tag: neither fails A's v2, which, once it serves requests of
 //     its own, is released while they fire.
 //   - A's own canary alert still fails A's v3, and its traffic goes back
 //     to v2.
 func TestTenants_AnotherTeamCanNeitherFailNorPassABuild(t *testing.T) {
 	ctx := context.Background()
-	const app = "ledger"
+	const app = "tenant"
 	const canary = 2 * time.Second
 	teamA := env.Apps()
 	b := kit.Apps{Client: env.Delivery.Client, Namespace: teamB, Fleet: env.Fleet}
@@ -73,17 +73,17 @@ func TestTenants_AnotherTeamCanNeitherFailNorPassABuild(t *testing.T) {
 	state(t, 30*time.Second, app, "v1", "released")
 
 	// B's v2 serves requests, counted by its own SLO under A's metric name.
-	traffic.Set("ledger-b", "v2", 50, 0)
+	traffic.Set("tenant-b", "v2", 50, 0)
 	bRevision := func(tag string, commit int, rules []monitoringv1.Rule) *picchuv1alpha1.Revision {
 		rev := b.Revision(app, tag, kit.Commit(commit), kit.Geometric(10, 2, 300*time.Millisecond), kit.Target(func(tg *picchuv1alpha1.RevisionTarget) {
 			tg.Name = "staging"
-			tg.Ports[0].Hosts = []string{"ledger.staging.example.com"}
+			tg.Ports[0].Hosts = []string{"tenant.staging.example.com"}
 			tg.ServiceLevelObjectives = []picchuv1alpha1.ServiceLevelObjective{{
 				Name: "availability", Enabled: true, ObjectivePercentString: "99.9",
 				ServiceLevelIndicator: picchuv1alpha1.ServiceLevelIndicator{
 					TagKey:     "destination_version",
-					TotalQuery: `sum by (destination_version) (istio_requests_total{reporter="destination",destination_app="ledger-b"})`,
-					ErrorQuery: `sum by (destination_version) (istio_requests_total{reporter="destination",destination_app="ledger-b",response_code=~"5.."})`,
+					TotalQuery: `sum by (destination_version) (istio_requests_total{reporter="destination",destination_app="tenant-b"})`,
+					ErrorQuery: `sum by (destination_version) (istio_requests_total{reporter="destination",destination_app="tenant-b",response_code=~"5.."})`,
 				},
 			}}
 			tg.AlertRules = rules
@@ -95,7 +95,7 @@ func TestTenants_AnotherTeamCanNeitherFailNorPassABuild(t *testing.T) {
 	}
 	bRevision("v2", 2, nil)
 	kit.Eventually(t, 30*time.Second, "B's v2 counted in Prometheus", func() error {
-		return promHas(ctx, `ledger:availability:total{tag="v2"} > 0`)
+		return promHas(ctx, `tenant:availability:total{tag="v2"} > 0`)
 	})
 
 	// A's v2 serves nothing: it holds at its canary.
@@ -117,12 +117,12 @@ func TestTenants_AnotherTeamCanNeitherFailNorPassABuild(t *testing.T) {
 
 	// B's v3 fires alerts for tag v2, as SLO alerts are labelled.
 	bRevision("v3", 4, []monitoringv1.Rule{
-		{Alert: "ledger_b_broken", Expr: intstr.FromString("vector(1)"), Labels: map[string]string{"slo": "true", "app": app, "tag": "v2"}},
-		{Alert: "ledger_b_forged", Expr: intstr.FromString(`label_replace(label_replace(vector(1), "app", "ledger", "", ""), "tag", "v2", "", "")`),
+		{Alert: "tenant_b_broken", Expr: intstr.FromString("vector(1)"), Labels: map[string]string{"slo": "true", "app": app, "tag": "v2"}},
+		{Alert: "tenant_b_forged", Expr: intstr.FromString(`label_replace(label_replace(vector(1), "app", "tenant", "", ""), "tag", "v2", "", "")`),
 			Labels: map[string]string{"slo": "true"}},
 	})
 	kit.Eventually(t, 30*time.Second, "B's alerts fire in Prometheus", func() error {
-		return promHas(ctx, `count(ALERTS{alertname=~"ledger_b_.*",tag="v2",alertstate="firing"}) == 2`)
+		return promHas(ctx, `count(ALERTS{alertname=~"tenant_b_.*",tag="v2",alertstate="firing"}) == 2`)
 	})
 	// A's v2, now serving healthy requests of its own, passes its canary
 	// and is released while B's alerts fire: they are not A's.
@@ -130,7 +130,7 @@ func TestTenants_AnotherTeamCanNeitherFailNorPassABuild(t *testing.T) {
 	if st := state(t, 60*time.Second, app, "v2", "released"); len(st.TriggeredAlerts) > 0 {
 		t.Fatalf("B's alerts reached A's v2: %v", st.TriggeredAlerts)
 	}
-	if err := promHas(ctx, `count(ALERTS{alertname=~"ledger_b_.*",tag="v2",alertstate="firing"}) == 2`); err != nil {
+	if err := promHas(ctx, `count(ALERTS{alertname=~"tenant_b_.*",tag="v2",alertstate="firing"}) == 2`); err != nil {
 		t.Fatalf("B's alerts stopped firing before A's v2 was released: %v", err)
 	}
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -75,15 +74,19 @@ func releasedInWaves(t *testing.T, app string) {
 	routes(t, app, map[string]int32{"v1": 100})
 }
 
-// sloAlert is a PrometheusRule on the first target, which the test's
-// Prometheus evaluates, whose SLO alert for app's tag fires at once.
+// sloAlert is a PrometheusRule of the team's own on the first target, in
+// the app's namespace there, which the test's Prometheus evaluates, whose
+// SLO alert for app's tag fires at once. It carries the label namespace,
+// as prometheus-operator's enforcedNamespaceLabel stamps it on the rules
+// of that namespace: without it the alert is no one's.
 func sloAlert(name, app, tag string) *monitoringv1.PrometheusRule {
 	now := monitoringv1.Duration("0s")
+	ns := picchuv1alpha1.AppNamespace(app, "production")
 	return &monitoringv1.PrometheusRule{
-		ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceDefault, Name: strings.ToLower(app + "-" + tag + "-" + name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(app + "-" + tag + "-" + name)},
 		Spec: monitoringv1.PrometheusRuleSpec{Groups: []monitoringv1.RuleGroup{{Name: "slo", Rules: []monitoringv1.Rule{{
 			Alert: name, Expr: intstr.FromString("vector(1)"), For: &now,
-			Labels: map[string]string{"slo": "true", "app": app, "tag": tag},
+			Labels: map[string]string{"slo": "true", "app": app, "tag": tag, "namespace": ns},
 		}}}}},
 	}
 }
