@@ -35,6 +35,7 @@ func setupSilences(mgr ctrl.Manager, o Options) error {
 		Alertmanager: am,
 		MaxLength:    o.MaxSilence,
 		Instance:     o.InstanceID,
+		ClusterLabel: clusterLabel(o),
 		Shards:       o.Shards,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the silence controller: %w", err)

@@ -78,6 +78,11 @@ type Reconciler struct {
 	// names it, and adopts those whose marker names none (silence.Owns).
 	// Empty, it holds only those.
 	Instance string
+	// ClusterLabel is the label that names the cluster an alert comes
+	// from (--prometheus-cluster-label): each silence is kept to the
+	// alerts of its target fleet's clusters, and of none (silence.Fleet).
+	// Empty, silences are not scoped by cluster.
+	ClusterLabel string
 	// Shards, when set, say which replica holds the silences of an app.
 	Shards *shard.Coordinator
 	// Now is the clock (time.Now when nil).
@@ -100,7 +105,8 @@ type record struct {
 }
 
 // SetupWithManager watches ReleaseManagers whose builds change (state,
-// traffic, wave) and the Revisions of their apps.
+// traffic, wave), the Revisions of their apps, and the Clusters of their
+// fleets as they join, leave or rename themselves on the alerts.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
@@ -113,6 +119,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&picchuv1alpha1.ReleaseManager{}, builder.WithPredicates(buildsChanged())).
 		Watches(&picchuv1alpha1.Revision{}, handler.EnqueueRequestsFromMapFunc(releaseManagersOfRevision),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&picchuv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.releaseManagersOfCluster),
+			builder.WithPredicates(fleetChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2, ReconciliationTimeout: 2 * time.Minute}).
 		Named("silences")
 	if r.Shards != nil {
@@ -161,6 +169,40 @@ func buildsChanged() predicate.Predicate {
 					a.Wave == b.Wave && slices.Equal(a.WavePercents, b.WavePercents)
 			})
 	}}
+}
+
+// fleetChanged lets through Clusters created and deleted, and updates
+// that move one between fleets or change its value of the cluster label.
+func fleetChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*picchuv1alpha1.Cluster)
+		n, ok2 := e.ObjectNew.(*picchuv1alpha1.Cluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Labels[picchuv1alpha1.LabelFleet] != n.Labels[picchuv1alpha1.LabelFleet] ||
+			o.PrometheusClusterLabelValue() != n.PrometheusClusterLabelValue()
+	}}
+}
+
+// releaseManagersOfCluster maps a Cluster to the ReleaseManagers of its
+// fleet (of an update, the old object's and the new one's, so a Cluster
+// that moves fleets is heard by both).
+func (r *Reconciler) releaseManagersOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	fleet := obj.GetLabels()[picchuv1alpha1.LabelFleet]
+	if fleet == "" {
+		return nil
+	}
+	rms := &picchuv1alpha1.ReleaseManagerList{}
+	if err := r.Client.List(ctx, rms, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{picchuv1alpha1.LabelFleet: fleet}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the release managers of a fleet for a cluster's change", "cluster", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(rms.Items))
+	for i := range rms.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rms.Items[i])})
+	}
+	return reqs
 }
 
 // releaseManagersOfRevision maps a Revision to the ReleaseManager of each of its targets.
@@ -254,6 +296,17 @@ func (r *Reconciler) input(ctx context.Context, rm *picchuv1alpha1.ReleaseManage
 	revs := &picchuv1alpha1.RevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(rm.Namespace), controllers.OfApp(rm.Spec.App)); err != nil {
 		return in, false, fmt.Errorf("listing the revisions of %s: %w", rm.Spec.App, err)
+	}
+	if r.ClusterLabel != "" {
+		clusters := &picchuv1alpha1.ClusterList{}
+		if err := r.Client.List(ctx, clusters, client.InNamespace(rm.Namespace),
+			client.MatchingLabels{picchuv1alpha1.LabelFleet: rm.Spec.Fleet}); err != nil {
+			return in, false, fmt.Errorf("listing the clusters of fleet %s: %w", rm.Spec.Fleet, err)
+		}
+		in.Fleet.Label = r.ClusterLabel
+		for i := range clusters.Items {
+			in.Fleet.Values = append(in.Fleet.Values, clusters.Items[i].PrometheusClusterLabelValue())
+		}
 	}
 	targets := map[string]*picchuv1alpha1.RevisionTarget{}
 	configured := false

@@ -15,6 +15,9 @@ type Input struct {
 	// whose marker names it, and adopts those whose marker names none
 	// (Owns). Empty, it holds only silences whose marker names none.
 	Instance string
+	// Fleet is the clusters of the target's fleet: every silence is kept
+	// to their alerts (Fleet.Matcher).
+	Fleet Fleet
 	// Builds are the app's builds in the target.
 	Builds []Build
 	// Existing are the silences Picchu created for the app in the target
@@ -49,7 +52,8 @@ func (p Plan) Empty() bool { return len(p.Create)+len(p.Extend)+len(p.Expire) ==
 // of in.App in in.Target.
 //
 //   - A build being released (Silenced) holds one silence per releaseSilences
-//     entry, scoped to the app's namespace in the target (Matchers), ending
+//     entry, scoped to the app's namespace in the target and the fleet's
+//     clusters (Matchers), ending
 //     two margins after its release is expected to end (a retiring build's:
 //     when the newest releasing build's is, at least now), and never more
 //     than MaxLength after now.
@@ -138,7 +142,7 @@ func wantedSilences(in Input) (map[Key]wantedSilence, []Key) {
 			if _, dup := wanted[k]; dup {
 				continue
 			}
-			wanted[k] = wantedSilence{Silence: Silence{Key: k, Matchers: Matchers(k, s), Comment: Comment(k, in.Instance, s), Instance: in.Instance}, remaining: remaining}
+			wanted[k] = wantedSilence{Silence: Silence{Key: k, Matchers: Matchers(k, s, in.Fleet), Comment: Comment(k, in.Instance, s), Instance: in.Instance}, remaining: remaining}
 			order = append(order, k)
 		}
 	}

@@ -21,6 +21,9 @@ var latency = picchuv1alpha1.ReleaseSilence{
 	Comment:  "pods warm up",
 }
 
+// fleet is the target fleet's clusters, as the alerts name them.
+var fleet = Fleet{Label: "cluster", Values: []string{"west.2", "east-1"}}
+
 func key(tag string, i int) Key {
 	return Key{Namespace: "picchu", App: "shop", Target: "production", Tag: tag, Index: i}
 }
@@ -29,7 +32,7 @@ func key(tag string, i int) Key {
 // have created it from latency.
 func held(id, tag string, end time.Time) Silence {
 	return Silence{
-		ID: id, Key: key(tag, 0), Matchers: Matchers(key(tag, 0), latency), Comment: Comment(key(tag, 0), "", latency),
+		ID: id, Key: key(tag, 0), Matchers: Matchers(key(tag, 0), latency, fleet), Comment: Comment(key(tag, 0), "", latency),
 		StartsAt: now.Add(-time.Hour), EndsAt: end,
 	}
 }
@@ -86,7 +89,7 @@ func TestDecide_EveryState(t *testing.T) {
 						// the build that takes its traffic.
 						builds = append(builds, Build{Tag: "v3", State: release.Releasing, Remaining: remaining})
 					}
-					p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Builds: builds, Existing: c.existing})
+					p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Fleet: fleet, Builds: builds, Existing: c.existing})
 					if got := summary(p); !slices.Equal(got, c.want) {
 						t.Errorf("plan %q, want %q", got, c.want)
 					}
@@ -217,7 +220,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Builds: tt.builds, Existing: tt.existing})
+			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Fleet: fleet, Builds: tt.builds, Existing: tt.existing})
 			if got := summary(p); !slices.Equal(got, tt.want) {
 				t.Errorf("plan %q, want %q", got, tt.want)
 			}
@@ -250,7 +253,7 @@ func TestDecide(t *testing.T) {
 // asks for nothing until its recheck, and once extended, nothing again for
 // a margin.
 func TestDecide_SteadyState(t *testing.T) {
-	in := Input{Now: now, Namespace: "picchu", App: "shop", Target: "production",
+	in := Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Fleet: fleet,
 		Builds: []Build{{Tag: "v2", State: release.Releasing, Percent: 10, Remaining: time.Hour, Silences: []picchuv1alpha1.ReleaseSilence{latency}}}}
 	p := Decide(in)
 	if len(p.Create) != 1 {
@@ -306,30 +309,77 @@ func TestRemaining(t *testing.T) {
 }
 
 // TestMatchers_ScopeToTheAppAndExcludePicchusAlertsOnce: every silence
-// carries the app's namespace in the target and the exclusions of
-// Picchu's alerts, each once.
+// carries the app's namespace in the target, its fleet's clusters and the
+// exclusions of Picchu's alerts, each once.
 func TestMatchers_ScopeToTheAppAndExcludePicchusAlertsOnce(t *testing.T) {
+	const clusters = `cluster=~"east-1|west\\.2|"`
 	tests := []struct {
 		name     string
 		matchers []picchuv1alpha1.SilenceMatcher
+		fleet    Fleet
 		want     []string
 	}{
-		{"by name", []picchuv1alpha1.SilenceMatcher{{Name: "alertname", Value: "HighLatency"}},
-			[]string{`alertname="HighLatency"`, `namespace="shop-production"`, `slo!="true"`, `canary!="true"`}},
+		{"by name", []picchuv1alpha1.SilenceMatcher{{Name: "alertname", Value: "HighLatency"}}, fleet,
+			[]string{`alertname="HighLatency"`, `namespace="shop-production"`, clusters, `slo!="true"`, `canary!="true"`}},
 		{"with an exclusion and the scope of its own", []picchuv1alpha1.SilenceMatcher{
 			{Name: "alertname", Value: "A|B", IsRegex: true}, {Name: "slo", Value: "true", IsEqual: new(bool)}, {Name: "namespace", Value: "shop-production"},
-		}, []string{`alertname=~"A|B"`, `slo!="true"`, `namespace="shop-production"`, `canary!="true"`}},
+		}, fleet, []string{`alertname=~"A|B"`, `slo!="true"`, `namespace="shop-production"`, clusters, `canary!="true"`}},
+		{"with a cluster matcher of its own", []picchuv1alpha1.SilenceMatcher{{Name: "cluster", Value: "east-1"}}, fleet,
+			[]string{`cluster="east-1"`, `namespace="shop-production"`, clusters, `slo!="true"`, `canary!="true"`}},
+		{"without a cluster label", []picchuv1alpha1.SilenceMatcher{{Name: "alertname", Value: "HighLatency"}}, Fleet{Values: fleet.Values},
+			[]string{`alertname="HighLatency"`, `namespace="shop-production"`, `slo!="true"`, `canary!="true"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, m := range Matchers(key("v2", 0), picchuv1alpha1.ReleaseSilence{Matchers: tt.matchers}) {
+			for _, m := range Matchers(key("v2", 0), picchuv1alpha1.ReleaseSilence{Matchers: tt.matchers}, tt.fleet) {
 				got = append(got, m.String())
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Matchers = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFleetMatcher_ReachesTheFleetsClustersAlone matches the cluster
+// matcher as Alertmanager does (anchored; an absent label is empty): it
+// lets through the alerts of each cluster of the fleet and those of no
+// cluster, and no other cluster's, however its name resembles theirs.
+func TestFleetMatcher_ReachesTheFleetsClustersAlone(t *testing.T) {
+	f := Fleet{Label: "cluster", Values: []string{"prod-a", "prod.b", "prod-a", "(x|y)"}}
+	m, ok := f.Matcher()
+	if !ok || m.Name != "cluster" || !m.IsRegex || !m.IsEqual {
+		t.Fatalf("Matcher = %+v, %v", m, ok)
+	}
+	re := regexp.MustCompile("^(?:" + m.Value + ")$")
+	for _, v := range []string{"prod-a", "prod.b", "(x|y)", ""} {
+		if !re.MatchString(v) {
+			t.Errorf("%s does not let through cluster %q of the fleet", m, v)
+		}
+	}
+	for _, v := range []string{"prod-c", "prodxb", "x", "y", "prod-a-2", "other"} {
+		if re.MatchString(v) {
+			t.Errorf("%s lets through cluster %q, not of the fleet", m, v)
+		}
+	}
+	if _, ok := (Fleet{Values: f.Values}).Matcher(); ok {
+		t.Error("a fleet without a cluster label scopes silences by cluster")
+	}
+}
+
+// TestDecide_AClusterJoiningTheFleetRewritesTheSilence: a silence held
+// for the fleet as it was is rewritten to reach the clusters it has now.
+func TestDecide_AClusterJoiningTheFleetRewritesTheSilence(t *testing.T) {
+	builds := []Build{{Tag: "v2", State: release.State("releasing"), Percent: 20, Remaining: time.Minute, Silences: []picchuv1alpha1.ReleaseSilence{latency}}}
+	grown := Fleet{Label: fleet.Label, Values: append(slices.Clone(fleet.Values), "south")}
+	p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Fleet: grown, Builds: builds,
+		Existing: []Silence{held("s1", "v2", now.Add(time.Hour))}})
+	if len(p.Extend) != 1 || len(p.Create)+len(p.Expire) != 0 {
+		t.Fatalf("plan %q; want s1 rewritten", summary(p))
+	}
+	if want := Matchers(key("v2", 0), latency, grown); !slices.Equal(p.Extend[0].Matchers, want) {
+		t.Errorf("rewritten with %v, want %v", p.Extend[0].Matchers, want)
 	}
 }
 
@@ -447,7 +497,7 @@ func TestDecide_Bounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", MaxLength: tt.maxLength,
+			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Fleet: fleet, MaxLength: tt.maxLength,
 				Builds: tt.builds, Existing: tt.existing})
 			if got := summary(p); !slices.Equal(got, tt.want) {
 				t.Errorf("plan %q, want %q", got, tt.want)
@@ -464,7 +514,7 @@ func TestDecide_Bounded(t *testing.T) {
 // held all along, none is ever written to end more than the bound ahead,
 // and it is renewed about once per half bound.
 func TestDecide_PausedReleaseRenewedWithinTheBound(t *testing.T) {
-	in := Input{Namespace: "picchu", App: "shop", Target: "production",
+	in := Input{Namespace: "picchu", App: "shop", Target: "production", Fleet: fleet,
 		Builds: []Build{{Tag: "v2", State: release.Releasing, Percent: 10, Remaining: 3 * time.Hour, Silences: []picchuv1alpha1.ReleaseSilence{latency}}}}
 	writes := 0
 	for at := now; at.Before(now.Add(8 * time.Hour)); at = at.Add(time.Minute) {
@@ -526,7 +576,7 @@ func TestDecide_Instances(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Instance: tt.instance,
+			p := Decide(Input{Now: now, Namespace: "picchu", App: "shop", Target: "production", Fleet: fleet, Instance: tt.instance,
 				Builds: tt.builds, Existing: tt.existing})
 			if got := summary(p); !slices.Equal(got, tt.want) {
 				t.Errorf("plan %q, want %q", got, tt.want)

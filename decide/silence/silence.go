@@ -173,15 +173,55 @@ func Scope(app, target string) Matcher {
 	return Matcher{Name: picchuv1alpha1.SilenceScopeLabel, Value: picchuv1alpha1.AppNamespace(app, target), IsEqual: true}
 }
 
+// Fleet is the clusters a silence reaches, as the alerts name them.
+type Fleet struct {
+	// Label is the label that names the cluster an alert comes from
+	// (--prometheus-cluster-label); empty, silences are not scoped by
+	// cluster.
+	Label string
+	// Values are the label's values on the alerts of the target fleet's
+	// clusters (each Cluster's spec.prometheus.clusterLabelValue, or its
+	// name).
+	Values []string
+}
+
+// Matcher is the matcher that keeps a silence to the alerts of the fleet's
+// clusters, and of no cluster: Label matches one of Values, or is absent
+// (an Alertmanager per cluster, whose alerts carry no cluster label), so
+// the same-named app of another delivery namespace or Picchu instance,
+// which runs on other clusters, is never silenced. It is false when f
+// has no Label.
+func (f Fleet) Matcher() (Matcher, bool) {
+	if f.Label == "" {
+		return Matcher{}, false
+	}
+	values := slices.Clone(f.Values)
+	slices.Sort(values)
+	values = slices.Compact(values)
+	quoted := make([]string, 0, len(values)+1)
+	for _, v := range values {
+		if v != "" {
+			quoted = append(quoted, regexp.QuoteMeta(v))
+		}
+	}
+	// Alertmanager anchors a regex matcher, and matches an absent label
+	// as empty: the empty alternative lets through alerts of no cluster.
+	quoted = append(quoted, "")
+	return Matcher{Name: f.Label, Value: strings.Join(quoted, "|"), IsRegex: true, IsEqual: true}, true
+}
+
 // Matchers are the matchers of the silence k of s: its own, then the
-// app's scope (Scope), slo!="true" and canary!="true", unless s has them
-// already.
-func Matchers(k Key, s picchuv1alpha1.ReleaseSilence) []Matcher {
-	out := make([]Matcher, 0, len(s.Matchers)+1+len(picchuv1alpha1.SilenceProtectedLabels))
+// app's scope (Scope), the fleet's clusters (Fleet.Matcher),
+// slo!="true" and canary!="true", unless s has them already.
+func Matchers(k Key, s picchuv1alpha1.ReleaseSilence, fleet Fleet) []Matcher {
+	out := make([]Matcher, 0, len(s.Matchers)+2+len(picchuv1alpha1.SilenceProtectedLabels))
 	for _, m := range s.Matchers {
 		out = append(out, Matcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: m.Equal()})
 	}
 	added := []Matcher{Scope(k.App, k.Target)}
+	if m, ok := fleet.Matcher(); ok {
+		added = append(added, m)
+	}
 	for _, label := range picchuv1alpha1.SilenceProtectedLabels {
 		added = append(added, Matcher{Name: label, Value: picchuv1alpha1.SilenceProtectedValue})
 	}

@@ -1,18 +1,25 @@
 package release_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	neturl "net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/decide/silence"
 	"github.com/medium/picchu/integrations/alertmanager"
+	"github.com/medium/picchu/integrations/prometheus"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/kit"
 )
@@ -27,8 +34,10 @@ const expiryBound = 10 * time.Second
 // (10 min), with a real Alertmanager that instance "west" shares, while app
 // "hushed" releases v1 (no silences), then v2 and v3, whose target asks to
 // silence HighLatency during their release: v2's silence is active in
-// Alertmanager while it ramps, scoped to the app's namespace, with
-// Picchu's SLO and canary alerts excluded, ending no more than the bound
+// Alertmanager while it ramps, scoped to the app's namespace and the
+// fleet's clusters (Alertmanager silences the app's page from each of them
+// and from none, not from west's cluster), with Picchu's SLO and canary
+// alerts excluded, ending no more than the bound
 // ahead, and expired soon after it is released; v3's, failed mid-ramp,
 // soon after it fails. West's silence of the same app, target and builds
 // is never touched.
@@ -60,11 +69,21 @@ func TestSilences_HeldWhileReleasingExpiredWhenTheReleaseEnds(t *testing.T) {
 		{Name: "alertname", Value: "HighLatency", IsEqual: true},
 		{Name: "severity", Value: "page", IsEqual: true},
 		{Name: "namespace", Value: app + "-production", IsEqual: true},
+		eastFleet(t),
 		{Name: "slo", Value: "true"},
 		{Name: "canary", Value: "true"},
 	}
 	if !slices.Equal(held.Matchers, want) {
 		t.Errorf("matchers %+v, want %+v", held.Matchers, want)
+	}
+	// The silence reaches the app's alerts from the fleet's clusters and
+	// from none, never those of the same-named app west releases on its
+	// own clusters through the same Alertmanager.
+	for _, cluster := range append(eastClusters(t), "", westCluster) {
+		silenced := cluster != westCluster
+		if got := silencedBy(t, am.URL(), app, cluster); slices.Contains(got, held.ID) != silenced {
+			t.Errorf("HighLatency of %s from cluster %q is silenced by %q; want v2's silence %s among them: %v", app, cluster, got, held.ID, silenced)
+		}
 	}
 	if !strings.HasPrefix(held.Comment, "pods warm up ") || held.CreatedBy != "picchu" {
 		t.Errorf("comment %q by %q", held.Comment, held.CreatedBy)
@@ -122,7 +141,7 @@ func westSilences(t *testing.T, c *alertmanager.Client, app string, tags ...stri
 		k := silence.Key{Namespace: env.Namespace, App: app, Target: "production", Tag: tag}
 		entry := picchuv1alpha1.ReleaseSilence{Matchers: []picchuv1alpha1.SilenceMatcher{{Name: "alertname", Value: "HighLatency"}}}
 		s := alertmanager.Silence{StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour), CreatedBy: silence.CreatedBy, Comment: silence.Comment(k, "west", entry)}
-		for _, m := range silence.Matchers(k, entry) {
+		for _, m := range silence.Matchers(k, entry, silence.Fleet{Label: prometheus.DefaultClusterLabel, Values: []string{westCluster}}) {
 			s.Matchers = append(s.Matchers, alertmanager.Matcher{Name: m.Name, Value: m.Value, IsRegex: m.IsRegex, IsEqual: m.IsEqual})
 		}
 		id, err := c.Post(context.Background(), s)
@@ -132,6 +151,85 @@ func westSilences(t *testing.T, c *alertmanager.Client, app string, tags ...stri
 		out = append(out, silenceByID(t, c, id))
 	}
 	return out
+}
+
+// westCluster is the cluster of west's fleet, as its alerts name it.
+const westCluster = "west-1"
+
+// eastClusters are the values of the cluster label on the alerts of the
+// clusters of east's fleet, production, sorted.
+func eastClusters(t *testing.T) []string {
+	t.Helper()
+	clusters := &picchuv1alpha1.ClusterList{}
+	if err := env.Delivery.Client.List(context.Background(), clusters, client.InNamespace(env.Namespace),
+		client.MatchingLabels{picchuv1alpha1.LabelFleet: "production"}); err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	for i := range clusters.Items {
+		values = append(values, clusters.Items[i].PrometheusClusterLabelValue())
+	}
+	if len(values) != len(env.Targets) {
+		t.Fatalf("fleet production has clusters %q; want the %d targets", values, len(env.Targets))
+	}
+	slices.Sort(values)
+	return values
+}
+
+// eastFleet is the matcher that keeps east's silences to its fleet's
+// clusters, and to alerts of none.
+func eastFleet(t *testing.T) alertmanager.Matcher {
+	t.Helper()
+	var quoted []string
+	for _, v := range eastClusters(t) {
+		quoted = append(quoted, regexp.QuoteMeta(v))
+	}
+	return alertmanager.Matcher{Name: prometheus.DefaultClusterLabel, Value: strings.Join(quoted, "|") + "|", IsRegex: true, IsEqual: true}
+}
+
+// silencedBy fires, in Alertmanager at url, HighLatency paging for app's
+// namespace in production from cluster (none when empty), and returns the
+// silences Alertmanager says silence it.
+func silencedBy(t *testing.T, url, app, cluster string) []string {
+	t.Helper()
+	labels := map[string]string{"alertname": "HighLatency", "severity": "page", "namespace": app + "-production", "probe": "silenced-by-" + cluster}
+	if cluster != "" {
+		labels[prometheus.DefaultClusterLabel] = cluster
+	}
+	body, err := json.Marshal([]map[string]any{{"labels": labels, "startsAt": time.Now(), "endsAt": time.Now().Add(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("firing an alert: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("firing an alert: %s", resp.Status)
+	}
+	var by []string
+	kit.Eventually(t, 10*time.Second, "Alertmanager holding the alert of cluster "+cluster, func() error {
+		resp, err := http.Get(url + "/api/v2/alerts?filter=" + neturl.QueryEscape(`probe="`+labels["probe"]+`"`))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var alerts []struct {
+			Status struct {
+				SilencedBy []string `json:"silencedBy"`
+			} `json:"status"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&alerts); err != nil {
+			return fmt.Errorf("reading the alerts: %w", err)
+		}
+		if len(alerts) != 1 {
+			return fmt.Errorf("%d alerts", len(alerts))
+		}
+		by = alerts[0].Status.SilencedBy
+		return nil
+	})
+	return by
 }
 
 // silenceByID reads the silence id from Alertmanager.
