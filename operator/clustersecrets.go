@@ -5,6 +5,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/clustersecrets"
 	"github.com/medium/picchu/fleet/access"
 )
@@ -21,6 +22,7 @@ func setupClusterSecrets(mgr ctrl.Manager, registry *access.Registry, o Options)
 		Recorder:              mgr.GetEventRecorder("picchu"),
 		Namespaces:            o.Namespaces,
 		CrossNamespaceSources: o.CrossNamespaceSources,
+		ProtectedNamespaces:   picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
 		SyncPeriod:            o.SyncPeriod,
 		ClusterTimeout:        o.ClusterTimeout,
 		Shards:                o.Shards,

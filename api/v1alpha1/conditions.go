@@ -60,7 +60,8 @@ const (
 const (
 	// ReasonProtectedNamespace: the app's namespace in the target,
 	// "<app>-<target>", is a protected namespace; Picchu touches no
-	// cluster for it.
+	// cluster for it. Stalled on a ClusterSecrets whose target namespace
+	// is protected: nothing is copied there.
 	ReasonProtectedNamespace = "ProtectedNamespace"
 	// ReasonNotOwned: an object the build needs on a cluster (the app's
 	// namespace, say) exists and was not created by this Picchu for this

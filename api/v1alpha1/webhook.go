@@ -57,7 +57,7 @@ func SetupWebhooksWithManager(mgr ctrl.Manager, o WebhookOptions) error {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &ClusterSecrets{}).
-		WithValidator(validator[*ClusterSecrets]{}).
+		WithValidator(clusterSecretsValidator{protected: ProtectedNamespaces(o.ProtectedNamespaces)}).
 		Complete()
 }
 
@@ -137,8 +137,49 @@ func (c *Cluster) Validate() (warnings []string, err error) {
 	return nil, apierrors.NewInvalid(GroupVersion.WithKind("Cluster").GroupKind(), c.Name, errs)
 }
 
+// clusterSecretsValidator serves ClusterSecrets' validating webhook:
+// Validate, and a target namespace that is not protected.
+type clusterSecretsValidator struct {
+	protected []string
+}
+
+func (v clusterSecretsValidator) ValidateCreate(_ context.Context, c *ClusterSecrets) (admission.Warnings, error) {
+	return c.ValidateProtected(v.protected)
+}
+
+func (v clusterSecretsValidator) ValidateUpdate(_ context.Context, _, c *ClusterSecrets) (admission.Warnings, error) {
+	return c.ValidateProtected(v.protected)
+}
+
+func (clusterSecretsValidator) ValidateDelete(context.Context, *ClusterSecrets) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateProtected is Validate, which also refuses a target namespace
+// among protected (ProtectedNamespaces): Picchu never writes Secrets into
+// the namespaces of Kubernetes, the mesh and the cluster's add-ons.
+func (c *ClusterSecrets) ValidateProtected(protected []string) (warnings []string, err error) {
+	errs := c.validate()
+	if p, ok := ProtectedNamespace(c.Spec.Target.Namespace, protected); ok {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "target", "namespace"), c.Spec.Target.Namespace,
+			fmt.Sprintf("is protected (%q): Picchu never writes Secrets into it on a target cluster", p)))
+	}
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	return nil, apierrors.NewInvalid(GroupVersion.WithKind("ClusterSecrets").GroupKind(), c.Name, errs)
+}
+
 // Validate checks that the label and field selectors parse.
 func (c *ClusterSecrets) Validate() (warnings []string, err error) {
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(GroupVersion.WithKind("ClusterSecrets").GroupKind(), c.Name, errs)
+	}
+	return nil, nil
+}
+
+// validate is what Validate refuses.
+func (c *ClusterSecrets) validate() field.ErrorList {
 	var errs field.ErrorList
 	check := func(path *field.Path, labelSelector, fieldSelector string) {
 		if _, err := labels.Parse(labelSelector); err != nil {
@@ -151,8 +192,5 @@ func (c *ClusterSecrets) Validate() (warnings []string, err error) {
 	spec := field.NewPath("spec")
 	check(spec.Child("source"), c.Spec.Source.LabelSelector, c.Spec.Source.FieldSelector)
 	check(spec.Child("target"), c.Spec.Target.LabelSelector, c.Spec.Target.FieldSelector)
-	if len(errs) == 0 {
-		return nil, nil
-	}
-	return nil, apierrors.NewInvalid(GroupVersion.WithKind("ClusterSecrets").GroupKind(), c.Name, errs)
+	return errs
 }

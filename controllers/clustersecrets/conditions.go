@@ -37,6 +37,10 @@ type Outcome struct {
 	// the ClusterSecrets' own that the operator does not allow copies
 	// from; Home is then the ClusterSecrets' namespace.
 	NotAllowed, Home string
+	// Protected is the target namespace when it is protected
+	// (--protected-namespaces and the defaults), and Pattern the protected
+	// name or prefix that names it: nothing is copied there.
+	Protected, Pattern string
 	// Deleting: the run removed copies of a ClusterSecrets being deleted.
 	Deleting bool
 	// Secrets are the names of the Secrets copied.
@@ -51,7 +55,7 @@ type Outcome struct {
 // Refused says whether the spec is not acted on at all: nothing is
 // copied or removed until it, or the operator, changes.
 func (o Outcome) Refused() bool {
-	return len(o.Problems) > 0 || o.NotAllowed != "" || o.NotWatched != ""
+	return len(o.Problems) > 0 || o.NotAllowed != "" || o.NotWatched != "" || o.Protected != ""
 }
 
 // Clean says whether the run left nothing to retry.
@@ -71,7 +75,8 @@ func (o Outcome) Clean() bool {
 // from the outcome of a run on the object of generation generation:
 //
 //   - a spec Picchu cannot act on: Stalled (InvalidSpec, naming the fields,
-//     SourceNotAllowed or SourceNotWatched), Ready False;
+//     SourceNotAllowed, ProtectedNamespace or SourceNotWatched), Ready
+//     False;
 //   - copies another object's name holds: Stalled (NotOwned, naming the
 //     cluster and the Secret, and the clusters not synced if any), Ready
 //     False;
@@ -146,6 +151,10 @@ func stall(o Outcome, conflicts, unavailable []string) (reason, msg string) {
 			"does not allow copying Secrets from it (--allow-cross-namespace-sources); nothing is copied or removed "+
 			"until the source is this namespace or the operator allows %s (the copies made before stay as they are)",
 			o.NotAllowed, o.Home, o.NotAllowed)
+	case o.Protected != "":
+		return picchuv1alpha1.ReasonProtectedNamespace, fmt.Sprintf("spec.target.namespace: %s is protected (%q): Picchu never writes "+
+			"Secrets into it on a target cluster; nothing is copied or removed until the target is another namespace "+
+			"(the copies made before stay as they are)", o.Protected, o.Pattern)
 	case o.NotWatched != "":
 		return picchuv1alpha1.ReasonSourceNotWatched, fmt.Sprintf("the operator does not read the Secrets of namespace %s (add it to --namespaces, "+
 			"with a Role to read its Secrets); nothing is copied or removed until it does", o.NotWatched)

@@ -108,6 +108,12 @@ func TestSetConditions(t *testing.T) {
 				"--allow-cross-namespace-sources", "nothing is copied or removed"},
 		},
 		{
+			name:    "a protected target namespace",
+			outcome: clustersecrets.Outcome{Protected: "kube-system", Pattern: "kube-*"},
+			ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonProtectedNamespace, stalled: true, kstatus: kstatus.FailedStatus,
+			message: []string{`spec.target.namespace: kube-system is protected ("kube-*")`, "nothing is copied or removed"},
+		},
+		{
 			name:    "being deleted, a cluster holding on",
 			outcome: clustersecrets.Outcome{Deleting: true, Clusters: []clustersecrets.ClusterResult{down("west", "not ready")}},
 			ready:   metav1.ConditionFalse, reason: picchuv1alpha1.ReasonDeleting, reconciling: true,

@@ -70,6 +70,11 @@ type Reconciler struct {
 	// one whose source is another namespace, not among them, is Stalled
 	// and copies nothing. None when empty: each copies only from its own.
 	CrossNamespaceSources []string
+	// ProtectedNamespaces are the namespaces of the target clusters no
+	// copy is ever written to (picchuv1alpha1.ProtectedNamespaces: the
+	// defaults and --protected-namespaces): a ClusterSecrets whose target
+	// is one is Stalled and copies nothing.
+	ProtectedNamespaces []string
 	// SyncPeriod is the safety resync (DefaultSyncPeriod when 0).
 	SyncPeriod time.Duration
 	// ClusterTimeout bounds the work on one cluster in one run
@@ -222,6 +227,9 @@ func (r *Reconciler) sync(ctx context.Context, cs *picchuv1alpha1.ClusterSecrets
 	// at all: the fix is the same either way.
 	if !controllers.SourcesAllowed(cs.Namespace, sel.SourceNamespace, r.CrossNamespaceSources) {
 		return Outcome{NotAllowed: sel.SourceNamespace, Home: cs.Namespace}, nil, nil
+	}
+	if p, ok := picchuv1alpha1.ProtectedNamespace(sel.TargetNamespace, r.ProtectedNamespaces); ok {
+		return Outcome{Protected: sel.TargetNamespace, Pattern: p}, nil, nil
 	}
 	if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, sel.SourceNamespace) {
 		return Outcome{NotWatched: sel.SourceNamespace}, nil, nil

@@ -43,6 +43,7 @@ func TestSelectSecrets(t *testing.T) {
 		secret("picchu", "east", copyMe, corev1.SecretTypeOpaque),
 		secret("picchu", "datadog", map[string]string{"copy": "yes", access.LabelCredentials: "true"}, corev1.SecretTypeOpaque),
 		secret("picchu", "sa-token", copyMe, corev1.SecretTypeServiceAccountToken),
+		secret("picchu", "bootstrap-token-abcdef", copyMe, corev1.SecretTypeBootstrapToken),
 		deleting,
 	}
 	clusters := map[string]bool{"east": true}
@@ -52,12 +53,12 @@ func TestSelectSecrets(t *testing.T) {
 		copied   []string
 		withheld []string
 	}{
-		{"by label", spec("copy=yes", "", "", ""), []string{"db", "tls"}, []string{"datadog", "east", "sa-token"}},
+		{"by label", spec("copy=yes", "", "", ""), []string{"db", "tls"}, []string{"bootstrap-token-abcdef", "datadog", "east", "sa-token"}},
 		{"by label and name, in memory", spec("copy=yes", "metadata.name=db", "", ""), []string{"db"}, nil},
 		{"by name alone", spec("", "metadata.name=other", "", ""), []string{"other"}, nil},
 		{"by type", spec("copy=yes", "type=kubernetes.io/tls", "", ""), []string{"tls"}, nil},
-		{"by a name excluded", spec("copy=yes", "metadata.name!=db,metadata.name!=sa-token", "", ""), []string{"tls"}, []string{"datadog", "east"}},
-		{"everything of the namespace", spec("", "", "", ""), []string{"db", "other", "tls"}, []string{"datadog", "east", "sa-token"}},
+		{"by a name excluded", spec("copy=yes", "metadata.name!=db,metadata.name!=sa-token", "", ""), []string{"tls"}, []string{"bootstrap-token-abcdef", "datadog", "east"}},
+		{"everything of the namespace", spec("", "", "", ""), []string{"db", "other", "tls"}, []string{"bootstrap-token-abcdef", "datadog", "east", "sa-token"}},
 		{"nothing", spec("copy=no", "", "", ""), nil, nil},
 	}
 	for _, tt := range tests {

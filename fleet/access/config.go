@@ -39,6 +39,8 @@ func Credentials(s *corev1.Secret, clusters map[string]bool) string {
 		return "labelled " + LabelCredentials
 	case s.Type == corev1.SecretTypeServiceAccountToken:
 		return "a service account token of the delivery cluster"
+	case s.Type == corev1.SecretTypeBootstrapToken:
+		return "a bootstrap token, which joins nodes to the delivery cluster"
 	}
 	return ""
 }

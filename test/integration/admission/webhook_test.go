@@ -144,6 +144,10 @@ func TestWebhooks_RejectWhatNeedsCode(t *testing.T) {
 			"spec.config.certificate-authority-data", "holds no PEM certificate"},
 		{"unparsable secret label selector", "ClusterSecrets", `{"source": {"namespace": "picchu", "labelSelector": "app in (a"}, "target": {"namespace": "app"}}`,
 			"spec.source.labelSelector", "Invalid value"},
+		{"copies into a protected namespace", "ClusterSecrets", `{"source": {"namespace": "picchu"}, "target": {"namespace": "kube-system"}}`,
+			"spec.target.namespace", `is protected ("kube-*")`},
+		{"copies into an add-on's namespace", "ClusterSecrets", `{"source": {"namespace": "picchu"}, "target": {"namespace": "istio-system"}}`,
+			"spec.target.namespace", `is protected ("istio-system")`},
 		{"unparsable cluster field selector", "ClusterSecrets", `{"source": {"namespace": "picchu"}, "target": {"namespace": "app", "fieldSelector": "metadata.name"}}`,
 			"spec.target.fieldSelector", "Invalid value"},
 	}

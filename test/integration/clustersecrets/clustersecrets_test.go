@@ -122,9 +122,32 @@ func TestClusterSecrets_CopiesToEverySelectedEnabledCluster(t *testing.T) {
 	if after := targetWrites.count(); after != before {
 		t.Errorf("%d writes to target clusters in a run with nothing to copy", after-before)
 	}
+	// A bootstrap token joins nodes to the delivery cluster: never copied.
+	source(t, "bootstrap-token-abcdef", map[string]string{"copy": "copies"}, corev1.SecretTypeBootstrapToken,
+		map[string]string{"token-id": "abcdef", "token-secret": "0123456789abcdef"})
+	condition(t, "copies", picchuv1alpha1.ConditionReady, metav1.ConditionTrue, picchuv1alpha1.ReasonSynced,
+		"bootstrap-token-abcdef (a bootstrap token")
 	for _, target := range env.Targets {
-		if _, err := copyOn(ctx, target, ns, "copies-credentials"); !apierrors.IsNotFound(err) {
-			t.Errorf("%s: credentials copied: %v", target.Name, err)
+		for _, name := range []string{"copies-credentials", "bootstrap-token-abcdef"} {
+			if _, err := copyOn(ctx, target, ns, name); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: credentials %s copied: %v", target.Name, name, err)
+			}
+		}
+	}
+}
+
+// TestClusterSecrets_AProtectedTargetNamespaceIsStalled: a ClusterSecrets
+// that reaches the API server with its webhook off, and copies into a
+// protected namespace, is Stalled naming it, and writes nothing there.
+func TestClusterSecrets_AProtectedTargetNamespaceIsStalled(t *testing.T) {
+	ctx := context.Background()
+	src := source(t, "protected-db", map[string]string{"copy": "protected"}, corev1.SecretTypeOpaque, map[string]string{"password": "p"})
+	create(t, "protected", specOf("protected", "kube-system"))
+	condition(t, "protected", picchuv1alpha1.ConditionStalled, metav1.ConditionTrue, picchuv1alpha1.ReasonProtectedNamespace,
+		`spec.target.namespace: kube-system is protected ("kube-*")`)
+	for _, target := range env.Targets {
+		if _, err := copyOn(ctx, target, "kube-system", src.Name); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: copied into kube-system: %v", target.Name, err)
 		}
 	}
 }
