@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -393,8 +394,20 @@ func (c *Cluster) apply(ctx context.Context, desired *unstructured.Unstructured,
 		return nil
 	}
 
+	if live != nil {
+		// The ownership read is the object of this UID: should it have
+		// been deleted and someone else's made in its place since (a cache
+		// behind), the API server refuses the apply rather than Picchu
+		// forcing its fields onto an object it never checked.
+		desired.SetUID(live.GetUID())
+	}
 	if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
 		client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		if live != nil && uidChanged(err) {
+			c.forget(key)
+			return c.failed(key, "applying", fmt.Errorf("it was deleted and made again since Picchu read it (UID %s), "+
+				"so it is left alone until the cache shows whose it is: %w", live.GetUID(), err))
+		}
 		return c.failed(key, "applying", err)
 	}
 	// desired is now what the API server returned.
@@ -644,6 +657,23 @@ func (c *Cluster) failed(key objectKey, verb string, err error) error {
 		return redact.Wrap(err, "%s %s", verb, c.describe(key))
 	}
 	return fmt.Errorf("%s %s: %w", verb, c.describe(key), err)
+}
+
+// uidChanged says an apply was refused for the UID it carried: the object
+// it names is no longer the one of that name.
+func uidChanged(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
+		return apierrors.IsConflict(err) && strings.Contains(err.Error(), "UID")
+	}
+	if d := status.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Field == "metadata.uid" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // metadataOf is an empty object of kind gvk to read its metadata alone

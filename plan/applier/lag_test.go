@@ -2,12 +2,18 @@ package applier_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/plan/applier"
 )
 
@@ -18,6 +24,20 @@ type laggingCache struct {
 	client.Client
 	mu   sync.Mutex
 	held map[client.ObjectKey]client.Object
+	// whole are the keys whose held object is shown whole, labels and
+	// all, and even once it is gone from the API server (stale).
+	whole map[client.ObjectKey]bool
+}
+
+// stale makes the cache show the object held for key as it was, whatever
+// becomes of it: one deleted and made again is not seen.
+func (l *laggingCache) stale(key client.ObjectKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.whole == nil {
+		l.whole = map[client.ObjectKey]bool{}
+	}
+	l.whole[key] = true
 }
 
 func (l *laggingCache) hold(ctx context.Context, t *testing.T, key client.ObjectKey, obj client.Object) {
@@ -34,14 +54,27 @@ func (l *laggingCache) catchUp() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.held)
+	clear(l.whole)
 }
 
 func (l *laggingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	l.mu.Lock()
 	held, ok := l.held[key]
+	whole := l.whole[key]
 	l.mu.Unlock()
 	if !ok {
 		return l.Client.Get(ctx, key, obj, opts...)
+	}
+	if whole {
+		obj.SetName(held.GetName())
+		obj.SetNamespace(held.GetNamespace())
+		obj.SetLabels(held.GetLabels())
+		obj.SetAnnotations(held.GetAnnotations())
+		obj.SetGeneration(held.GetGeneration())
+		obj.SetResourceVersion(held.GetResourceVersion())
+		obj.SetUID(held.GetUID())
+		obj.SetManagedFields(held.GetManagedFields())
+		return nil
 	}
 	if err := l.Client.Get(ctx, key, obj, opts...); err != nil {
 		return err
@@ -113,5 +146,57 @@ func TestCluster_ACacheBehindItsOwnWriteCostsNoWrite(t *testing.T) {
 	}
 	if got := w.total() - before; got != 1 {
 		t.Errorf("re-applying over an object made again wrote %d times, want 1", got)
+	}
+}
+
+// TestCluster_NeverForcesOntoAnObjectMadeSinceItsOwnershipRead: the cache
+// still shows Picchu's ConfigMap, which someone deleted and made again as
+// their own (no Picchu label). Applying over it is refused by the API
+// server, the object its ownership read saw being gone: theirs keeps its
+// data and labels, and once the cache shows theirs, Picchu names it as not
+// its own.
+func TestCluster_NeverForcesOntoAnObjectMadeSinceItsOwnershipRead(t *testing.T) {
+	ctx := context.Background()
+	cs, _ := clusters(t)
+	target := cs[0]
+	lagging := &laggingCache{Client: target.Client, held: map[client.ObjectKey]client.Object{}}
+	c := applier.NewCluster(target.Cluster, lagging, target.Live, "", target.Log)
+	ns := namespace(t, []*applier.Cluster{c})
+	if err := c.Apply(ctx, configMap(ns, map[string]string{"a": "ours"})); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "config"}
+	lagging.hold(ctx, t, key, &corev1.ConfigMap{})
+	lagging.stale(key)
+
+	other := env.Targets[0].Client
+	if err := other.Delete(ctx, configMap(ns, nil)); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: ns, Labels: map[string]string{"team": "b"}},
+		Data: map[string]string{"a": "theirs"}}
+	if err := other.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+
+	err := c.Apply(ctx, configMap(ns, map[string]string{"a": "ours, again"}))
+	if !strings.Contains(fmt.Sprint(err), "deleted and made again") {
+		t.Errorf("the error does not say the object was made again: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "config") {
+		t.Errorf("applying over an object made since the ownership read: %v; want an error naming it", err)
+	}
+	got := &corev1.ConfigMap{}
+	if err := other.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != theirs.UID || got.Data["a"] != "theirs" || got.Labels[picchuv1alpha1.LabelApp] != "" || got.Labels["team"] != "b" {
+		t.Errorf("their ConfigMap is now %v %v; want it untouched", got.Labels, got.Data)
+	}
+
+	lagging.catchUp()
+	var notOwned *applier.NotOwnedError
+	if err := c.Apply(ctx, configMap(ns, map[string]string{"a": "ours, again"})); !errors.As(err, &notOwned) {
+		t.Errorf("applying once the cache shows theirs: %v; want a NotOwnedError", err)
 	}
 }
