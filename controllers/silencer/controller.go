@@ -193,16 +193,8 @@ func (r *Reconciler) releaseManagersOfCluster(ctx context.Context, obj client.Ob
 	if fleet == "" {
 		return nil
 	}
-	rms := &picchuv1alpha1.ReleaseManagerList{}
-	if err := r.Client.List(ctx, rms, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{picchuv1alpha1.LabelFleet: fleet}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the release managers of a fleet for a cluster's change", "cluster", client.ObjectKeyFromObject(obj))
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(rms.Items))
-	for i := range rms.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rms.Items[i])})
-	}
-	return reqs
+	return controllers.Requests(ctx, r.Client, &picchuv1alpha1.ReleaseManagerList{}, "the release managers of a fleet for a cluster's change",
+		[]any{"cluster", client.ObjectKeyFromObject(obj)}, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{picchuv1alpha1.LabelFleet: fleet})
 }
 
 // releaseManagersOfRevision maps a Revision to the ReleaseManager of each of its targets.

@@ -659,12 +659,13 @@ func (c *Cluster) failed(key objectKey, verb string, err error) error {
 	return fmt.Errorf("%s %s: %w", verb, c.describe(key), err)
 }
 
-// uidChanged says an apply was refused for the UID it carried: the object
-// it names is no longer the one of that name.
+// uidChanged says an apply was refused for the UID it carried (the API
+// server holds metadata.uid immutable): the object it names is no longer
+// the one of that name.
 func uidChanged(err error) bool {
 	var status apierrors.APIStatus
-	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
-		return apierrors.IsConflict(err) && strings.Contains(err.Error(), "UID")
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
 	}
 	if d := status.Status().Details; d != nil {
 		for _, c := range d.Causes {
