@@ -58,7 +58,7 @@ func run(ctx context.Context, out *os.File) error {
 		return err
 	}
 	defer func() { _ = dash.Stop() }()
-	view.Printf("Watch it in your browser: %s (kubectl picchu dashboard, served by the demo while it runs)", dash.URL)
+	view.Printf("Watch it in your browser: %s (kubectl picchu dashboard, served by the demo while it runs)", dash.Printed)
 	res, runErr := story.Run(ctx, story.Options{Fleet: f, Observe: view.Show, Logf: view.Printf, Router: router})
 	fmt.Fprintln(out)
 	late := summary(out, res, time.Since(start))

@@ -142,7 +142,7 @@ func TestStory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := followPage(t, dash.URL, "apps/"+lab.Namespace+"/"+app)
+	page := followPage(t, dash, "apps/"+lab.Namespace+"/"+app)
 	res, err := story.Run(ctx, story.Options{Fleet: lab, App: app, Observe: rec.observe, Logf: t.Logf,
 		Router: picchuv1alpha1.RouterGatewayAPI})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/medium/picchu/test/e2e/fleet"
 )
 
 // pageFollower is a page of `kubectl picchu dashboard` followed as its
@@ -20,6 +22,8 @@ import (
 type pageFollower struct {
 	cancel context.CancelFunc
 	done   chan error
+	// client is the dashboard owner's browser.
+	client *http.Client
 
 	mu sync.Mutex
 	// releasing are the "Releasing: <tag> at <n>%" lines, in the order shown.
@@ -33,16 +37,18 @@ var (
 	buildState    = regexp.MustCompile(`<tr [^>]*data-build="([^"]+)"[^>]*>\s*<th scope="row">[^<]*</th><td class="state">([^<]*)</td>`)
 )
 
-// followPage follows the dashboard page at url until stop.
-func followPage(t *testing.T, base, path string) *pageFollower {
+// followPage follows the dashboard page at path until stop, with its
+// owner's browser.
+func followPage(t *testing.T, dash *fleet.Dashboard, path string) *pageFollower {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pageFollower{cancel: cancel, done: make(chan error, 1), states: map[string][]string{}}
+	base := dash.URL
+	p := &pageFollower{cancel: cancel, done: make(chan error, 1), states: map[string][]string{}, client: dash.Client}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		t.Fatalf("following the dashboard's events: %v", err)
 	}
@@ -76,7 +82,7 @@ func (p *pageFollower) read(ctx context.Context, url string) error {
 		return err
 	}
 	req.Header.Set("X-Picchu-Fragment", "main")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

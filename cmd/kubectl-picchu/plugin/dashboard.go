@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -11,12 +12,14 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -53,7 +56,10 @@ Revisions and ReleaseManagers in all of them, the kubeconfig's namespace
 (or --namespace) otherwise. It watches each kind once, whatever the number
 of pages open, and each page follows the changes as they arrive (server-sent
 events). It answers only on a loopback address, and only to requests for
-that address.`,
+that address that carry its secret: the URL it prints holds it once, and
+the browser that opens that URL keeps it in a cookie. Another user of the
+machine, or a page of another site, cannot read the dashboard or act with
+your rights.`,
 		Example: `  # Serve the dashboard on http://127.0.0.1:3100/
   kubectl picchu dashboard
 
@@ -106,20 +112,19 @@ func (r *runner) serveDashboard(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("serving the dashboard: %w", err)
 	}
-	token, err := newCSRFToken()
+	d, err := newDashboard(st, r, s, cs, ln.Addr().String())
 	if err != nil {
 		return err
 	}
-	url := "http://" + ln.Addr().String() + "/"
-	fmt.Fprintf(r.Out, "Serving the dashboard at %s (interrupt to stop)\n", url)
+	url := "http://" + ln.Addr().String() + "/?token=" + d.secret
+	fmt.Fprintf(r.Out, "Serving the dashboard at %s (interrupt to stop; the URL holds its secret: share it with no one)\n", url)
 	if r.Serving != nil {
 		r.Serving(url)
 	}
-	d := &dashboard{store: st, now: r.Now, origin: ln.Addr().String(), hosts: hostsOf(ln.Addr().String()), csrf: token, runner: r, session: s,
-		rights: &rights{cs: cs, now: r.Now, answers: map[string]rightsAnswer{}}}
 	srv := &http.Server{
 		Handler:           d.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	go func() {
@@ -142,12 +147,51 @@ type dashboard struct {
 	// Host headers it answers: origin, and localhost at its port.
 	origin string
 	hosts  map[string]bool
+	// secret is what every request must carry, in the cookie named
+	// cookie (or, once, in the printed URL's token).
+	secret, cookie string
 	// csrf is the token of every form.
 	csrf string
 	// runner and session do the actions, with the user's kubeconfig.
 	runner  *runner
 	session *session
 	rights  *rights
+	// streams holds a place for each open event stream, at most
+	// maxStreams; writeTimeout is how long a stream's write may wait for
+	// a page that does not read.
+	streams      chan struct{}
+	writeTimeout time.Duration
+}
+
+// maxStreams is how many event streams (pages following the cluster) the
+// dashboard keeps open at once: a person has a few tabs, not hundreds.
+const maxStreams = 32
+
+// streamWriteTimeout is how long a write to an event stream may take, and
+// streamKeepalive how often a quiet stream is written to, so that a page
+// that stopped reading lets its place go within a minute.
+const (
+	streamWriteTimeout = 10 * time.Second
+	streamKeepalive    = 30 * time.Second
+)
+
+// newDashboard is the dashboard of st at origin, with a new secret and
+// form token.
+func newDashboard(st *store, r *runner, s *session, cs kubernetes.Interface, origin string) (*dashboard, error) {
+	secret, err := newSecret("secret")
+	if err != nil {
+		return nil, err
+	}
+	csrf, err := newSecret("form token")
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(origin)
+	return &dashboard{store: st, now: r.Now, origin: origin, hosts: hostsOf(origin), secret: secret,
+		// Browsers keep cookies by host, not port: each dashboard has its own.
+		cookie: "picchu-dashboard-" + port, csrf: csrf, runner: r, session: s,
+		rights:  &rights{cs: cs, now: r.Now, answers: map[string]rightsAnswer{}},
+		streams: make(chan struct{}, maxStreams), writeTimeout: streamWriteTimeout}, nil
 }
 
 // hostsOf are the Host headers a dashboard at origin answers.
@@ -188,8 +232,56 @@ func (d *dashboard) guard(next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("this dashboard answers only at http://%s/, not for host %q", d.origin, r.Host), http.StatusMisdirectedRequest)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if d.signedIn(w, r) {
+			next.ServeHTTP(w, r)
+		}
 	})
+}
+
+// signedIn says whether r carries the dashboard's secret in its cookie. A
+// GET with the secret as its token (the printed URL) is answered with the
+// cookie and sent on to the same address without the token, so the secret
+// stays out of the browser's history and of Referer headers; anything else
+// is answered 401, and signedIn is false.
+func (d *dashboard) signedIn(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	if r.Method == http.MethodGet && q.Has("token") {
+		if !secretsEqual(q.Get("token"), d.secret) {
+			http.Error(w, "this token is not the dashboard's: open the URL `kubectl picchu dashboard` printed", http.StatusUnauthorized)
+			return false
+		}
+		http.SetCookie(w, &http.Cookie{Name: d.cookie, Value: d.secret, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q.Del("token")
+		to := *r.URL
+		to.RawQuery = q.Encode()
+		http.Redirect(w, r, to.RequestURI(), http.StatusSeeOther)
+		return false
+	}
+	if c, err := r.Cookie(d.cookie); err == nil && secretsEqual(c.Value, d.secret) {
+		return true
+	}
+	http.Error(w, "this dashboard answers only to the browser that opened the URL `kubectl picchu dashboard` printed", http.StatusUnauthorized)
+	return false
+}
+
+// secretsEqual compares a secret in constant time.
+func secretsEqual(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// names are the namespace and app a request's path names, checked as
+// Kubernetes names: a segment such as "a%2F..%2Fb" would otherwise make a
+// page link or post to another namespace. It answers 400 itself when ok
+// is false.
+func names(w http.ResponseWriter, r *http.Request) (namespace, app string, ok bool) {
+	namespace, app = r.PathValue("namespace"), r.PathValue("app")
+	for _, seg := range []struct{ what, value string }{{"namespace", namespace}, {"app", app}} {
+		if errs := validation.IsDNS1123Label(seg.value); len(errs) > 0 {
+			http.Error(w, fmt.Sprintf("the path's %s %q is not a Kubernetes name: %s", seg.what, seg.value, strings.Join(errs, "; ")), http.StatusBadRequest)
+			return "", "", false
+		}
+	}
+	return namespace, app, true
 }
 
 // page is what the layout renders.
@@ -214,12 +306,15 @@ func (d *dashboard) fleet(w http.ResponseWriter, r *http.Request) {
 // appOf reads the app the request's path names from the store; it answers
 // the request itself (500 or 404) when it returns nil.
 func (d *dashboard) appOf(w http.ResponseWriter, r *http.Request) (namespace string, a *app) {
+	namespace, name, ok := names(w, r)
+	if !ok {
+		return "", nil
+	}
 	revs, rms, err := d.store.snapshot(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return "", nil
 	}
-	namespace, name := r.PathValue("namespace"), r.PathValue("app")
 	if a = gather(namespace, name, revs, rms); a == nil {
 		http.Error(w, fmt.Sprintf("app %q has no Revision and no ReleaseManager in namespace %q that you may read", name, namespace), http.StatusNotFound)
 	}
@@ -301,11 +396,15 @@ func (d *dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 }
 
 // events sends the page a "changed" event whenever the store changes, at
-// most one every eventSpacing, until the page goes.
+// most one every eventSpacing, until the page goes, and a comment when
+// nothing changed for streamKeepalive. At most maxStreams are open; a write
+// that waits writeTimeout on a page that does not read ends the stream.
 func (d *dashboard) events(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
+	select {
+	case d.streams <- struct{}{}:
+		defer func() { <-d.streams }()
+	default:
+		http.Error(w, fmt.Sprintf("%d pages follow the dashboard already: close some", maxStreams), http.StatusServiceUnavailable)
 		return
 	}
 	changes, unsubscribe := d.store.hub.subscribe()
@@ -313,21 +412,34 @@ func (d *dashboard) events(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
-	if _, err := fmt.Fprint(w, "retry: 2000\n\n"); err != nil {
+	rc := http.NewResponseController(w)
+	send := func(msg string) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(d.writeTimeout)); err != nil {
+			return false
+		}
+		if _, err := fmt.Fprint(w, msg); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send("retry: 2000\n\n") {
 		return
 	}
-	flusher.Flush()
 	ctx := r.Context()
+	keepalive := time.NewTicker(streamKeepalive)
+	defer keepalive.Stop()
 	for {
+		msg := "event: changed\ndata: {}\n\n"
 		select {
 		case <-ctx.Done():
 			return
 		case <-changes:
+		case <-keepalive.C:
+			msg = ": still here\n\n"
 		}
-		if _, err := fmt.Fprint(w, "event: changed\ndata: {}\n\n"); err != nil {
+		if !send(msg) {
 			return
 		}
-		flusher.Flush()
 		select {
 		case <-ctx.Done():
 			return

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -157,8 +156,12 @@ type rightsAnswer struct {
 	at  time.Time
 }
 
-// rightsTTL is how long an answer of the API server is kept.
-const rightsTTL = time.Minute
+// rightsTTL is how long an answer of the API server is kept, and
+// maxRightsAnswers how many are kept at most.
+const (
+	rightsTTL        = time.Minute
+	maxRightsAnswers = 256
+)
 
 // forbidden is "" when the user may patch Revisions in namespace, or why not.
 func (r *rights) forbidden(ctx context.Context, namespace string) string {
@@ -184,18 +187,43 @@ func (r *rights) forbidden(ctx context.Context, namespace string) string {
 			why += ": " + review.Status.Reason
 		}
 	}
-	r.mu.Lock()
-	r.answers[namespace] = rightsAnswer{why: why, at: r.now()}
-	r.mu.Unlock()
+	r.keep(namespace, rightsAnswer{why: why, at: r.now()})
 	return why
 }
 
-// newCSRFToken is the token every form of the dashboard carries: a page of
-// another origin cannot read it, so it cannot post an action.
-func newCSRFToken() (string, error) {
+// keep keeps answer for namespace, dropping the answers that expired and,
+// past maxRightsAnswers, the oldest.
+func (r *rights) keep(namespace string, answer rightsAnswer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answers[namespace] = answer
+	if len(r.answers) <= maxRightsAnswers {
+		return
+	}
+	now := r.now()
+	for ns, a := range r.answers {
+		if now.Sub(a.at) >= rightsTTL {
+			delete(r.answers, ns)
+		}
+	}
+	for len(r.answers) > maxRightsAnswers {
+		oldest := ""
+		for ns, a := range r.answers {
+			if oldest == "" || a.at.Before(r.answers[oldest].at) {
+				oldest = ns
+			}
+		}
+		delete(r.answers, oldest)
+	}
+}
+
+// newSecret is 32 random bytes in hex: the dashboard's secret, and the
+// token every form of the dashboard carries (a page of another origin
+// cannot read it, so it cannot post an action).
+func newSecret(what string) (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("making the dashboard's CSRF token: %w", err)
+		return "", fmt.Errorf("making the dashboard's %s: %w", what, err)
 	}
 	return hex.EncodeToString(b), nil
 }
@@ -258,7 +286,11 @@ func (d *dashboard) actionView(w http.ResponseWriter, r *http.Request) (actionVi
 		http.Error(w, fmt.Sprintf("no action %q", name), http.StatusNotFound)
 		return actionView{}, act, false
 	}
-	return actionView{Namespace: r.PathValue("namespace"), App: r.PathValue("app"), Action: name, Title: act.Title, CSRF: d.csrf}, act, true
+	namespace, app, ok := names(w, r)
+	if !ok {
+		return actionView{}, act, false
+	}
+	return actionView{Namespace: namespace, App: app, Action: name, Title: act.Title, CSRF: d.csrf}, act, true
 }
 
 // crossOrigin refuses a browser's posts from another origin.
@@ -274,7 +306,7 @@ func (d *dashboard) crossSite(r *http.Request) string {
 	if err := r.ParseForm(); err != nil {
 		return "unreadable form: " + err.Error()
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(d.csrf)) != 1 {
+	if !secretsEqual(r.PostFormValue("csrf"), d.csrf) {
 		return "the form's token is not this dashboard's: open the action from the dashboard's page"
 	}
 	return ""

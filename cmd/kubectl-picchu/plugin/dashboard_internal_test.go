@@ -1,8 +1,11 @@
 package plugin
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
+	"github.com/medium/picchu/test/kit"
 )
 
 // fleetOf is n apps in 10 namespaces, each releasing v2 in production at a
@@ -168,4 +172,116 @@ func TestWavesOf(t *testing.T) {
 	if got := wavesOf(build{spec: &picchuv1alpha1.RevisionTarget{Name: "staging"}, record: record}); got != nil {
 		t.Errorf("a target without waves: %+v", got)
 	}
+}
+
+// TestRights_KeepsABoundedNumberOfAnswers: answers for ever more
+// namespaces (a loop over made-up names) keep at most maxRightsAnswers:
+// past it, the oldest go, and once they expired, all that expired.
+func TestRights_KeepsABoundedNumberOfAnswers(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	r := &rights{now: func() time.Time { return now }, answers: map[string]rightsAnswer{}}
+	const n = 4 * maxRightsAnswers
+	for i := range n {
+		now = now.Add(10 * time.Millisecond)
+		r.keep(fmt.Sprintf("ns-%d", i), rightsAnswer{at: now})
+		if len(r.answers) > maxRightsAnswers {
+			t.Fatalf("after %d answers, %d kept", i+1, len(r.answers))
+		}
+	}
+	for i := n - maxRightsAnswers; i < n; i++ {
+		if _, ok := r.answers[fmt.Sprintf("ns-%d", i)]; !ok {
+			t.Errorf("ns-%d, among the %d newest answers, was dropped", i, maxRightsAnswers)
+		}
+	}
+	now = now.Add(rightsTTL)
+	r.keep("late", rightsAnswer{at: now})
+	if len(r.answers) != 1 {
+		t.Errorf("a minute later, %d answers are kept beside the new one", len(r.answers)-1)
+	}
+}
+
+// openStream opens the event stream of srv and reads its first message;
+// it returns the response (its body open) or the status it was refused
+// with.
+func openStream(t *testing.T, srv *httptest.Server) (*http.Response, int) {
+	t.Helper()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, resp.StatusCode
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "retry: 2000\n" {
+		t.Fatalf("the stream's first line: %q, %v", line, err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp, resp.StatusCode
+}
+
+// TestEvents_OpensAtMostMaxStreams: the stream after maxStreams is refused
+// with 503; once a page goes, another may follow.
+func TestEvents_OpensAtMostMaxStreams(t *testing.T) {
+	d := &dashboard{store: &store{hub: newHub()}, streams: make(chan struct{}, maxStreams), writeTimeout: streamWriteTimeout}
+	srv := httptest.NewServer(http.HandlerFunc(d.events))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	var open []*http.Response
+	for range maxStreams {
+		resp, status := openStream(t, srv)
+		if resp == nil {
+			t.Fatalf("stream %d of %d refused: %d", len(open)+1, maxStreams, status)
+		}
+		open = append(open, resp)
+	}
+	if _, status := openStream(t, srv); status != http.StatusServiceUnavailable {
+		t.Fatalf("stream %d: %d, want 503", maxStreams+1, status)
+	}
+	open[0].Body.Close()
+	// The server notices the page went when its connection closes.
+	d.store.hub.changed()
+	kit.Eventually(t, 10*time.Second, "a place for a new stream", func() error {
+		if len(d.streams) == maxStreams {
+			return fmt.Errorf("%d streams held", len(d.streams))
+		}
+		return nil
+	})
+	if resp, status := openStream(t, srv); resp == nil {
+		t.Errorf("a stream after one went: %d", status)
+	}
+}
+
+// TestEvents_AStreamThatCannotBeWrittenLetsItsPlaceGo: a write that
+// cannot finish within writeTimeout ends the stream and frees its place.
+func TestEvents_AStreamThatCannotBeWrittenLetsItsPlaceGo(t *testing.T) {
+	d := &dashboard{store: &store{hub: newHub()}, streams: make(chan struct{}, maxStreams), writeTimeout: time.Nanosecond}
+	srv := httptest.NewServer(http.HandlerFunc(d.events))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		// The server ends the exchange: an answer cut short, or none.
+		if resp, err := srv.Client().Get(srv.URL); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream was still open 10 s after a write that could not finish")
+	}
+	kit.Eventually(t, 10*time.Second, "the stream's place freed", func() error {
+		if n := len(d.streams); n != 0 {
+			return fmt.Errorf("%d streams held", n)
+		}
+		return nil
+	})
 }

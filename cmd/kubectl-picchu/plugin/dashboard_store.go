@@ -64,15 +64,33 @@ const sparkPoints = 60
 
 // readableNamespaces is "" when the user may list and watch Revisions and
 // ReleaseManagers in every namespace (a SelfSubjectAccessReview for each),
-// and fallback, the kubeconfig's namespace, otherwise.
+// and fallback, the kubeconfig's namespace (or --namespace), when the
+// user may in that one. When the user may in neither, the dashboard would
+// wait forever for lists the API server refuses: it says so instead.
 func readableNamespaces(ctx context.Context, cs kubernetes.Interface, fallback string) (string, error) {
+	if ok, err := mayWatchPicchu(ctx, cs, ""); err != nil || ok {
+		return "", err
+	}
+	ok, err := mayWatchPicchu(ctx, cs, fallback)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("you may not list and watch revisions and releasemanagers in every namespace, nor in namespace %q: "+
+			"pass --namespace with one you may read (kubectl auth can-i watch revisions.%s -n NAMESPACE)", fallback, picchuv1alpha1.GroupVersion.Group)
+	}
+	return fallback, nil
+}
+
+// mayWatchPicchu says whether the user may list and watch Revisions and
+// ReleaseManagers in namespace ("" for every namespace).
+func mayWatchPicchu(ctx context.Context, cs kubernetes.Interface, namespace string) (bool, error) {
 	for _, resource := range []string{"revisions", "releasemanagers"} {
-		ok, err := mayWatch(ctx, cs, "", picchuv1alpha1.GroupVersion.Group, resource)
-		if err != nil || !ok {
-			return fallback, err
+		if ok, err := mayWatch(ctx, cs, namespace, picchuv1alpha1.GroupVersion.Group, resource); err != nil || !ok {
+			return false, err
 		}
 	}
-	return "", nil
+	return true, nil
 }
 
 // mayWatch says whether the user may list and watch resource of group in

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -72,8 +73,33 @@ func startDashboard(t *testing.T) string {
 	return startDashboardAs(t, kubeconfig)
 }
 
-// startDashboardAs runs the dashboard with the kubeconfig config and args.
+// browser is the dashboards' owner's browser: it keeps their cookies, so
+// once it opened the URL a dashboard printed, the dashboard answers it.
+var browser = func() *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{Jar: jar}
+}()
+
+// printedURL is the URL a dashboard prints: its address and secret.
+var printedURL = regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)\?token=[0-9a-f]{64}\b`)
+
+// startDashboardAs runs the dashboard with the kubeconfig config and args,
+// opens the URL it printed with browser, and returns its address.
 func startDashboardAs(t *testing.T, config string, args ...string) string {
+	t.Helper()
+	base, printed := serveDashboard(t, config, args...)
+	if resp, body := fetch(t, printed); resp.StatusCode != http.StatusOK || resp.Request.URL.String() != base {
+		t.Fatalf("opening %s: %s at %s\n%s", printed, resp.Status, resp.Request.URL, body)
+	}
+	return base
+}
+
+// serveDashboard runs the dashboard with the kubeconfig config and args
+// until the test ends, and returns its address and the URL it printed.
+func serveDashboard(t *testing.T, config string, args ...string) (base, printed string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lineWriter{first: make(chan string, 1)}
@@ -96,17 +122,17 @@ func startDashboardAs(t *testing.T, config string, args ...string) string {
 	})
 	select {
 	case line := <-out.first:
-		url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
-		if url == "" {
-			t.Fatalf("the dashboard printed %q, with no URL", line)
+		m := printedURL.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("the dashboard printed %q, with no URL and secret", line)
 		}
-		return url
+		return m[1], m[0]
 	case r := <-done:
 		t.Fatalf("kubectl picchu dashboard ended before serving: %v\n%s", r.err, r.errOut)
 	case <-time.After(time.Minute):
 		t.Fatal("kubectl picchu dashboard printed no URL within a minute")
 	}
-	return ""
+	return "", ""
 }
 
 // fetch GETs url with header (name, value pairs) and returns its status
@@ -120,14 +146,20 @@ func fetch(t *testing.T, url string, header ...string) (*http.Response, string) 
 	return send(t, req, header...)
 }
 
-// send sends req with header (name, value pairs) and returns the status
-// and body of the answer.
+// send sends req with header (name, value pairs) from browser and returns
+// the status and body of the answer.
 func send(t *testing.T, req *http.Request, header ...string) (*http.Response, string) {
+	t.Helper()
+	return sendFrom(t, browser, req, header...)
+}
+
+// sendFrom sends req with header from the client c.
+func sendFrom(t *testing.T, c *http.Client, req *http.Request, header ...string) (*http.Response, string) {
 	t.Helper()
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
@@ -149,7 +181,7 @@ func follow(t *testing.T, url string) <-chan string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := browser.Do(req)
 	if err != nil {
 		t.Fatalf("opening the event stream: %v", err)
 	}
@@ -274,7 +306,7 @@ func TestDashboard_AnswersOnlyForItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Host = "attacker.example:80"
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := browser.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +314,7 @@ func TestDashboard_AnswersOnlyForItself(t *testing.T) {
 	if resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("a request for host %s: %s, want 421", req.Host, resp.Status)
 	}
-	resp, err = http.Post(url, "application/x-www-form-urlencoded", strings.NewReader("x=1"))
+	resp, err = browser.Post(url, "application/x-www-form-urlencoded", strings.NewReader("x=1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,18 +512,7 @@ func TestDashboard_PausesAfterItsConfirmation(t *testing.T) {
 func TestDashboard_AViewerSeesActionsDisabledAndIsRefused(t *testing.T) {
 	ns := newNamespace(t)
 	createDemo(t, ns)
-	viewer, err := testEnv.AddUser(envtest.User{Name: "viewer-" + ns}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := viewer.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, config, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := userKubeconfig(t, "viewer-"+ns)
 	create(t, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{picchuv1alpha1.GroupVersion.Group},
@@ -524,5 +545,125 @@ func TestDashboard_AViewerSeesActionsDisabledAndIsRefused(t *testing.T) {
 	}
 	if at := pausedAt(t, ns, "demo-v2"); at != "" {
 		t.Errorf("the viewer paused v2 at %s", at)
+	}
+}
+
+// userKubeconfig is the path of a kubeconfig of a new user, name, who has
+// no rights but the ones the test grants.
+func userKubeconfig(t *testing.T, name string) string {
+	t.Helper()
+	user, err := testEnv.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDashboard_AnswersItsOwnerAlone: another user of the machine, who can
+// reach the port but never saw the printed URL, reads no page, no stream,
+// no file, and cannot post an action even with a form's token; a wrong
+// token is refused; the printed URL sets an HttpOnly, SameSite=Strict
+// cookie of the dashboard's port and sends the browser on without its
+// token.
+func TestDashboard_AnswersItsOwnerAlone(t *testing.T) {
+	ns := newNamespace(t)
+	createDemo(t, ns)
+	base, printed := serveDashboard(t, kubeconfig)
+	stranger := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"", "events", "static/dashboard.js", "apps/" + ns + "/demo", "apps/" + ns + "/demo/pause?tag=v2",
+		"?token=" + strings.Repeat("0", 64)} {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := sendFrom(t, stranger, req)
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "csrf") || resp.Header.Get("Set-Cookie") != "" {
+			t.Errorf("a stranger's GET /%s: %s, cookie %q\n%s", path, resp.Status, resp.Header.Get("Set-Cookie"), body)
+		}
+	}
+
+	// The owner's browser opens the printed URL, then a confirmation.
+	_, port, _ := strings.Cut(strings.TrimPrefix(strings.TrimSuffix(base, "/"), "http://"), ":")
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, printed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _ := sendFrom(t, stranger, req)
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || len(cookies) != 1 {
+		t.Fatalf("GET %s: %s to %q, cookies %v; want 303 to / with one cookie", printed, resp.Status, resp.Header.Get("Location"), cookies)
+	}
+	if c := cookies[0]; c.Name != "picchu-dashboard-"+port || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
+		t.Errorf("the dashboard's cookie: %s", c)
+	}
+	if resp, body := fetch(t, printed); resp.StatusCode != http.StatusOK || resp.Request.URL.String() != base {
+		t.Fatalf("the owner's browser at %s: %s at %s\n%s", printed, resp.Status, resp.Request.URL, body)
+	}
+	_, body := fetch(t, base+"apps/"+ns+"/demo/pause?tag=v2")
+	form := url.Values{"tag": {"v2"}, "csrf": {csrfOf(t, body)}}
+
+	// Even with the form's token, the stranger's post is refused.
+	req, err = http.NewRequestWithContext(context.Background(), http.MethodPost, base+"apps/"+ns+"/demo/pause", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := sendFrom(t, stranger, req, "Content-Type", "application/x-www-form-urlencoded"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the stranger's pause: %s\n%s", resp.Status, body)
+	}
+	if at := pausedAt(t, ns, "demo-v2"); at != "" {
+		t.Errorf("the stranger paused v2 at %s", at)
+	}
+}
+
+// TestDashboard_RefusesPathsThatAreNotNames: a namespace or app in the
+// path that is not a Kubernetes name, as "%2F.." makes one, is refused,
+// so no confirmation links or posts to another namespace than it shows.
+func TestDashboard_RefusesPathsThatAreNotNames(t *testing.T) {
+	ns := newNamespace(t)
+	createDemo(t, ns)
+	base := startDashboard(t)
+	for _, path := range []string{
+		"apps/" + ns + "%2F..%2Fkube-system/demo/pause?tag=v2",
+		"apps/" + ns + "/demo%2F..%2Fother/abort?tag=v2",
+		"apps/..%2F" + ns + "/demo",
+		"apps/" + ns + "/Demo/forecast",
+	} {
+		resp, body := fetch(t, base+path)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "is not a Kubernetes name") || strings.Contains(body, "csrf") {
+			t.Errorf("GET /%s: %s\n%s", path, resp.Status, body)
+		}
+	}
+	resp, body := post(t, base+"apps/"+ns+"%2F..%2Fother/demo/pause", url.Values{"tag": {"v2"}})
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a post to another namespace's path: %s\n%s", resp.Status, body)
+	}
+}
+
+// TestDashboard_SaysWhenTheUserMayReadNothing: a user who may list and
+// watch Revisions and ReleaseManagers in no namespace gets an error that
+// says so at once, not a dashboard that waits for lists the API server
+// refuses.
+func TestDashboard_SaysWhenTheUserMayReadNothing(t *testing.T) {
+	ns := newNamespace(t)
+	path := userKubeconfig(t, "nobody-"+ns)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut strings.Builder
+	cmd := plugin.NewRootCommandWithOptions(plugin.Options{IOStreams: genericStreams(&out, &errOut)})
+	cmd.SetArgs([]string{"--kubeconfig", path, "dashboard", "--port", "0", "--namespace", ns})
+	err := cmd.ExecuteContext(ctx)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "you may not list and watch revisions and releasemanagers in every namespace, nor in namespace \""+ns+"\"") {
+		t.Errorf("the dashboard of a user who may read nothing: %v (context: %v)\n%s", err, ctx.Err(), out.String())
+	}
+	if strings.Contains(out.String(), "Serving") {
+		t.Errorf("it served: %s", out.String())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +20,12 @@ import (
 // delivery cluster, as a person would run it.
 type Dashboard struct {
 	// URL is where it serves, http://127.0.0.1:<port>/.
-	URL    string
+	URL string
+	// Printed is the URL it printed, with its secret: what a person opens.
+	Printed string
+	// Client is its owner's browser: it opened the URL the dashboard
+	// printed, and holds the cookie the dashboard answers.
+	Client *http.Client
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -39,7 +46,11 @@ func (f *Fleet) ServeDashboard(ctx context.Context, port int, errOut io.Writer) 
 		d.done <- cmd.ExecuteContext(ctx)
 	}()
 	select {
-	case d.URL = <-serving:
+	case printed := <-serving:
+		if err := d.open(ctx, printed); err != nil {
+			cancel()
+			return nil, errors.Join(err, <-d.done)
+		}
 		return d, nil
 	case err := <-d.done:
 		cancel()
@@ -48,6 +59,30 @@ func (f *Fleet) ServeDashboard(ctx context.Context, port int, errOut io.Writer) 
 		cancel()
 		return nil, errors.New("serving the dashboard: it did not serve within a minute")
 	}
+}
+
+// open opens the URL the dashboard printed with a new Client, which keeps
+// the dashboard's cookie, and sets URL to where the dashboard sent it.
+func (d *Dashboard) open(ctx context.Context, printed string) error {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return fmt.Errorf("opening the dashboard: %w", err)
+	}
+	d.Printed, d.Client = printed, &http.Client{Jar: jar}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, printed, nil)
+	if err != nil {
+		return fmt.Errorf("opening the dashboard: %w", err)
+	}
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("opening the dashboard: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("opening the dashboard at %s: %s", resp.Request.URL, resp.Status)
+	}
+	d.URL = resp.Request.URL.String()
+	return nil
 }
 
 // DashboardCommand is the command that serves the dashboard of the

@@ -21,9 +21,9 @@ import (
 )
 
 // startDashboard runs `kubectl picchu dashboard --port 0` in-process with
-// the kubeconfig config and args until the test ends, and returns the URL
-// it printed.
-func startDashboard(t *testing.T, config string, args ...string) string {
+// the kubeconfig config and args until the test ends, and returns its
+// address and the URL it printed, which holds its secret.
+func startDashboard(t *testing.T, config string, args ...string) (base, printed string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	outR, outW := io.Pipe()
@@ -55,15 +55,29 @@ func startDashboard(t *testing.T, config string, args ...string) string {
 	}()
 	select {
 	case line, ok := <-first:
-		url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
-		if !ok || url == "" {
-			t.Fatalf("the dashboard printed %q, with no URL", line)
+		m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)\?token=[0-9a-f]{64}\b`).FindStringSubmatch(line)
+		if !ok || m == nil {
+			t.Fatalf("the dashboard printed %q, with no URL and secret", line)
 		}
-		return url
+		return m[1], m[0]
 	case <-time.After(time.Minute):
 		t.Fatal("kubectl picchu dashboard printed no URL within a minute")
 	}
-	return ""
+	return "", ""
+}
+
+// open opens the URL a dashboard at base printed, as its owner does: the
+// dashboard keeps its secret in a cookie the page's script cannot read, and
+// sends the browser on to base, without the secret in its address.
+func (b *browser) open(base, printed string) {
+	b.t.Helper()
+	b.do("opening the printed URL", chromedp.Navigate(printed), chromedp.WaitReady("body"))
+	if at, err := eval[string](b, `location.href`); err != nil || at != base {
+		b.t.Fatalf("after opening %s, the browser is at %q (%v), want %s", printed, at, err, base)
+	}
+	if cookies, err := eval[string](b, `document.cookie`); err != nil || cookies != "" {
+		b.t.Errorf("the page's script reads the cookies %q (%v)", cookies, err)
+	}
 }
 
 // syncWriter is a writer safe for the dashboard's goroutines.

@@ -98,8 +98,9 @@ func TestBrowser_FollowsAReleaseAndPausesIt(t *testing.T) {
 	const delay = 5 * time.Second
 	release(t, app, "v1", 1, time.Second)
 	env.Apps().WaitState(t, time.Minute, app, "v1", "released")
-	base := startDashboard(t, adminConfig)
+	base, printed := startDashboard(t, adminConfig)
 	b := newBrowser(t)
+	b.open(base, printed)
 
 	b.do("opening the fleet page", chromedp.Navigate(base), chromedp.WaitVisible(appLink(app)))
 	if text := b.text(); !strings.Contains(text, app) || !strings.Contains(text, "v1") {
@@ -267,8 +268,9 @@ func TestBrowser_AViewerSeesActionsDisabled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := startDashboard(t, viewer, "--namespace", env.Namespace)
+	base, printed := startDashboard(t, viewer, "--namespace", env.Namespace)
 	b := newBrowser(t)
+	b.open(base, printed)
 	b.do("opening the app page", chromedp.Navigate(base+"apps/"+env.Namespace+"/"+app), chromedp.WaitVisible(target))
 	why := "you may not patch revisions in namespace " + env.Namespace
 	if text := b.text(); !strings.Contains(text, "Actions are disabled: "+why) {
@@ -307,8 +309,9 @@ func TestBrowser_AHostileReasonIsText(t *testing.T) {
 	env.Apps().WaitState(t, time.Minute, app, "v1", "released")
 	release(t, app, "v2", 2, time.Minute)
 	env.Apps().WaitState(t, time.Minute, app, "v2", "releasing")
-	base := startDashboard(t, adminConfig)
+	base, printed := startDashboard(t, adminConfig)
 	b := newBrowser(t)
+	b.open(base, printed)
 
 	b.do("opening the app page", chromedp.Navigate(base+"apps/"+env.Namespace+"/"+app), chromedp.WaitVisible(target))
 	b.do("aborting v2 with a hostile reason",
