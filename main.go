@@ -74,6 +74,7 @@ type config struct {
 	syncPeriodSeconds       int
 	namespaces              string
 	protectedNamespaces     string
+	appNamespacePolicy      string
 	crossNamespaceSources   string
 	// imageRegistryAllowedHosts is --image-registry-allowed-hosts, as given.
 	imageRegistryAllowedHosts string
@@ -190,7 +191,10 @@ func (c *config) bindReleases(fs *flag.FlagSet) {
 	fs.StringVar(&c.operator.DevRoutesServiceHost, "dev-routes-service-host", "", "service the \"00_dev-<app>\" routes of Clusters with enableDevRoutes send to (empty: no dev routes)")
 	fs.IntVar(&c.operator.DevRoutesServicePort, "dev-routes-service-port", 80, "port of --dev-routes-service-host")
 	fs.StringVar(&c.operator.InstanceID, "instance-id", "", "identifies this Picchu on target clusters and in Alertmanager: it marks what it writes there, and writes over or deletes only what carries its mark (default: the UID of the delivery cluster's kube-system namespace)")
-	fs.StringVar(&c.protectedNamespaces, "protected-namespaces", "", "comma-separated namespaces, or prefixes ending in *, that no app may be deployed in, beside "+strings.Join(picchuv1alpha1.DefaultProtectedNamespaces, ", ")+" (always protected)")
+	fs.StringVar(&c.protectedNamespaces, "protected-namespaces", "", "comma-separated namespaces, or prefixes ending in *, that no app may be deployed in, beside "+
+		strings.Join(picchuv1alpha1.DefaultProtectedNamespaces, ", ")+" (always protected), the delivery namespaces and the operator's, and the add-ons' ("+
+		strings.Join(picchuv1alpha1.AddOnNamespaces, ", ")+"), each of which a leading - removes (-monitoring)")
+	fs.StringVar(&c.appNamespacePolicy, "app-namespace-policy", "", "comma-separated DELIVERY=PATTERN entries: the apps of delivery namespace DELIVERY (* for any without an entry) may be deployed only in namespaces matching one of its PATTERNs, a name or a prefix ending in *, where {namespace} is DELIVERY (*={namespace}-*: each team's apps in namespaces named after it); empty leaves every namespace that is not protected")
 	fs.StringVar(&c.operator.ClusterPrometheusAddress, "cluster-prometheus-address", "", "in-cluster Prometheus the KEDA Prometheus trigger of ambient-mesh apps with a targetRequestsRate asks for request rates (empty: such apps keep their HPA)")
 }
 
@@ -223,6 +227,8 @@ func (c *config) fillOperator() {
 	c.operator.ClusterQPS = float32(c.clusterAPIQPS)
 	c.operator.Namespaces = splitNamespaces(c.namespaces)
 	c.operator.ProtectedNamespaces = splitNamespaces(c.protectedNamespaces)
+	c.operator.OwnNamespace = ownNamespace()
+	c.operator.AppNamespacePolicy, _ = picchuv1alpha1.ParseAppNamespacePolicy(c.appNamespacePolicy)
 	c.operator.ImageRegistryAllowedHosts, _ = images.ParseHosts(strings.Split(c.imageRegistryAllowedHosts, ","))
 	c.operator.CrossNamespaceSources = splitNamespaces(c.crossNamespaceSources)
 	c.operator.HumaneReleasesDisabled = !c.humaneReleasesEnabled
@@ -340,9 +346,19 @@ func (c *config) checkValues() error {
 		}
 	}
 	for _, ns := range splitNamespaces(c.protectedNamespaces) {
+		if name, removed := strings.CutPrefix(ns, "-"); removed {
+			if !slices.Contains(picchuv1alpha1.AddOnNamespaces, name) {
+				return fmt.Errorf("--protected-namespaces: %q removes %q, which is not among the add-ons' namespaces (%s): %s are always protected",
+					ns, name, strings.Join(picchuv1alpha1.AddOnNamespaces, ", "), strings.Join(picchuv1alpha1.DefaultProtectedNamespaces, ", "))
+			}
+			continue
+		}
 		if !protectedPattern.MatchString(ns) {
 			return fmt.Errorf("--protected-namespaces: %q is neither a namespace name nor a prefix of one ending in *", ns)
 		}
+	}
+	if _, err := picchuv1alpha1.ParseAppNamespacePolicy(c.appNamespacePolicy); err != nil {
+		return fmt.Errorf("--app-namespace-policy: %w", err)
 	}
 	if id := c.operator.InstanceID; id != "" {
 		if errs := validation.IsValidLabelValue(id); len(errs) > 0 {

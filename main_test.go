@@ -190,6 +190,11 @@ func TestParseFlags_RejectsBadValues(t *testing.T) {
 		{"--prometheus-cluster-label", "cluster-name"},
 		{"--instance-id", "delivery east"},
 		{"--instance-id", "a]"},
+		{"--protected-namespaces", "-kube-system"},
+		{"--protected-namespaces", "-istio-system"},
+		{"--protected-namespaces", "-team-a"},
+		{"--app-namespace-policy", "team-a"},
+		{"--app-namespace-policy", "team-a=*"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)
@@ -389,5 +394,24 @@ func TestLogIgnored_NamesEachIgnoredFlag(t *testing.T) {
 				t.Errorf("%q: --%s is said to be ignored though it was not set:\n%s", tc.args, f.name, logged)
 			}
 		}
+	}
+}
+
+// TestParseFlags_NamespacePolicies: --protected-namespaces removes an
+// add-on's namespace and adds a prefix; --app-namespace-policy keeps each
+// delivery namespace's apps to namespaces named after it. The operator
+// gets both, and its own namespace.
+func TestParseFlags_NamespacePolicies(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "picchu")
+	c, err := parseFlags([]string{"--protected-namespaces", "-monitoring,team-*", "--app-namespace-policy", "*={namespace}-*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.operator
+	if !slices.Equal(o.ProtectedNamespaces, []string{"-monitoring", "team-*"}) || o.OwnNamespace != "picchu" {
+		t.Errorf("protected %v, own namespace %q", o.ProtectedNamespaces, o.OwnNamespace)
+	}
+	if got := o.AppNamespacePolicy.Patterns("payments"); !slices.Equal(got, []string{"payments-*"}) {
+		t.Errorf("payments' apps may use %v, want payments-*", got)
 	}
 }

@@ -22,7 +22,7 @@ func setupClusterSecrets(mgr ctrl.Manager, registry *access.Registry, o Options)
 		Recorder:              mgr.GetEventRecorder("picchu"),
 		Namespaces:            o.Namespaces,
 		CrossNamespaceSources: o.CrossNamespaceSources,
-		ProtectedNamespaces:   picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
+		ProtectedNamespaces:   picchuv1alpha1.SecretProtectedNamespaces(o.ProtectedNamespaces),
 		SyncPeriod:            o.SyncPeriod,
 		ClusterTimeout:        o.ClusterTimeout,
 		Shards:                o.Shards,

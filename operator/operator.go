@@ -181,7 +181,8 @@ func setupRevisions(mgr ctrl.Manager, o Options) error {
 		ProvenPercent:           int32(o.ProvenPercent),
 		MaxConcurrentReconciles: o.ConcurrentRevisions,
 		Shards:                  o.Shards,
-		ProtectedNamespaces:     picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
+		ProtectedNamespaces:     appProtected(o),
+		AppNamespacePolicy:      o.AppNamespacePolicy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the revision controller: %w", err)
 	}
@@ -222,7 +223,8 @@ func setupReleaseManagers(mgr ctrl.Manager, registry *access.Registry, deps rele
 		PreflightCapacity:   o.PreflightCapacity,
 		ClusterAlerts:       clusterAlerts(deps.prom),
 		InstanceID:          o.InstanceID,
-		ProtectedNamespaces: picchuv1alpha1.ProtectedNamespaces(o.ProtectedNamespaces),
+		ProtectedNamespaces: appProtected(o),
+		AppNamespacePolicy:  o.AppNamespacePolicy,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the release manager controller: %w", err)
 	}
@@ -258,4 +260,11 @@ func clusterAlerts(prom releasemanager.AlertSource) releasemanager.SeriesSource 
 		return q
 	}
 	return nil
+}
+
+// appProtected are the namespaces no app is deployed in: the defaults, the
+// add-ons' (less those --protected-namespaces removes), what it adds, and
+// the delivery namespaces the operator reads (--namespaces).
+func appProtected(o Options) []string {
+	return picchuv1alpha1.AppProtectedNamespaces(o.ProtectedNamespaces, append([]string{o.OwnNamespace}, o.Namespaces...))
 }

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/controllers/releasemanager"
 	"github.com/medium/picchu/decide/release"
 	"github.com/medium/picchu/shard"
@@ -22,6 +23,10 @@ type Options struct {
 	// Revisions: Secrets and ConfigMaps are read only there (every
 	// namespace when empty). See DeliveryCache.
 	Namespaces []string
+	// OwnNamespace is the operator's own namespace ($POD_NAMESPACE, or the
+	// pod's): protected for apps, as the delivery namespaces are, where the
+	// delivery cluster is also a target.
+	OwnNamespace string
 	// CrossNamespaceSources are the namespaces whose Secrets (and, for a
 	// Mirror's additionalConfigSelectors, ConfigMaps) a ClusterSecrets or
 	// Mirror of another namespace may copy
@@ -155,6 +160,9 @@ type Options struct {
 	// picchuv1alpha1.DefaultProtectedNamespaces, that no app may be
 	// deployed in (--protected-namespaces): names, or prefixes ending in "*".
 	ProtectedNamespaces []string
+	// AppNamespacePolicy says which namespaces the apps of each delivery
+	// namespace may use (--app-namespace-policy); nil leaves them free.
+	AppNamespacePolicy picchuv1alpha1.AppNamespacePolicy
 
 	// Shards, when set, split the apps between replicas: this one drives
 	// the apps of the shards it holds (see package shard). Nil drives

@@ -19,7 +19,8 @@ import (
 func WebhookOptions(o Options) picchuv1alpha1.WebhookOptions {
 	label := clusterLabel(o)
 	return picchuv1alpha1.WebhookOptions{
-		ProtectedNamespaces: o.ProtectedNamespaces, SLIQueryCheck: prometheus.CheckCountable,
+		ProtectedNamespaces: appProtected(o), SecretProtectedNamespaces: picchuv1alpha1.SecretProtectedNamespaces(o.ProtectedNamespaces),
+		AppNamespacePolicy: o.AppNamespacePolicy, SLIQueryCheck: prometheus.CheckCountable,
 		TargetCheck: func(app string, t *picchuv1alpha1.RevisionTarget, path *field.Path) field.ErrorList {
 			return manifests.CheckTenancy(app, label, t, path)
 		},

@@ -63,6 +63,10 @@ const (
 	// cluster for it. Stalled on a ClusterSecrets whose target namespace
 	// is protected: nothing is copied there.
 	ReasonProtectedNamespace = "ProtectedNamespace"
+	// ReasonNamespaceNotAllowed: the app's namespace in the target is not
+	// one the apps of its delivery namespace may use
+	// (--app-namespace-policy); Picchu deploys nothing new there.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 	// ReasonNotOwned: an object the build needs on a cluster (the app's
 	// namespace, say) exists and was not created by this Picchu for this
 	// app and target; Picchu neither adopts nor deletes it. Also Stalled

@@ -22,12 +22,6 @@ func ProtectedNamespace(ns string, protected []string) (string, bool) {
 	return "", false
 }
 
-// ProtectedNamespaces is the defaults and extra, the namespaces
-// --protected-namespaces adds.
-func ProtectedNamespaces(extra []string) []string {
-	return append(append([]string(nil), DefaultProtectedNamespaces...), extra...)
-}
-
 // ProtectedNamespaceError is an app whose namespace in a target is
 // protected: admission refuses it, and the controllers deploy nothing there.
 type ProtectedNamespaceError struct {
@@ -50,4 +44,61 @@ func CheckProtected(app, target string, protected []string) error {
 		return &ProtectedNamespaceError{App: app, Target: target, Namespace: ns, Pattern: p}
 	}
 	return nil
+}
+
+// AddOnNamespaces are the namespaces add-ons install into on a target
+// cluster, often after it joined a fleet: an app Picchu deployed first in
+// one of them would own it, and its deletion would take the add-on with
+// it on every cluster. They are protected for apps by default;
+// --protected-namespaces removes one with a leading "-" ("-monitoring").
+var AddOnNamespaces = []string{
+	"istio-ingress", "istio-egress", "istio-gateways", "cert-manager", "flux-system", "argocd", "argo-rollouts",
+	"ingress-nginx", "gatekeeper-system", "kyverno", "external-dns", "external-secrets", "keda", "monitoring",
+	"prometheus", "grafana", "linkerd", "calico-system", "tigera-operator", "velero", "local-path-storage",
+	"openshift-*", "gke-*", "amazon-*",
+}
+
+// AppProtectedNamespaces are the namespaces no app is deployed in: the
+// defaults, the add-ons' but those flag removes ("-name"), the names and
+// prefixes flag adds, and the delivery namespaces (the operator's own, and
+// those it reads Revisions from), where the delivery cluster is also a
+// target.
+func AppProtectedNamespaces(flag, delivery []string) []string {
+	removed := map[string]bool{}
+	var added []string
+	for _, p := range flag {
+		if name, ok := strings.CutPrefix(p, "-"); ok {
+			removed[name] = true
+		} else {
+			added = append(added, p)
+		}
+	}
+	out := append([]string(nil), DefaultProtectedNamespaces...)
+	for _, p := range AddOnNamespaces {
+		if !removed[p] {
+			out = append(out, p)
+		}
+	}
+	out = append(out, added...)
+	for _, ns := range delivery {
+		if ns != "" && ns != "*" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// SecretProtectedNamespaces are the namespaces of a target cluster no
+// ClusterSecrets writes into: the defaults and the names and prefixes flag
+// adds. The add-ons' are not among them: a platform team copies their
+// Secrets there (a DNS solver's key into cert-manager), and Picchu owns no
+// such namespace.
+func SecretProtectedNamespaces(flag []string) []string {
+	out := append([]string(nil), DefaultProtectedNamespaces...)
+	for _, p := range flag {
+		if !strings.HasPrefix(p, "-") {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -54,6 +54,9 @@ func Collisions(rev *Revision, others []Revision) []Collision {
 type revisionValidator struct {
 	reader    client.Reader
 	protected []string
+	// policy says which namespaces the apps of each delivery namespace
+	// may use (WebhookOptions.AppNamespacePolicy).
+	policy AppNamespacePolicy
 	// sliCheck says why the baseline comparison cannot count an SLI query
 	// per raw series (WebhookOptions.SLIQueryCheck); nil checks nothing.
 	sliCheck func(query string) error
@@ -98,7 +101,7 @@ func (v revisionValidator) validate(ctx context.Context, rev *Revision) (admissi
 	if err := rev.checkTargets(v.targetCheck); err != nil {
 		return warnings, err
 	}
-	if err := rev.validateProtected(v.protected); err != nil {
+	if err := rev.validateNamespaces(v.protected, v.policy); err != nil {
 		return warnings, err
 	}
 	if v.reader == nil {
@@ -145,12 +148,17 @@ func collidingApps(rev *Revision) []string {
 	return out
 }
 
-// validateProtected refuses targets whose "<app>-<target>" namespace is one
-// of protected, naming the target's name.
-func (rev *Revision) validateProtected(protected []string) error {
+// validateNamespaces refuses targets whose "<app>-<target>" namespace is
+// one of protected, or one policy does not allow rev's delivery namespace,
+// naming the target's name.
+func (rev *Revision) validateNamespaces(protected []string, policy AppNamespacePolicy) error {
 	var errs field.ErrorList
 	for i, t := range rev.Spec.Targets {
-		if err := CheckProtected(rev.Spec.App.Name, t.Name, protected); err != nil {
+		err := CheckProtected(rev.Spec.App.Name, t.Name, protected)
+		if err == nil {
+			err = policy.Check(rev.Namespace, rev.Spec.App.Name, t.Name)
+		}
+		if err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "targets").Index(i).Child("name"), t.Name, err.Error()))
 		}
 	}

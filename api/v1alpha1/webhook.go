@@ -20,10 +20,13 @@ import (
 // They are no API object: they hold a function, and have no deep copy.
 // +kubebuilder:object:generate=false
 type WebhookOptions struct {
-	// ProtectedNamespaces are the namespaces, beside
-	// DefaultProtectedNamespaces, no app may be deployed in
-	// (--protected-namespaces).
-	ProtectedNamespaces []string
+	// ProtectedNamespaces are the namespaces no app may be deployed in
+	// (AppProtectedNamespaces), and SecretProtectedNamespaces those no
+	// ClusterSecrets may write into (SecretProtectedNamespaces).
+	ProtectedNamespaces, SecretProtectedNamespaces []string
+	// AppNamespacePolicy says which namespaces the apps of each delivery
+	// namespace may use (--app-namespace-policy).
+	AppNamespacePolicy AppNamespacePolicy
 	// SLIQueryCheck, when set, says why the baseline comparison cannot
 	// count an SLI query per raw series (nil when it can): the Revision
 	// webhook warns about each such totalQuery and errorQuery of an
@@ -47,7 +50,8 @@ type WebhookOptions struct {
 func SetupWebhooksWithManager(mgr ctrl.Manager, o WebhookOptions) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &Revision{}).
 		WithDefaulter(revisionDefaulter{}).
-		WithValidator(revisionValidator{reader: mgr.GetAPIReader(), protected: ProtectedNamespaces(o.ProtectedNamespaces), sliCheck: o.SLIQueryCheck, targetCheck: o.TargetCheck}).
+		WithValidator(revisionValidator{reader: mgr.GetAPIReader(), protected: o.ProtectedNamespaces, policy: o.AppNamespacePolicy,
+			sliCheck: o.SLIQueryCheck, targetCheck: o.TargetCheck}).
 		Complete(); err != nil {
 		return err
 	}
@@ -57,7 +61,7 @@ func SetupWebhooksWithManager(mgr ctrl.Manager, o WebhookOptions) error {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &ClusterSecrets{}).
-		WithValidator(clusterSecretsValidator{protected: ProtectedNamespaces(o.ProtectedNamespaces)}).
+		WithValidator(clusterSecretsValidator{protected: o.SecretProtectedNamespaces}).
 		Complete()
 }
 

@@ -143,6 +143,10 @@ type Reconciler struct {
 	// picchuv1alpha1.ProtectedNamespaces): a ReleaseManager of an app whose
 	// namespace is one of them touches no cluster.
 	ProtectedNamespaces []string
+	// AppNamespacePolicy says which namespaces the apps of each delivery
+	// namespace may use: a ReleaseManager outside it is Stalled and
+	// deploys nothing (its deletion still removes what it deployed).
+	AppNamespacePolicy picchuv1alpha1.AppNamespacePolicy
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterHandle
@@ -430,6 +434,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// before the namespace was protected, touches no cluster.
 		return ctrl.Result{}, controllers.ReportStalled(ctx, r.Client, r.Recorder, rm, &rm.Status.Conditions,
 			picchuv1alpha1.ReasonProtectedNamespace, err.Error())
+	}
+	if err := r.AppNamespacePolicy.Check(rm.Namespace, rm.Spec.App, rm.Spec.Target); err != nil {
+		return ctrl.Result{}, controllers.ReportStalled(ctx, r.Client, r.Recorder, rm, &rm.Status.Conditions,
+			picchuv1alpha1.ReasonNamespaceNotAllowed, err.Error())
 	}
 	if controllerutil.AddFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
 		if err := r.write(rm, func() error { return r.Client.Update(ctx, rm) }); err != nil {

@@ -62,6 +62,9 @@ type Reconciler struct {
 	// (picchuv1alpha1.ProtectedNamespaces): a target whose "<app>-<target>"
 	// is one gets no ReleaseManager, and the Revision is held there.
 	ProtectedNamespaces []string
+	// AppNamespacePolicy says which namespaces the apps of each delivery
+	// namespace may use: a target outside it gets no ReleaseManager.
+	AppNamespacePolicy picchuv1alpha1.AppNamespacePolicy
 
 	// mirrored is each Revision's mirror: a mirrorRecord.
 	mirrored sync.Map
@@ -153,12 +156,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var rms []*picchuv1alpha1.ReleaseManager
 	held := map[string]*picchuv1alpha1.RevisionHold{}
 	for i := range rev.Spec.Targets {
-		if err := picchuv1alpha1.CheckProtected(rev.Spec.App.Name, rev.Spec.Targets[i].Name, r.ProtectedNamespaces); err != nil {
+		if reason, err := r.namespaceRefused(rev, rev.Spec.Targets[i].Name); err != nil {
 			// Admission refuses such a Revision; one that got in (webhooks
 			// off) gets no ReleaseManager, so nothing touches a cluster.
-			held[rev.Spec.Targets[i].Name] = &picchuv1alpha1.RevisionHold{Reason: picchuv1alpha1.ReasonProtectedNamespace, Message: err.Error()}
-			if r.Recorder != nil && !heldBefore(rev, rev.Spec.Targets[i].Name, picchuv1alpha1.ReasonProtectedNamespace) {
-				r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, picchuv1alpha1.ReasonProtectedNamespace, "Hold", "%s", err.Error())
+			held[rev.Spec.Targets[i].Name] = &picchuv1alpha1.RevisionHold{Reason: reason, Message: err.Error()}
+			if r.Recorder != nil && !heldBefore(rev, rev.Spec.Targets[i].Name, reason) {
+				r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, reason, "Hold", "%s", err.Error())
 			}
 			continue
 		}
@@ -186,6 +189,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // heldBefore says the Revision's status already records the target held
 // for reason.
+// namespaceRefused says why rev may not be deployed in target, with the
+// hold's reason: its namespace there is protected, or outside the policy.
+func (r *Reconciler) namespaceRefused(rev *picchuv1alpha1.Revision, target string) (reason string, err error) {
+	if err := picchuv1alpha1.CheckProtected(rev.Spec.App.Name, target, r.ProtectedNamespaces); err != nil {
+		return picchuv1alpha1.ReasonProtectedNamespace, err
+	}
+	if err := r.AppNamespacePolicy.Check(rev.Namespace, rev.Spec.App.Name, target); err != nil {
+		return picchuv1alpha1.ReasonNamespaceNotAllowed, err
+	}
+	return "", nil
+}
+
 func heldBefore(rev *picchuv1alpha1.Revision, target, reason string) bool {
 	for _, ts := range rev.Status.Targets {
 		if ts.Name == target && ts.Held != nil && ts.Held.Reason == reason {
@@ -572,7 +587,8 @@ func maxPercentIn(rev *picchuv1alpha1.Revision, target string) int32 {
 func stalledHold(rm *picchuv1alpha1.ReleaseManager) *picchuv1alpha1.RevisionHold {
 	c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
 	if c == nil || c.Status != metav1.ConditionTrue ||
-		(c.Reason != picchuv1alpha1.ReasonNotOwned && c.Reason != picchuv1alpha1.ReasonProtectedNamespace) {
+		(c.Reason != picchuv1alpha1.ReasonNotOwned && c.Reason != picchuv1alpha1.ReasonProtectedNamespace &&
+			c.Reason != picchuv1alpha1.ReasonNamespaceNotAllowed) {
 		return nil
 	}
 	return &picchuv1alpha1.RevisionHold{Reason: c.Reason, Message: c.Message}

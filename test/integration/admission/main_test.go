@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
 	"github.com/medium/picchu/operator"
 	"github.com/medium/picchu/test/integration/harness"
 )
@@ -71,7 +72,8 @@ func serveWebhooks(ctx context.Context, env *harness.Env) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := operator.SetupWebhooks(mgr, operator.Options{ProtectedNamespaces: []string{"cert-*"}}); err != nil {
+	if err := operator.SetupWebhooks(mgr, operator.Options{ProtectedNamespaces: []string{"cert-*"},
+		AppNamespacePolicy: picchuv1alpha1.AppNamespacePolicy{policedNamespace: {"{namespace}-*"}}}); err != nil {
 		return err
 	}
 	go func() {

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	picchuv1alpha1 "github.com/medium/picchu/api/v1alpha1"
@@ -93,7 +95,8 @@ func TestRevision_FoundByAppOnTheAPIServer(t *testing.T) {
 // TestRevisionWebhook_RejectsProtectedNamespaces checks that an app whose
 // "<app>-<target>" is a namespace Picchu never owns is refused, naming the
 // target's name and the namespace: Kubernetes' own (kube-*), default,
-// Istio's, and those --protected-namespaces adds ("cert-*" here).
+// Istio's, the add-ons' (flux-system), and those --protected-namespaces
+// adds ("cert-*" here).
 func TestRevisionWebhook_RejectsProtectedNamespaces(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ app, target, ns string }{
@@ -101,6 +104,8 @@ func TestRevisionWebhook_RejectsProtectedNamespaces(t *testing.T) {
 		{"kube", "system", "kube-system"},
 		{"kube", "node-lease", "kube-node-lease"},
 		{"cert", "manager", "cert-manager"},
+		{"flux", "system", "flux-system"},
+		{"ingress", "nginx", "ingress-nginx"},
 	} {
 		err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON(tc.app, tc.target)))
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.targets[0].name") || !strings.Contains(err.Error(), `"`+tc.ns+`"`) ||
@@ -110,5 +115,37 @@ func TestRevisionWebhook_RejectsProtectedNamespaces(t *testing.T) {
 	}
 	if err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON("istio", "canary"))); err != nil {
 		t.Errorf("app istio in target canary (namespace istio-canary) was refused: %v", err)
+	}
+}
+
+// policedNamespace is a delivery namespace whose apps the webhooks'
+// --app-namespace-policy keeps to namespaces named after it.
+const policedNamespace = "team-a"
+
+// TestRevisionWebhook_RefusesANamespaceOutsideThePolicy: with
+// team-a={namespace}-*, a Revision of delivery namespace team-a whose app
+// would live in web-production is refused, naming spec.targets[0].name,
+// the namespace and what the policy allows; team-a-web is admitted there,
+// and web in another delivery namespace, which the policy leaves free.
+func TestRevisionWebhook_RefusesANamespaceOutsideThePolicy(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policedNamespace}}
+	if err := hookedClient.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	outside := object(t, "Revision", appRevisionJSON("web", "production"))
+	outside.SetNamespace(policedNamespace)
+	err := hookedClient.Create(ctx, outside)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.targets[0].name") || !strings.Contains(err.Error(), `"web-production"`) ||
+		!strings.Contains(err.Error(), "team-a-*") {
+		t.Errorf("web in team-a: %v, want an invalid error naming spec.targets[0].name, web-production and team-a-*", err)
+	}
+	inside := object(t, "Revision", appRevisionJSON("team-a-web", "production"))
+	inside.SetNamespace(policedNamespace)
+	if err := hookedClient.Create(ctx, inside); err != nil {
+		t.Errorf("team-a-web in team-a was refused: %v", err)
+	}
+	if err := hookedClient.Create(ctx, object(t, "Revision", appRevisionJSON("web", "production"))); err != nil {
+		t.Errorf("web in picchu, which the policy leaves free, was refused: %v", err)
 	}
 }

@@ -280,3 +280,95 @@ func TestReleaseManager_MarksWhatItWritesAndAdoptsItsOlderObjects(t *testing.T) 
 		}
 	}
 }
+
+// TestRevision_AnAddOnsNamespaceIsNeverTaken: app "cert" in target
+// "manager" would be deployed in cert-manager, where cert-manager installs
+// after a cluster joins the fleet, long after Picchu made the namespace and
+// called it the app's. It is protected by default: the Revision is held
+// naming the namespace, no ReleaseManager is made, and no cluster has the
+// namespace.
+func TestRevision_AnAddOnsNamespaceIsNeverTaken(t *testing.T) {
+	ctx := context.Background()
+	config(t, "cert", "v1")
+	rev := revisionIn("cert", "manager", "v1")
+	if err := env.Delivery.Client.Create(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	heldRevision(t, rev.Name, picchuv1alpha1.ReasonProtectedNamespace, `"cert-manager"`)
+	rmKey := client.ObjectKey{Namespace: env.Namespace, Name: "cert-manager"}
+	if err := env.Delivery.Client.Get(ctx, rmKey, &picchuv1alpha1.ReleaseManager{}); !apierrors.IsNotFound(err) {
+		t.Errorf("release manager of an add-on's namespace: %v, want none", err)
+	}
+	for _, target := range env.Targets {
+		if err := target.Client.Get(ctx, client.ObjectKey{Name: "cert-manager"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace cert-manager on %s: %v, want none", target.Name, err)
+		}
+	}
+	deleteAndWait(t, rev, rmKey.Name)
+}
+
+// policedNamespace is a delivery namespace whose apps the suite's
+// --app-namespace-policy keeps to namespaces named after it.
+const policedNamespace = "team-a"
+
+// TestRevision_ANamespaceOutsideThePolicyIsNeverTaken: with
+// --app-namespace-policy team-a={namespace}-*, a Revision of delivery
+// namespace team-a whose app would live in web-production (admission
+// refuses it; this suite runs without webhooks) is held, NamespaceNotAllowed,
+// naming the namespace and what the policy allows, and gets no
+// ReleaseManager; a ReleaseManager made by hand there is Stalled alike. An
+// app of team-a in team-a-web-production gets its ReleaseManager.
+func TestRevision_ANamespaceOutsideThePolicyIsNeverTaken(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policedNamespace}}
+	if err := env.Delivery.Client.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	outside := revisionIn("web", "production", "v1")
+	outside.Namespace = policedNamespace
+	inside := revisionIn("team-a-web", "production", "v1")
+	inside.Namespace = policedNamespace
+	for _, rev := range []*picchuv1alpha1.Revision{outside, inside} {
+		if err := env.Delivery.Client.Create(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Delivery.Client.Delete(context.Background(), rev) })
+	}
+	kit.Eventually(t, 20*time.Second, "web held outside the policy", func() error {
+		rev := &picchuv1alpha1.Revision{}
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(outside), rev); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(rev.Status.Conditions, picchuv1alpha1.ConditionStalled)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != picchuv1alpha1.ReasonNamespaceNotAllowed ||
+			!strings.Contains(c.Message, `"web-production"`) || !strings.Contains(c.Message, "team-a-*") {
+			return fmt.Errorf("stalled %+v", c)
+		}
+		return nil
+	})
+	if err := env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: policedNamespace, Name: "web-production"}, &picchuv1alpha1.ReleaseManager{}); !apierrors.IsNotFound(err) {
+		t.Errorf("release manager outside the policy: %v, want none", err)
+	}
+	kit.Eventually(t, 20*time.Second, "team-a-web's release manager", func() error {
+		return env.Delivery.Client.Get(ctx, client.ObjectKey{Namespace: policedNamespace, Name: "team-a-web-production"}, &picchuv1alpha1.ReleaseManager{})
+	})
+
+	rm := &picchuv1alpha1.ReleaseManager{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-production", Namespace: policedNamespace},
+		Spec:       picchuv1alpha1.ReleaseManagerSpec{App: "shop", Target: "production", Fleet: env.Fleet},
+	}
+	if err := env.Delivery.Client.Create(ctx, rm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Delivery.Client.Delete(context.Background(), rm) })
+	kit.Eventually(t, 20*time.Second, "hand-made release manager stalled", func() error {
+		if err := env.Delivery.Client.Get(ctx, client.ObjectKeyFromObject(rm), rm); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
+		if c == nil || c.Reason != picchuv1alpha1.ReasonNamespaceNotAllowed || !strings.Contains(c.Message, `"shop-production"`) {
+			return fmt.Errorf("stalled %+v", c)
+		}
+		return nil
+	})
+}

@@ -80,6 +80,8 @@ func setup(s *harness.Suite) error {
 		// A build's pods go in the run after its last route: these tests
 		// watch pods go, not the drain (test/integration/release does).
 		ScaleDownDelay: releasemanager.NoScaleDownDelay,
+		// Team A's apps live in team-a-* (TestRevision_ANamespaceOutsideThePolicyIsNeverTaken).
+		AppNamespacePolicy: picchuv1alpha1.AppNamespacePolicy{policedNamespace: {"{namespace}-*"}},
 	})
 	if err != nil {
 		return err
