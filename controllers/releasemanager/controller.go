@@ -3,6 +3,8 @@ package releasemanager
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -635,6 +638,8 @@ func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 		usable = append(usable, fc.conn)
 	}
 	ns := appNamespace(rm)
+	var mu sync.Mutex
+	var left []string
 	results := applier.ApplyFleet(ctx, usable, applier.Func(func(ctx context.Context, c *applier.Cluster) error {
 		if r.ServiceLevelsNamespace != "" {
 			// The service levels live outside the app's namespace.
@@ -642,8 +647,21 @@ func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 				return err
 			}
 		}
-		return c.Delete(ctx, ns)
+		vacated, err := c.RemoveNamespace(ctx, ns, ns.Labels)
+		if err == nil && vacated.Left() {
+			mu.Lock()
+			left = append(left, fmt.Sprintf("on cluster %s, %s", c.Name(), vacated))
+			mu.Unlock()
+		}
+		return err
 	}), r.ClusterTimeout)
+	if len(left) > 0 && r.Recorder != nil {
+		// One event: the recorder folds events of one object and reason
+		// into a series, keeping the first note alone.
+		slices.Sort(left)
+		r.Recorder.Eventf(rm, nil, corev1.EventTypeWarning, "NamespaceLeft", "Finalize",
+			"namespace %s was left, without Picchu's objects: %s", ns.Name, strings.Join(left, "; "))
+	}
 	if err := results.Err(); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing app %s from its clusters: %w", rm.Spec.App, err)
 	}
@@ -679,6 +697,11 @@ func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cl
 	}
 	conn := applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan"))
 	conn.Informers = remoteCluster.GetCache()
+	if d, err := discovery.NewDiscoveryClientForConfig(remoteCluster.GetConfig()); err == nil {
+		conn.Discovery = d
+	} else {
+		ctrl.Log.Error(err, "building a discovery client: the app's namespace will not be removed there", "cluster", key.String())
+	}
 	h := &clusterHandle{remote: remoteCluster, conn: conn}
 	r.clusters[key] = h
 	return h.conn

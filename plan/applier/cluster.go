@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -87,6 +88,10 @@ type Cluster struct {
 	// Informers, when set, is the cache Client reads from: Warm starts its
 	// informers.
 	Informers cache.Informers
+	// Discovery, when set, tells the kinds the cluster serves: an app's
+	// namespace is removed only when it holds nothing else
+	// (RemoveNamespace).
+	Discovery discovery.DiscoveryInterface
 
 	mu      sync.Mutex
 	applied map[objectKey]appliedObject

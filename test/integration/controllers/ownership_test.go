@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -368,6 +370,73 @@ func TestRevision_ANamespaceOutsideThePolicyIsNeverTaken(t *testing.T) {
 		c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
 		if c == nil || c.Reason != picchuv1alpha1.ReasonNamespaceNotAllowed || !strings.Contains(c.Message, `"shop-production"`) {
 			return fmt.Errorf("stalled %+v", c)
+		}
+		return nil
+	})
+}
+
+// TestReleaseManager_LeavesANamespaceHoldingWhatItDidNotCreate: an add-on
+// installed a ConfigMap into app "shared"'s namespace after Picchu made it.
+// When the app goes, Picchu deletes its own objects there (the build's
+// ReplicaSet, the Service) and leaves the namespace and the ConfigMap, with
+// a NamespaceLeft event naming the ConfigMap and the cluster.
+func TestReleaseManager_LeavesANamespaceHoldingWhatItDidNotCreate(t *testing.T) {
+	ctx := context.Background()
+	const app = "shared"
+	ns := app + "-production"
+	config(t, app, "v1")
+	rev := appRevision(app, "v1", env.Fleet)
+	if err := env.Delivery.Client.Create(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range env.Targets {
+		replicaSet(t, target, app, "v1")
+		kit.Eventually(t, 30*time.Second, target.Name+": the app's Service", func() error {
+			return target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, &corev1.Service{})
+		})
+		addon := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "addon-settings", Labels: map[string]string{"team": "platform"}},
+			Data: map[string]string{"level": "debug"}}
+		if err := target.Client.Create(ctx, addon); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleteAndWait(t, rev, ns)
+	for _, target := range env.Targets {
+		live := &corev1.Namespace{}
+		if err := target.Client.Get(ctx, client.ObjectKey{Name: ns}, live); err != nil || !live.DeletionTimestamp.IsZero() {
+			t.Errorf("%s: namespace %s holding an add-on's ConfigMap: %v, deleted at %v; want it left", target.Name, ns, err, live.DeletionTimestamp)
+		}
+		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "addon-settings"}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("%s: the add-on's ConfigMap: %v", target.Name, err)
+		}
+		for _, obj := range []client.Object{&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "v1"}}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: app}}} {
+			kit.Eventually(t, 10*time.Second, fmt.Sprintf("%s: %T %s deleted", target.Name, obj, obj.GetName()), func() error {
+				err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, obj)
+				if apierrors.IsNotFound(err) || err == nil && !obj.GetDeletionTimestamp().IsZero() {
+					return nil
+				}
+				return fmt.Errorf("still there: %v", err)
+			})
+		}
+	}
+	kit.Eventually(t, 10*time.Second, "a NamespaceLeft event per cluster", func() error {
+		events := &eventsv1.EventList{}
+		if err := env.Delivery.Client.List(ctx, events, client.InNamespace(env.Namespace)); err != nil {
+			return err
+		}
+		for _, target := range env.Targets {
+			if !slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+				return e.Reason == "NamespaceLeft" && e.Regarding.Name == ns && strings.Contains(e.Note, "ConfigMap/addon-settings") &&
+					strings.Contains(e.Note, "cluster "+target.Name)
+			}) {
+				var seen []string
+				for _, e := range events.Items {
+					if e.Regarding.Name == ns {
+						seen = append(seen, e.Reason+": "+e.Note)
+					}
+				}
+				return fmt.Errorf("no NamespaceLeft event for %s naming ConfigMap/addon-settings; %s's events: %q", target.Name, ns, seen)
+			}
 		}
 		return nil
 	})
