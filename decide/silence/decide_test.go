@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -588,4 +589,34 @@ func TestDecide_Instances(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzFleetMatcher: for any fleet of cluster values (split on "\n") and
+// any cluster, the fleet's matcher, anchored as Alertmanager anchors it,
+// lets the cluster through exactly when it is one of the fleet's or empty
+// (an alert without the label).
+func FuzzFleetMatcher(f *testing.F) {
+	f.Add("prod-a\nprod.b\n(x|y)", "prodxb")
+	f.Add("a\nb", "a|b")
+	f.Add(`east\n[w]est`, "west")
+	f.Add("", "")
+	f.Add("east", "east\n")
+	f.Fuzz(func(t *testing.T, values, cluster string) {
+		if !utf8.ValidString(values) || !utf8.ValidString(cluster) {
+			t.Skip("Prometheus label values are UTF-8")
+		}
+		fl := Fleet{Label: "cluster", Values: strings.Split(values, "\n")}
+		m, ok := fl.Matcher()
+		if !ok {
+			t.Fatal("no matcher for a fleet with a cluster label")
+		}
+		re, err := regexp.Compile("^(?:" + m.Value + ")$")
+		if err != nil {
+			t.Fatalf("%s does not compile: %v", m.Value, err)
+		}
+		want := cluster == "" || slices.Contains(fl.Values, cluster)
+		if got := re.MatchString(cluster); got != want {
+			t.Errorf("fleet %q: %s lets cluster %q through: %t, want %t", fl.Values, m.Value, cluster, got, want)
+		}
+	})
 }
