@@ -655,15 +655,15 @@ func (r *Reconciler) finalize(ctx context.Context, rm *picchuv1alpha1.ReleaseMan
 		}
 		return err
 	}), r.ClusterTimeout)
+	if err := results.Err(); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing app %s from its clusters: %w", rm.Spec.App, err)
+	}
 	if len(left) > 0 && r.Recorder != nil {
-		// One event: the recorder folds events of one object and reason
-		// into a series, keeping the first note alone.
+		// One event, once every cluster is done: the recorder folds events
+		// of one object and reason into a series that keeps the first note.
 		slices.Sort(left)
 		r.Recorder.Eventf(rm, nil, corev1.EventTypeWarning, "NamespaceLeft", "Finalize",
 			"namespace %s was left, without Picchu's objects: %s", ns.Name, strings.Join(left, "; "))
-	}
-	if err := results.Err(); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing app %s from its clusters: %w", rm.Spec.App, err)
 	}
 	controllerutil.RemoveFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager)
 	if err := r.Client.Update(ctx, rm); client.IgnoreNotFound(err) != nil {
