@@ -78,3 +78,17 @@ func (p AppNamespacePolicy) Check(delivery, app, target string) error {
 	}
 	return &NamespaceNotAllowedError{Delivery: delivery, App: app, Target: target, Namespace: ns, Allowed: allowed}
 }
+
+// NamespaceRefused says why the app of delivery namespace delivery may not
+// be deployed in target, with the reason of the hold or Stalled condition
+// that says so: its namespace there is protected (ReasonProtectedNamespace)
+// or outside the policy (ReasonNamespaceNotAllowed); "" and nil when it may.
+func NamespaceRefused(delivery, app, target string, protected []string, policy AppNamespacePolicy) (reason string, err error) {
+	if err := CheckProtected(app, target, protected); err != nil {
+		return ReasonProtectedNamespace, err
+	}
+	if err := policy.Check(delivery, app, target); err != nil {
+		return ReasonNamespaceNotAllowed, err
+	}
+	return "", nil
+}

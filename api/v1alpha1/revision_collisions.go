@@ -154,11 +154,7 @@ func collidingApps(rev *Revision) []string {
 func (rev *Revision) validateNamespaces(protected []string, policy AppNamespacePolicy) error {
 	var errs field.ErrorList
 	for i, t := range rev.Spec.Targets {
-		err := CheckProtected(rev.Spec.App.Name, t.Name, protected)
-		if err == nil {
-			err = policy.Check(rev.Namespace, rev.Spec.App.Name, t.Name)
-		}
-		if err != nil {
+		if _, err := NamespaceRefused(rev.Namespace, rev.Spec.App.Name, t.Name, protected, policy); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "targets").Index(i).Child("name"), t.Name, err.Error()))
 		}
 	}

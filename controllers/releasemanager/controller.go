@@ -432,15 +432,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := rm.DecodeError(); err != nil {
 		return ctrl.Result{}, controllers.ReportUndecodable(ctx, r.Client, r.Recorder, "ReleaseManager", rm, &rm.Status.Conditions, err)
 	}
-	if err := picchuv1alpha1.CheckProtected(rm.Spec.App, rm.Spec.Target, r.ProtectedNamespaces); err != nil {
+	if reason, err := picchuv1alpha1.NamespaceRefused(rm.Namespace, rm.Spec.App, rm.Spec.Target, r.ProtectedNamespaces, r.AppNamespacePolicy); err != nil {
 		// The Revision controller creates none such; one made by hand, or
 		// before the namespace was protected, touches no cluster.
-		return ctrl.Result{}, controllers.ReportStalled(ctx, r.Client, r.Recorder, rm, &rm.Status.Conditions,
-			picchuv1alpha1.ReasonProtectedNamespace, err.Error())
-	}
-	if err := r.AppNamespacePolicy.Check(rm.Namespace, rm.Spec.App, rm.Spec.Target); err != nil {
-		return ctrl.Result{}, controllers.ReportStalled(ctx, r.Client, r.Recorder, rm, &rm.Status.Conditions,
-			picchuv1alpha1.ReasonNamespaceNotAllowed, err.Error())
+		return ctrl.Result{}, controllers.ReportStalled(ctx, r.Client, r.Recorder, rm, &rm.Status.Conditions, reason, err.Error())
 	}
 	if controllerutil.AddFinalizer(rm, picchuv1alpha1.FinalizerReleaseManager) {
 		if err := r.write(rm, func() error { return r.Client.Update(ctx, rm) }); err != nil {
@@ -697,7 +692,9 @@ func (r *Reconciler) handle(cl *picchuv1alpha1.Cluster, remoteCluster cluster.Cl
 	}
 	conn := applier.NewCluster(cl.DeepCopy(), remoteCluster.GetClient(), remoteCluster.GetAPIReader(), r.InstanceID, ctrl.Log.WithName("plan"))
 	conn.Informers = remoteCluster.GetCache()
-	if d, err := discovery.NewDiscoveryClientForConfig(remoteCluster.GetConfig()); err == nil {
+	// The cluster's own HTTP client: its connections, rate limits and
+	// circuit breaker.
+	if d, err := discovery.NewDiscoveryClientForConfigAndClient(remoteCluster.GetConfig(), remoteCluster.GetHTTPClient()); err == nil {
 		conn.Discovery = d
 	} else {
 		ctrl.Log.Error(err, "building a discovery client: the app's namespace will not be removed there", "cluster", key.String())

@@ -156,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var rms []*picchuv1alpha1.ReleaseManager
 	held := map[string]*picchuv1alpha1.RevisionHold{}
 	for i := range rev.Spec.Targets {
-		if reason, err := r.namespaceRefused(rev, rev.Spec.Targets[i].Name); err != nil {
+		if reason, err := picchuv1alpha1.NamespaceRefused(rev.Namespace, rev.Spec.App.Name, rev.Spec.Targets[i].Name, r.ProtectedNamespaces, r.AppNamespacePolicy); err != nil {
 			// Admission refuses such a Revision; one that got in (webhooks
 			// off) gets no ReleaseManager, so nothing touches a cluster.
 			held[rev.Spec.Targets[i].Name] = &picchuv1alpha1.RevisionHold{Reason: reason, Message: err.Error()}
@@ -189,18 +189,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // heldBefore says the Revision's status already records the target held
 // for reason.
-// namespaceRefused says why rev may not be deployed in target, with the
-// hold's reason: its namespace there is protected, or outside the policy.
-func (r *Reconciler) namespaceRefused(rev *picchuv1alpha1.Revision, target string) (reason string, err error) {
-	if err := picchuv1alpha1.CheckProtected(rev.Spec.App.Name, target, r.ProtectedNamespaces); err != nil {
-		return picchuv1alpha1.ReasonProtectedNamespace, err
-	}
-	if err := r.AppNamespacePolicy.Check(rev.Namespace, rev.Spec.App.Name, target); err != nil {
-		return picchuv1alpha1.ReasonNamespaceNotAllowed, err
-	}
-	return "", nil
-}
-
 func heldBefore(rev *picchuv1alpha1.Revision, target, reason string) bool {
 	for _, ts := range rev.Status.Targets {
 		if ts.Name == target && ts.Held != nil && ts.Held.Reason == reason {
