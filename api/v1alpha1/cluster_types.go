@@ -223,8 +223,24 @@ type IngressInfo struct {
 	// +optional
 	Gateway string `json:"gateway,omitempty"`
 	// defaultDomains: an app's default ports get the hosts "<namespace>.<domain>".
+	// A port's own hosts may be a defaultDomain or a name under one
+	// ("shop.example.com" under "example.com"), but no wildcard: every
+	// delivery namespace's apps share these domains.
 	// +optional
 	DefaultDomains []string `json:"defaultDomains,omitempty"`
+	// allowedDomains are further domains the ports' hosts of the Revisions
+	// of this Cluster's namespace may use on this ingress: a host is one of
+	// them or under one, and may be a wildcard under one
+	// ("*.team-a.example.com" under "team-a.example.com"). A host under
+	// neither list is refused at admission (naming the field) and by the
+	// controller, which routes nothing of the app on the cluster until it
+	// is gone.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	AllowedDomains []string `json:"allowedDomains,omitempty"`
 	// dnsName is kept for compatibility; Picchu ignores it.
 	// +optional
 	DNSName string `json:"dnsName,omitempty"`

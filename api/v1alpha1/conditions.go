@@ -73,6 +73,10 @@ const (
 	// on a ClusterSecrets or a Mirror whose copy's place on a cluster is
 	// held by an object it did not write.
 	ReasonNotOwned = "NotOwned"
+	// ReasonHostNotAllowed: a port's host is one a cluster's ingress may
+	// not route (its defaultDomains and allowedDomains); Picchu writes no
+	// routes of the app on that cluster until the host is gone or allowed.
+	ReasonHostNotAllowed = "HostNotAllowed"
 )
 
 // Reasons shared by the conditions of several kinds.

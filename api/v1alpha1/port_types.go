@@ -39,8 +39,16 @@ type PortInfo struct {
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^([0-9]+-)*[0-9]*[a-z]([a-z0-9]|-[a-z0-9])*$`
 	Name string `json:"name"`
-	// hosts are extra host names routed to this port on the ingress gateways.
+	// hosts are extra host names routed to this port on the ingress gateways
+	// (never in the mesh, where only the app's Service host is routed). On
+	// each Cluster whose ingress the port is exposed on, a host must be one
+	// of the ingress's defaultDomains or under one, or one of its
+	// allowedDomains or under one; a wildcard ("*.shop.example.com") only
+	// under allowedDomains.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Hosts []string `json:"hosts,omitempty"`
 	// ingressPort is the port the ingress gateways listen on for this port.
 	// +optional

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,6 +108,9 @@ func (v revisionValidator) validate(ctx context.Context, rev *Revision) (admissi
 	if v.reader == nil {
 		return warnings, nil
 	}
+	if err := v.validateHosts(ctx, rev); err != nil {
+		return warnings, err
+	}
 	// Only an app whose name is rev's "<app>-<target>" cut at a "-" can
 	// collide with it: ask the API server for those apps' Revisions alone.
 	var others []Revision
@@ -157,6 +161,35 @@ func (rev *Revision) validateNamespaces(protected []string, policy AppNamespaceP
 		if _, err := NamespaceRefused(rev.Namespace, rev.Spec.App.Name, t.Name, protected, policy); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "targets").Index(i).Child("name"), t.Name, err.Error()))
 		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(GroupVersion.WithKind("Revision").GroupKind(), rev.Name, errs)
+}
+
+// validateHosts refuses the ports' hosts that a Cluster of the target's
+// fleet, in rev's namespace, may not route (RevisionTarget.HostErrors). A
+// fleet with no Clusters yet refuses nothing here: the controller checks
+// each cluster as it plans its routes.
+func (v revisionValidator) validateHosts(ctx context.Context, rev *Revision) error {
+	fleets := map[string][]Cluster{}
+	var errs field.ErrorList
+	for i := range rev.Spec.Targets {
+		t := &rev.Spec.Targets[i]
+		if !slices.ContainsFunc(t.Ports, func(p PortInfo) bool { return len(p.Hosts) > 0 }) {
+			continue
+		}
+		clusters, listed := fleets[t.Fleet]
+		if !listed {
+			list := &ClusterList{}
+			if err := v.reader.List(ctx, list, client.InNamespace(rev.Namespace), client.MatchingLabels{LabelFleet: t.Fleet}); err != nil {
+				return apierrors.NewInternalError(fmt.Errorf("listing the clusters of fleet %q to check the ports' hosts: %w", t.Fleet, err))
+			}
+			clusters = list.Items
+			fleets[t.Fleet] = clusters
+		}
+		errs = append(errs, t.HostErrors(clusters, field.NewPath("spec", "targets").Index(i))...)
 	}
 	if len(errs) == 0 {
 		return nil

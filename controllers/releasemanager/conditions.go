@@ -19,7 +19,10 @@ type conditionInputs struct {
 	// notOwned are the objects of the app, on clusters, that exist and are
 	// not Picchu's: the app holds there until a person acts.
 	notOwned []string
-	judging  bool
+	// hostsRefused are the ports' hosts, on clusters, that the cluster's
+	// ingress may not route: the app's routes hold there until a person acts.
+	hostsRefused []string
+	judging      bool
 }
 
 // add counts a build in state, at weight percent.
@@ -63,6 +66,8 @@ func setConditions(rm *picchuv1alpha1.ReleaseManager, c conditionInputs) {
 		stalled(picchuv1alpha1.ReasonTimedOut, "timed out: "+strings.Join(c.timedOut, ", "))
 	case len(c.notOwned) > 0:
 		stalled(picchuv1alpha1.ReasonNotOwned, truncate("held: "+strings.Join(c.notOwned, "; "), maxStalledMessage))
+	case len(c.hostsRefused) > 0:
+		stalled(picchuv1alpha1.ReasonHostNotAllowed, truncate("routes held: "+strings.Join(c.hostsRefused, "; "), maxStalledMessage))
 	default:
 		meta.RemoveStatusCondition(&rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
 	}

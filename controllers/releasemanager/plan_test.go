@@ -174,6 +174,20 @@ var planScenarios = map[string]func(p *planScene){
 		v1.revision.Spec.EventDriven = true
 		p.s.fleet[1].obj.Spec.DisableEventDriven = true
 	},
+	"ingress": func(p *planScene) {
+		// Both clusters route the public port on their ingresses; west does
+		// not allow shop.example.org, so west routes nothing of the app.
+		for _, inc := range []*incarnation{p.add("v1", release.Released, 75), p.add("v2", release.Releasing, 25)} {
+			inc.target.Ports[0].Mode, inc.target.Ports[0].Ingresses = picchuv1alpha1.PortModePublic, nil
+			inc.target.Ports[0].Hosts = []string{"shop.example.org"}
+			inc.target.DefaultIngressPorts = nil
+			inc.target.DefaultRouting()
+		}
+		for _, fc := range p.s.fleet {
+			fc.obj.Spec.Ingresses.Public = picchuv1alpha1.IngressInfo{Gateway: "istio-system/public", DefaultDomains: []string{"example.com"}}
+		}
+		p.s.fleet[0].obj.Spec.Ingresses.Public.AllowedDomains = []string{"example.org"}
+	},
 	"out-of-sight": func(p *planScene) {
 		p.add("v1", release.Released, 75)
 		p.add("v2", release.Releasing, 25)

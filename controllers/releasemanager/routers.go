@@ -30,7 +30,8 @@ func routerOf(target *picchuv1alpha1.RevisionTarget) router {
 }
 
 // istioRouter routes with a DestinationRule (a subset per build), a
-// VirtualService and, with egress hosts, a Sidecar.
+// VirtualService in the mesh and one on the ingress gateways
+// (manifests.VirtualServices) and, with egress hosts, a Sidecar.
 type istioRouter struct{}
 
 func (istioRouter) steps(r manifests.Routing, cluster *picchuv1alpha1.Cluster) []plan.Step {
@@ -38,14 +39,17 @@ func (istioRouter) steps(r manifests.Routing, cluster *picchuv1alpha1.Cluster) [
 	if err != nil {
 		return []plan.Step{{Op: plan.Fail, Err: err}}
 	}
-	vs, err := manifests.VirtualService(r, cluster)
+	mesh, ingress, err := manifests.VirtualServices(r, cluster)
 	if err != nil {
 		return []plan.Step{{Op: plan.Fail, Err: err}}
 	}
 	istio := func(kind string) client.Object { return manifests.IstioObject(r.App, r.Target, kind) }
 	return append([]plan.Step{
 		applyOrDelete(nilIfNil(dr), istio("DestinationRule")),
-		applyOrDelete(nilIfNil(vs), istio("VirtualService")),
+		// The ingress's first: an app whose one VirtualService served the
+		// ingress too, as before, keeps its ingress routes throughout.
+		applyOrDelete(nilIfNil(ingress), manifests.IngressVirtualService(r.App, r.Target)),
+		applyOrDelete(nilIfNil(mesh), istio("VirtualService")),
 		applyOrDelete(nilIfNil(manifests.Sidecar(r)), istio("Sidecar")),
 	}, gatewayPrunes(r, nil, nil, nil)...)
 }
@@ -89,6 +93,7 @@ func (gatewayRouter) steps(r manifests.Routing, cluster *picchuv1alpha1.Cluster)
 	for _, kind := range []string{"DestinationRule", "VirtualService", "Sidecar"} {
 		steps = append(steps, plan.Step{Op: plan.Remove, Object: manifests.IstioObject(r.App, r.Target, kind)})
 	}
+	steps = append(steps, plan.Step{Op: plan.Remove, Object: manifests.IngressVirtualService(r.App, r.Target)})
 	return steps
 }
 

@@ -113,6 +113,9 @@ type clusterOutcome struct {
 	// notOwned name the objects that exist on clusters and are not
 	// Picchu's, with their cluster.
 	notOwned []string
+	// hostsRefused name the ports' hosts a cluster's ingress may not
+	// route, with their cluster.
+	hostsRefused []string
 	// waves say, of each wave's clusters, whether every live one took the
 	// run's changes to the app, and whether some live one took its routing.
 	waves []waveOutcome
@@ -146,6 +149,9 @@ func (s *snapshot) clusterOutcome(results applier.Results) clusterOutcome {
 			failed[res.Cluster] = res.Err.Error()
 			if no := (*applier.NotOwnedError)(nil); errors.As(res.Err, &no) {
 				out.notOwned = append(out.notOwned, fmt.Sprintf("on cluster %s, %v", res.Cluster, no))
+			}
+			if refused := (*picchuv1alpha1.HostNotAllowedError)(nil); errors.As(res.Err, &refused) {
+				out.hostsRefused = append(out.hostsRefused, res.Err.Error())
 			}
 			if builds, only := plan.BuildErrors(res.Err); only {
 				out.buildsFailed[res.Cluster] = builds

@@ -294,7 +294,7 @@ func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) 
 	}
 	rm.Status.ObservedGeneration = rm.Generation
 	out.held.tag, out.held.why = heldBy(s, c)
-	c.notOwned = clusters.notOwned
+	c.notOwned, c.hostsRefused = clusters.notOwned, clusters.hostsRefused
 	due = earliest(due, s.reportConditions(rm, c, settled.externalSecretsMissing))
 	if len(settled.legacyRemoved) > 0 {
 		out.events = append(out.events, statusEvent{kind: corev1.EventTypeNormal, reason: "Migrated",

@@ -576,7 +576,7 @@ func stalledHold(rm *picchuv1alpha1.ReleaseManager) *picchuv1alpha1.RevisionHold
 	c := meta.FindStatusCondition(rm.Status.Conditions, picchuv1alpha1.ConditionStalled)
 	if c == nil || c.Status != metav1.ConditionTrue ||
 		(c.Reason != picchuv1alpha1.ReasonNotOwned && c.Reason != picchuv1alpha1.ReasonProtectedNamespace &&
-			c.Reason != picchuv1alpha1.ReasonNamespaceNotAllowed) {
+			c.Reason != picchuv1alpha1.ReasonNamespaceNotAllowed && c.Reason != picchuv1alpha1.ReasonHostNotAllowed) {
 		return nil
 	}
 	return &picchuv1alpha1.RevisionHold{Reason: c.Reason, Message: c.Message}

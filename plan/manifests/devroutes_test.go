@@ -60,7 +60,7 @@ func TestVirtualService_DevRoute(t *testing.T) {
 
 	c = cluster()
 	c.Spec.EnableDevRoutes, c.Spec.DevRouteTagTemplate = true, "{{.Nope}}"
-	if _, err := manifests.VirtualService(r, c); err == nil || !strings.Contains(err.Error(), "spec.devRouteTagTemplate") {
+	if _, _, err := manifests.VirtualServices(r, c); err == nil || !strings.Contains(err.Error(), "spec.devRouteTagTemplate") {
 		t.Errorf("a template that does not render: error %v, want one naming spec.devRouteTagTemplate", err)
 	}
 }

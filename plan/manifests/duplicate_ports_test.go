@@ -35,7 +35,7 @@ func TestDuplicatePorts_ATargetAcceptsTheObjects(t *testing.T) {
 		},
 	}
 	spec.DefaultRouting()
-	vs, err := manifests.VirtualService(manifests.Routing{
+	vs, _, err := manifests.VirtualServices(manifests.Routing{
 		App: app, Target: "production", Fleet: "production", Ports: spec.Ports, DefaultIngressPorts: spec.DefaultIngressPorts,
 		Releases: []manifests.Release{{Tag: "v1", Weight: 100}},
 	}, nil)

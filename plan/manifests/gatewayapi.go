@@ -102,7 +102,11 @@ func GatewayRoutes(r Routing, cluster *picchuv1alpha1.Cluster) ([]*gatewayv1.HTT
 		if err != nil {
 			return nil, nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
-		for _, parent := range r.gatewayParents(p, cluster) {
+		parents, err := r.gatewayParents(p, cluster)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, parent := range parents {
 			meta := r.objectMeta()
 			meta.Name = r.App + "-" + p.Name + parent.suffix
 			if isGRPC(p) {
@@ -167,12 +171,16 @@ type gatewayParent struct {
 // number, and each ingress Gateway ("<namespace>/<name>") it is exposed on,
 // at its ingress port (any port for 443), when the ingress has hosts for
 // it.
-func (r Routing) gatewayParents(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) []gatewayParent {
+func (r Routing) gatewayParents(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) ([]gatewayParent, error) {
 	out := []gatewayParent{{refs: []gatewayv1.ParentReference{{
 		Group: ptr.To(gatewayv1.Group("")), Kind: ptr.To(gatewayv1.Kind("Service")),
 		Name: gatewayv1.ObjectName(r.App), Port: ptr.To(p.Port),
 	}}}}
-	for _, ei := range r.exposedIngresses(p, cluster) {
+	exposed, err := r.exposedIngresses(p, cluster)
+	if err != nil {
+		return nil, err
+	}
+	for _, ei := range exposed {
 		namespace, name, found := strings.Cut(ei.gateway, "/")
 		if !found {
 			namespace, name = "", ei.gateway
@@ -194,7 +202,7 @@ func (r Routing) gatewayParents(p *picchuv1alpha1.PortInfo, cluster *picchuv1alp
 		}
 		out = append(out, parent)
 	}
-	return out
+	return out, nil
 }
 
 // gatewayPolicy is the port's request timeout, in the Gateway API's form;

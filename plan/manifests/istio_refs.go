@@ -20,3 +20,11 @@ func IstioObject(app, target, kind string) client.Object {
 		return &istionetworking.Sidecar{ObjectMeta: meta}
 	}
 }
+
+// IngressVirtualService is a reference to the app's VirtualService on its
+// cluster's ingress gateways ("<app>-ingress"), to delete it.
+func IngressVirtualService(app, target string) client.Object {
+	vs := IstioObject(app, target, "VirtualService")
+	vs.SetName(app + IngressVirtualServiceSuffix)
+	return vs
+}

@@ -25,30 +25,53 @@ const (
 // ingresses in the order their match blocks are written.
 var ingresses = []picchuv1alpha1.Ingress{picchuv1alpha1.IngressPrivate, picchuv1alpha1.IngressPublic}
 
-// VirtualService is the app's VirtualService: per port, a header route to
-// each tagged release and a weighted route over the releases with traffic,
-// matched on the mesh and on the cluster's ingress gateways. It is nil when
-// there are no routes, so the caller deletes a stale one.
-func VirtualService(r Routing, cluster *picchuv1alpha1.Cluster) (*istionetworking.VirtualService, error) {
-	host := meshHost(r.App, r.Target)
-	var routes []*istioapi.HTTPRoute
-	var hosts []string
-	gateways := []string{meshGateway}
+// IngressVirtualServiceSuffix ends the name of the app's VirtualService on
+// its cluster's ingress gateways: "<app>-ingress".
+const IngressVirtualServiceSuffix = "-ingress"
+
+// VirtualServices are the app's two VirtualServices, each per port with a
+// header route to each tagged release and a weighted route over the
+// releases with traffic. mesh ("<app>") is bound to the mesh alone and
+// routes the app's Service host alone: a port's hosts never reach the
+// sidecars, where they would take in-mesh traffic meant for whoever owns
+// those names. ingress ("<app>-ingress") is bound to the cluster's ingress
+// gateways, for the hosts each port has there, matched by authority. Each
+// is nil when it has no routes, so the caller deletes a stale one. A host
+// the cluster's ingress does not allow (IngressInfo.HostRefused) is an
+// error naming the port, the host and the cluster.
+func VirtualServices(r Routing, cluster *picchuv1alpha1.Cluster) (mesh, ingress *istionetworking.VirtualService, err error) {
+	var meshRoutes, ingressRoutes []*istioapi.HTTPRoute
+	var hosts, gateways []string
 	for i := range r.Ports {
 		p := &r.Ports[i]
-		m := r.portMatches(p, cluster)
+		m, err := r.portMatches(p, cluster)
+		if err != nil {
+			return nil, nil, err
+		}
 		policy, err := r.portPolicy(p)
 		if err != nil {
-			return nil, fmt.Errorf("port %s: %w", p.Name, err)
+			return nil, nil, fmt.Errorf("port %s: %w", p.Name, err)
 		}
-		portRoutes := r.portRoutes(p, m.matches, policy)
-		if len(portRoutes) == 0 {
-			continue
+		meshRoutes = append(meshRoutes, r.portRoutes(p, m.mesh, policy)...)
+		if len(m.ingress) > 0 {
+			ingressRoutes = append(ingressRoutes, r.portRoutes(p, m.ingress, policy)...)
+			hosts = append(hosts, m.hosts...)
+			gateways = append(gateways, m.gateways...)
 		}
-		routes = append(routes, portRoutes...)
-		hosts = append(hosts, m.hosts...)
-		gateways = append(gateways, m.gateways...)
 	}
+	host := meshHost(r.App, r.Target)
+	if mesh, err = r.virtualService(cluster, r.App, []string{host}, []string{meshGateway}, meshRoutes); err != nil {
+		return nil, nil, err
+	}
+	if ingress, err = r.virtualService(cluster, r.App+IngressVirtualServiceSuffix, sortedSet(hosts), sortedSet(gateways), ingressRoutes); err != nil {
+		return nil, nil, err
+	}
+	return mesh, ingress, nil
+}
+
+// virtualService is the VirtualService name of the routes, with the dev
+// route over them, on hosts and gateways; nil without routes.
+func (r Routing) virtualService(cluster *picchuv1alpha1.Cluster, name string, hosts, gateways []string, routes []*istioapi.HTTPRoute) (*istionetworking.VirtualService, error) {
 	if len(routes) == 0 {
 		return nil, nil
 	}
@@ -60,32 +83,35 @@ func VirtualService(r Routing, cluster *picchuv1alpha1.Cluster) (*istionetworkin
 		routes = append(routes, dev)
 	}
 	slices.SortFunc(routes, func(a, b *istioapi.HTTPRoute) int { return strings.Compare(a.Name, b.Name) })
+	meta := r.objectMeta()
+	meta.Name = name
 	return &istionetworking.VirtualService{
-		ObjectMeta: r.objectMeta(),
-		Spec: istioapi.VirtualService{
-			Hosts:    append([]string{host}, sortedSet(hosts, host)...),
-			Gateways: sortedSet(gateways),
-			Http:     routes,
-		},
+		ObjectMeta: meta,
+		Spec:       istioapi.VirtualService{Hosts: hosts, Gateways: gateways, Http: routes},
 	}, nil
 }
 
-// portMatchSet is where a port's traffic comes from: its match blocks, and
-// the ingress hosts and gateways they name.
+// portMatchSet is where a port's traffic comes from: its match block in
+// the mesh, and those of the ingresses with the hosts and gateways they
+// name.
 type portMatchSet struct {
-	matches         []*istioapi.HTTPMatchRequest
+	mesh, ingress   []*istioapi.HTTPMatchRequest
 	hosts, gateways []string
 }
 
 // portMatches matches the port's traffic from the mesh and from each ingress
 // that routes it (exposedIngresses).
-func (r Routing) portMatches(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) portMatchSet {
-	set := portMatchSet{matches: []*istioapi.HTTPMatchRequest{{
+func (r Routing) portMatches(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) (portMatchSet, error) {
+	set := portMatchSet{mesh: []*istioapi.HTTPMatchRequest{{
 		Gateways: []string{meshGateway},
 		Port:     uint32(p.Port),
 		Uri:      &istioapi.StringMatch{MatchType: &istioapi.StringMatch_Prefix{Prefix: "/"}},
 	}}}
-	for _, ei := range r.exposedIngresses(p, cluster) {
+	exposed, err := r.exposedIngresses(p, cluster)
+	if err != nil {
+		return set, err
+	}
+	for _, ei := range exposed {
 		gateway, hosts := ei.gateway, ei.hosts
 		authority := &istioapi.StringMatch{MatchType: &istioapi.StringMatch_Regex{Regex: authorityRegex(hosts)}}
 		ports := []int32{p.IngressPort}
@@ -94,14 +120,14 @@ func (r Routing) portMatches(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1
 			ports = append(ports, 80)
 		}
 		for _, port := range ports {
-			set.matches = append(set.matches, &istioapi.HTTPMatchRequest{
+			set.ingress = append(set.ingress, &istioapi.HTTPMatchRequest{
 				Gateways: []string{gateway}, Port: uint32(port), Authority: proto.Clone(authority).(*istioapi.StringMatch),
 			})
 		}
 		set.hosts = append(set.hosts, hosts...)
 		set.gateways = append(set.gateways, gateway)
 	}
-	return set
+	return set, nil
 }
 
 // exposedIngress is an ingress that routes a port on a cluster: its
@@ -116,31 +142,28 @@ type exposedIngress struct {
 // those it is exposed on whose gateway the cluster configures, and that
 // have hosts for it. An ingress with none is left out: a route on it
 // without an authority or hostnames would take all of the gateway's
-// traffic on that port.
-func (r Routing) exposedIngresses(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) []exposedIngress {
+// traffic on that port. A port's host the ingress does not allow is an
+// error naming the port, the host, the cluster and the ingress.
+func (r Routing) exposedIngresses(p *picchuv1alpha1.PortInfo, cluster *picchuv1alpha1.Cluster) ([]exposedIngress, error) {
+	if cluster == nil {
+		return nil, nil
+	}
 	var out []exposedIngress
 	for _, ingress := range ingresses {
-		gateway, domains := clusterIngress(cluster, ingress)
-		if gateway == "" || !p.ExposedOn(ingress) {
+		info := cluster.Spec.Ingresses.Of(ingress)
+		if info.Gateway == "" || !p.ExposedOn(ingress) {
 			continue
 		}
-		if hosts := r.ingressHosts(p, ingress, domains); len(hosts) > 0 {
-			out = append(out, exposedIngress{ingress: ingress, gateway: gateway, hosts: hosts})
+		for k, host := range p.Hosts {
+			if err := info.HostRefused(host); err != nil {
+				return nil, fmt.Errorf("port %s: hosts[%d]: cluster %s, %s ingress: %w", p.Name, k, cluster.Name, ingress, err)
+			}
+		}
+		if hosts := r.ingressHosts(p, ingress, info.DefaultDomains); len(hosts) > 0 {
+			out = append(out, exposedIngress{ingress: ingress, gateway: info.Gateway, hosts: hosts})
 		}
 	}
-	return out
-}
-
-// clusterIngress is the gateway and default domains of one of the cluster's ingresses.
-func clusterIngress(cluster *picchuv1alpha1.Cluster, ingress picchuv1alpha1.Ingress) (string, []string) {
-	if cluster == nil {
-		return "", nil
-	}
-	info := cluster.Spec.Ingresses.Private
-	if ingress == picchuv1alpha1.IngressPublic {
-		info = cluster.Spec.Ingresses.Public
-	}
-	return info.Gateway, info.DefaultDomains
+	return out, nil
 }
 
 // ingressHosts are the hosts routed to the port on an ingress: the port's

@@ -114,22 +114,41 @@ func cluster() *picchuv1alpha1.Cluster {
 	c := &picchuv1alpha1.Cluster{}
 	c.Name = "prod-a"
 	c.Spec.Ingresses = picchuv1alpha1.ClusterIngresses{
-		Public:  picchuv1alpha1.IngressInfo{Gateway: "istio-system/public-gateway", DefaultDomains: []string{"example.com"}},
-		Private: picchuv1alpha1.IngressInfo{Gateway: "istio-system/private-gateway", DefaultDomains: []string{"internal.example.com"}},
+		Public: picchuv1alpha1.IngressInfo{
+			Gateway: "istio-system/public-gateway", DefaultDomains: []string{"example.com"}, AllowedDomains: []string{"example.org"},
+		},
+		Private: picchuv1alpha1.IngressInfo{
+			Gateway: "istio-system/private-gateway", DefaultDomains: []string{"internal.example.com"}, AllowedDomains: []string{"example.org"},
+		},
 	}
 	return c
 }
 
+// virtualService is the spec of the app's VirtualService in the mesh.
 func virtualService(t *testing.T, r manifests.Routing, c *picchuv1alpha1.Cluster) *istioapi.VirtualService {
 	t.Helper()
-	vs, err := manifests.VirtualService(r, c)
+	mesh, _ := virtualServices(t, r, c)
+	if mesh == nil {
+		t.Fatal("no VirtualService in the mesh")
+	}
+	return mesh
+}
+
+// virtualServices are the specs of the app's VirtualServices in the mesh
+// and on the ingresses, nil where there is none.
+func virtualServices(t *testing.T, r manifests.Routing, c *picchuv1alpha1.Cluster) (mesh, ingress *istioapi.VirtualService) {
+	t.Helper()
+	m, i, err := manifests.VirtualServices(r, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs == nil {
-		t.Fatal("no VirtualService")
+	if m != nil {
+		mesh = &m.Spec
 	}
-	return &vs.Spec
+	if i != nil {
+		ingress = &i.Spec
+	}
+	return mesh, ingress
 }
 
 func routeNames(vs *istioapi.VirtualService) []string {
@@ -174,69 +193,97 @@ func matches(r *istioapi.HTTPRoute) []string {
 }
 
 func Test_VirtualService_Routes(t *testing.T) {
-	vs, err := manifests.VirtualService(routing(), cluster())
+	mesh, ingress, err := manifests.VirtualServices(routing(), cluster())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs.Name != "shop" || vs.Namespace != "shop-production" || vs.Labels[picchuv1alpha1.LabelApp] != "shop" {
-		t.Errorf("metadata %s/%s %v", vs.Namespace, vs.Name, vs.Labels)
+	if mesh.Name != "shop" || mesh.Namespace != "shop-production" || mesh.Labels[picchuv1alpha1.LabelApp] != "shop" {
+		t.Errorf("mesh metadata %s/%s %v", mesh.Namespace, mesh.Name, mesh.Labels)
 	}
-	spec := &vs.Spec
-	want := []string{
-		"00_tagged-v1-grpc", "00_tagged-v1-http", "00_tagged-v1-status",
-		"00_tagged-v2-grpc", "00_tagged-v2-http", "00_tagged-v2-status",
-		"01_release-grpc", "01_release-http", "01_release-status",
+	if ingress.Name != "shop-ingress" || ingress.Namespace != "shop-production" || ingress.Labels[picchuv1alpha1.LabelApp] != "shop" {
+		t.Errorf("ingress metadata %s/%s %v", ingress.Namespace, ingress.Name, ingress.Labels)
 	}
-	if got := routeNames(spec); !reflect.DeepEqual(got, want) {
-		t.Errorf("routes\n got %v\nwant %v", got, want)
-	}
-	if got := destinations(route(t, spec, "01_release-http")); !reflect.DeepEqual(got, []string{"v2:80=20", "v1:80=80"}) {
-		t.Errorf("release destinations %v", got)
-	}
-	if got := destinations(route(t, spec, "01_release-grpc")); !reflect.DeepEqual(got, []string{"v2:9000=20", "v1:9000=80"}) {
-		t.Errorf("grpc release destinations %v", got)
-	}
-	for _, r := range spec.Http {
-		for _, d := range r.Route {
-			if d.Destination.Host != "shop.shop-production.svc.cluster.local" {
-				t.Errorf("%s: destination host %q", r.Name, d.Destination.Host)
+	for _, tc := range []struct {
+		vs                       *istioapi.VirtualService
+		routes, hosts, gateways  []string
+		httpMatches, grpcMatches int
+	}{
+		{
+			vs: &mesh.Spec,
+			routes: []string{
+				"00_tagged-v1-grpc", "00_tagged-v1-http", "00_tagged-v1-status",
+				"00_tagged-v2-grpc", "00_tagged-v2-http", "00_tagged-v2-status",
+				"01_release-grpc", "01_release-http", "01_release-status",
+			},
+			// The ports' hosts are never bound in the mesh.
+			hosts:       []string{"shop.shop-production.svc.cluster.local"},
+			gateways:    []string{"mesh"},
+			httpMatches: 1, grpcMatches: 1,
+		},
+		{
+			vs: &ingress.Spec,
+			// The status port is in the mesh alone.
+			routes: []string{
+				"00_tagged-v1-grpc", "00_tagged-v1-http", "00_tagged-v2-grpc", "00_tagged-v2-http", "01_release-grpc", "01_release-http",
+			},
+			hosts: []string{
+				"shop-grpc.internal.example.com", "shop-production.example.com", "shop-production.internal.example.com",
+				"shop.example.com", "shop.example.org", "shop.internal.example.com",
+			},
+			gateways:    []string{"istio-system/private-gateway", "istio-system/public-gateway"},
+			httpMatches: 4, grpcMatches: 1,
+		},
+	} {
+		spec := tc.vs
+		if got := routeNames(spec); !reflect.DeepEqual(got, tc.routes) {
+			t.Errorf("routes\n got %v\nwant %v", got, tc.routes)
+		}
+		if got := destinations(route(t, spec, "01_release-http")); !reflect.DeepEqual(got, []string{"v2:80=20", "v1:80=80"}) {
+			t.Errorf("release destinations %v", got)
+		}
+		if got := destinations(route(t, spec, "01_release-grpc")); !reflect.DeepEqual(got, []string{"v2:9000=20", "v1:9000=80"}) {
+			t.Errorf("grpc release destinations %v", got)
+		}
+		if got := len(route(t, spec, "01_release-grpc").Match); got != tc.grpcMatches {
+			t.Errorf("grpc release matches %d, want %d", got, tc.grpcMatches)
+		}
+		for _, r := range spec.Http {
+			for _, d := range r.Route {
+				if d.Destination.Host != "shop.shop-production.svc.cluster.local" {
+					t.Errorf("%s: destination host %q", r.Name, d.Destination.Host)
+				}
 			}
 		}
-	}
-	tagged := route(t, spec, "00_tagged-v2-http")
-	if got := destinations(tagged); !reflect.DeepEqual(got, []string{"v2:80=100"}) {
-		t.Errorf("tagged destinations %v", got)
-	}
-	release := route(t, spec, "01_release-http")
-	if len(tagged.Match) != len(release.Match) || len(tagged.Match) != 5 {
-		t.Fatalf("tagged matches %v, release matches %v: want the same 5 blocks", matches(tagged), matches(release))
-	}
-	for i, m := range tagged.Match {
-		// The header name is lower-cased, as Istio requires.
-		if h := m.Headers["medium-tag"]; h.GetExact() != "v2" || len(m.Headers) != 1 {
-			t.Errorf("tagged match %d headers %v", i, m.Headers)
+		tagged := route(t, spec, "00_tagged-v2-http")
+		if got := destinations(tagged); !reflect.DeepEqual(got, []string{"v2:80=100"}) {
+			t.Errorf("tagged destinations %v", got)
 		}
-		if release.Match[i].Headers != nil {
-			t.Errorf("release match %d has headers %v", i, release.Match[i].Headers)
+		release := route(t, spec, "01_release-http")
+		if len(tagged.Match) != len(release.Match) || len(tagged.Match) != tc.httpMatches {
+			t.Fatalf("tagged matches %v, release matches %v: want the same %d blocks", matches(tagged), matches(release), tc.httpMatches)
 		}
-		if m.Port != release.Match[i].Port || !reflect.DeepEqual(m.Gateways, release.Match[i].Gateways) {
-			t.Errorf("tagged match %d %v differs from the release match %v", i, m, release.Match[i])
+		for i, m := range tagged.Match {
+			// The header name is lower-cased, as Istio requires.
+			if h := m.Headers["medium-tag"]; h.GetExact() != "v2" || len(m.Headers) != 1 {
+				t.Errorf("tagged match %d headers %v", i, m.Headers)
+			}
+			if release.Match[i].Headers != nil {
+				t.Errorf("release match %d has headers %v", i, release.Match[i].Headers)
+			}
+			if m.Port != release.Match[i].Port || !reflect.DeepEqual(m.Gateways, release.Match[i].Gateways) {
+				t.Errorf("tagged match %d %v differs from the release match %v", i, m, release.Match[i])
+			}
 		}
-	}
-	wantHosts := []string{
-		"shop.shop-production.svc.cluster.local",
-		"shop-grpc.internal.example.com", "shop-production.example.com", "shop-production.internal.example.com",
-		"shop.example.com", "shop.example.org", "shop.internal.example.com",
-	}
-	if !reflect.DeepEqual(spec.Hosts, wantHosts) {
-		t.Errorf("hosts\n got %v\nwant %v", spec.Hosts, wantHosts)
-	}
-	if want := []string{"istio-system/private-gateway", "istio-system/public-gateway", "mesh"}; !reflect.DeepEqual(spec.Gateways, want) {
-		t.Errorf("gateways %v, want %v", spec.Gateways, want)
+		if !reflect.DeepEqual(spec.Hosts, tc.hosts) {
+			t.Errorf("hosts\n got %v\nwant %v", spec.Hosts, tc.hosts)
+		}
+		if !reflect.DeepEqual(spec.Gateways, tc.gateways) {
+			t.Errorf("gateways %v, want %v", spec.Gateways, tc.gateways)
+		}
 	}
 
-	again, _ := manifests.VirtualService(routing(), cluster())
-	if !proto.Equal(spec, &again.Spec) {
+	againMesh, againIngress, _ := manifests.VirtualServices(routing(), cluster())
+	if !proto.Equal(&mesh.Spec, &againMesh.Spec) || !proto.Equal(&ingress.Spec, &againIngress.Spec) {
 		t.Errorf("not deterministic")
 	}
 }
@@ -275,8 +322,8 @@ func Test_VirtualService_NilWithoutRoutes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := routing()
 			edit(&r)
-			if vs, err := manifests.VirtualService(r, cluster()); vs != nil || err != nil {
-				t.Errorf("got %v, %v; want nil, nil", vs, err)
+			if mesh, ingress, err := manifests.VirtualServices(r, cluster()); mesh != nil || ingress != nil || err != nil {
+				t.Errorf("got %v, %v, %v; want nil, nil, nil", mesh, ingress, err)
 			}
 		})
 	}
@@ -403,23 +450,32 @@ func Test_VirtualService_Matches(t *testing.T) {
 			if tc.noCluster {
 				c = nil
 			}
-			vs := virtualService(t, r, c)
-			if got := matches(route(t, vs, "01_release-http")); !reflect.DeepEqual(got, tc.want) {
+			mesh, ingress := virtualServices(t, r, c)
+			if !reflect.DeepEqual(mesh.Hosts, []string{"shop.shop-production.svc.cluster.local"}) || !reflect.DeepEqual(mesh.Gateways, []string{"mesh"}) {
+				t.Errorf("mesh hosts %v, gateways %v: want the Service host alone, in the mesh alone", mesh.Hosts, mesh.Gateways)
+			}
+			got := matches(route(t, mesh, "01_release-http"))
+			gateways := mesh.Gateways
+			if ingress != nil {
+				got = append(got, matches(route(t, ingress, "01_release-http"))...)
+				gateways = append(slices.Clone(ingress.Gateways), gateways...)
+				if slices.Contains(ingress.Gateways, "mesh") || slices.Contains(ingress.Hosts, "shop.shop-production.svc.cluster.local") {
+					t.Errorf("ingress hosts %v, gateways %v: want neither the mesh nor its host", ingress.Hosts, ingress.Gateways)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("matches\n got %q\nwant %q", got, tc.want)
 			}
-			if !reflect.DeepEqual(vs.Gateways, tc.wantGateways) {
-				t.Errorf("gateways %v, want %v", vs.Gateways, tc.wantGateways)
-			}
-			if vs.Hosts[0] != "shop.shop-production.svc.cluster.local" {
-				t.Errorf("hosts %v do not start with the mesh host", vs.Hosts)
+			if !reflect.DeepEqual(gateways, tc.wantGateways) {
+				t.Errorf("gateways %v, want %v", gateways, tc.wantGateways)
 			}
 		})
 	}
 }
 
 func Test_VirtualService_AuthorityRegex(t *testing.T) {
-	vs := virtualService(t, routing(), cluster())
-	m := route(t, vs, "01_release-http").Match[3] // public gateway, port 443
+	_, vs := virtualServices(t, routing(), cluster())
+	m := route(t, vs, "01_release-http").Match[2] // public gateway, port 443
 	re, err := regexp.Compile(m.GetAuthority().GetRegex())
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +528,7 @@ func Test_VirtualService_RetriesAndTimeouts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := routing()
 			tc.edit(&r.Ports[0].Istio.HTTP)
-			vs, err := manifests.VirtualService(r, cluster())
+			vs, _, err := manifests.VirtualServices(r, cluster())
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || vs != nil {
 				t.Errorf("got %v, %v; want an error starting %q", vs, err, tc.want)
 			}
@@ -565,7 +621,7 @@ func Test_VirtualService_Faults(t *testing.T) {
 	t.Run("an invalid delay is an error naming the fault", func(t *testing.T) {
 		r := routing()
 		r.Faults = []picchuv1alpha1.HTTPPortFault{{Fault: delay("1s")}, {PortSelector: on(9000), Fault: delay("forever")}}
-		vs, err := manifests.VirtualService(r, cluster())
+		vs, _, err := manifests.VirtualServices(r, cluster())
 		if want := `port grpc: fault 1: delay.fixedDelay "forever"`; err == nil || !strings.HasPrefix(err.Error(), want) || vs != nil {
 			t.Errorf("got %v, %v; want an error starting %q", vs, err, want)
 		}
@@ -606,11 +662,11 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs, err := manifests.VirtualService(r, cluster())
+		mesh, ingress, err := manifests.VirtualServices(r, cluster())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []client.Object{manifests.AppNamespace(r.App, r.Target, manifests.MeshSidecar), dr, vs, manifests.Sidecar(r)}
+		return []client.Object{manifests.AppNamespace(r.App, r.Target, manifests.MeshSidecar), dr, mesh, ingress, manifests.Sidecar(r)}
 	}
 
 	c := applier.NewCluster(tgt.Cluster, tgt.Client, tgt.Client, "", log.Log)
@@ -635,7 +691,7 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 		if g, w := istioSpec(got), istioSpec(obj); !proto.Equal(g, w) {
 			t.Errorf("stored %T spec differs\n got %v\nwant %v", obj, g, w)
 		}
-		versions[fmt.Sprintf("%T", obj)] = got.GetResourceVersion()
+		versions[fmt.Sprintf("%T %s", obj, obj.GetName())] = got.GetResourceVersion()
 	}
 
 	// A new applier has no memory of what was applied, so this sends every
@@ -649,7 +705,7 @@ func TestIstioPlans_ApplyToARealCluster(t *testing.T) {
 		if err := tgt.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
 			t.Fatal(err)
 		}
-		if v := versions[fmt.Sprintf("%T", obj)]; got.GetResourceVersion() != v {
+		if v := versions[fmt.Sprintf("%T %s", obj, obj.GetName())]; got.GetResourceVersion() != v {
 			t.Errorf("%T changed on the second apply: resourceVersion %s, was %s", obj, got.GetResourceVersion(), v)
 		}
 	}

@@ -128,8 +128,8 @@ func Test_Service_NoneWithoutPorts(t *testing.T) {
 	if dr, err := manifests.DestinationRule(r); dr != nil || err != nil {
 		t.Errorf("DestinationRule %v, %v; want nil, nil", dr, err)
 	}
-	if vs, err := manifests.VirtualService(r, cluster()); vs != nil || err != nil {
-		t.Errorf("VirtualService %v, %v; want nil, nil", vs, err)
+	if mesh, ingress, err := manifests.VirtualServices(r, cluster()); mesh != nil || ingress != nil || err != nil {
+		t.Errorf("VirtualServices %v, %v, %v; want nil, nil, nil", mesh, ingress, err)
 	}
 	ref := manifests.ServiceObject("worker", "production")
 	if ref.Name != "worker" || ref.Namespace != "worker-production" || ref.Labels[picchuv1alpha1.LabelApp] != "worker" {

@@ -438,11 +438,23 @@ func checkRouting(t *testing.T, target *harness.Target, app string, weights map[
 		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, vs); err != nil {
 			return err
 		}
-		if !slices.Equal(vs.Spec.Gateways, []string{"istio-system/private", "istio-system/public", "mesh"}) {
-			return fmt.Errorf("gateways %v", vs.Spec.Gateways)
+		// The ports' hosts stay on the ingresses: in the mesh, the
+		// Service's host alone.
+		if !slices.Equal(vs.Spec.Gateways, []string{"mesh"}) || !slices.Equal(vs.Spec.Hosts, []string{host}) {
+			return fmt.Errorf("mesh gateways %v, hosts %v", vs.Spec.Gateways, vs.Spec.Hosts)
 		}
-		if !slices.Contains(vs.Spec.Hosts, app+".example.com") || !slices.Contains(vs.Spec.Hosts, host) {
-			return fmt.Errorf("hosts %v", vs.Spec.Hosts)
+		ingress := &istionetworking.VirtualService{}
+		if err := target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app + "-ingress"}, ingress); err != nil {
+			return err
+		}
+		if !slices.Equal(ingress.Spec.Gateways, []string{"istio-system/private", "istio-system/public"}) {
+			return fmt.Errorf("ingress gateways %v", ingress.Spec.Gateways)
+		}
+		if !slices.Contains(ingress.Spec.Hosts, app+".example.com") || slices.Contains(ingress.Spec.Hosts, host) {
+			return fmt.Errorf("ingress hosts %v", ingress.Spec.Hosts)
+		}
+		if fmt.Sprint(releaseWeights(ingress)) != fmt.Sprint(releaseWeights(vs)) {
+			return fmt.Errorf("ingress weights %v, mesh weights %v", releaseWeights(ingress), releaseWeights(vs))
 		}
 		got := map[string]int32{}
 		var names []string
@@ -731,4 +743,18 @@ func TestReleaseManager_FaultInjector(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// releaseWeights are the weights by subset of vs's route "01_release-http".
+func releaseWeights(vs *istionetworking.VirtualService) map[string]int32 {
+	out := map[string]int32{}
+	for _, route := range vs.Spec.Http {
+		if route.Name != "01_release-http" {
+			continue
+		}
+		for _, d := range route.Route {
+			out[d.Destination.Subset] = d.Weight
+		}
+	}
+	return out
 }

@@ -51,8 +51,12 @@ func setup(s *harness.Suite) error {
 	for _, target := range env.Targets {
 		if err := kit.Update(ctx, env.Delivery.Client, target.Cluster, func(cl *picchuv1alpha1.Cluster) {
 			cl.Spec.Ingresses = picchuv1alpha1.ClusterIngresses{
-				Public:  picchuv1alpha1.IngressInfo{Gateway: "istio-system/public", DefaultDomains: []string{"example.net"}},
-				Private: picchuv1alpha1.IngressInfo{Gateway: "istio-system/private", DefaultDomains: []string{"internal.example.net"}},
+				Public: picchuv1alpha1.IngressInfo{
+					Gateway: "istio-system/public", DefaultDomains: []string{"example.net"}, AllowedDomains: []string{"example.com"},
+				},
+				Private: picchuv1alpha1.IngressInfo{
+					Gateway: "istio-system/private", DefaultDomains: []string{"internal.example.net"}, AllowedDomains: []string{"example.com"},
+				},
 			}
 		}); err != nil {
 			return fmt.Errorf("configuring ingresses: %w", err)
