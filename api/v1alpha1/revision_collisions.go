@@ -48,8 +48,9 @@ func Collisions(rev *Revision, others []Revision) []Collision {
 
 // revisionValidator checks a Revision's fields (Revision.Validate), the
 // times of the control requests a change makes (Revision.ValidateControl),
-// that its "<app>-<target>" names are not protected namespaces, and that
-// they are not another app's; it warns about the SLI queries sliCheck
+// that its "<app>-<target>" names are not protected namespaces, that
+// they are not another app's, and that its ports' hosts are ones its
+// fleets' Clusters allow (validateHosts); it warns about the SLI queries sliCheck
 // refuses (Revision.SLIQueryWarnings). reader reads the API server, not a cache that
 // may lag behind a Revision just created.
 type revisionValidator struct {

@@ -44,8 +44,9 @@ type WebhookOptions struct {
 
 // SetupWebhooksWithManager registers the admission webhooks of every kind
 // that has one: Revision (defaulting, and validation, which also rejects an
-// "<app>-<target>" name another app has or a protected namespace, and
-// warns about SLI queries o.SLIQueryCheck refuses), Cluster and
+// "<app>-<target>" name another app has or a protected namespace, and a
+// host the fleet's Clusters do not allow, and warns about SLI queries
+// o.SLIQueryCheck refuses), Cluster and
 // ClusterSecrets (validation).
 func SetupWebhooksWithManager(mgr ctrl.Manager, o WebhookOptions) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &Revision{}).
