@@ -58,7 +58,8 @@ fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: verify
-verify: manifests generate golangci-lint ## Fail when generated files are stale, code is unformatted, go vet complains or a lint rule breaks (.golangci.yml: imports of decide/, plan/, fleet/, integrations/ and production code; function size).
+verify: manifests generate golangci-lint ## Fail when generated files are stale, a tracked file is binary or over 1 MiB (hack/check-tracked-files.sh), code is unformatted, go vet complains or a lint rule breaks (.golangci.yml: imports of decide/, plan/, fleet/, integrations/ and production code; function size).
+	hack/check-tracked-files.sh
 	@changed=$$(git status --porcelain -- api config); \
 	if [ -n "$$changed" ]; then \
 		echo "generated files are stale; run 'make manifests generate' and commit:"; echo "$$changed"; \
