@@ -188,8 +188,11 @@ type RevisionTargetStatus struct {
 	// +optional
 	TriggeredAlerts []string `json:"triggeredAlerts,omitempty"`
 	// held says why the build cannot go on in this target until a person
-	// acts: the app's namespace there is protected (ProtectedNamespace), or
-	// an object it needs on a cluster exists and is not Picchu's (NotOwned).
+	// acts: the app's namespace there is protected (ProtectedNamespace) or
+	// outside --app-namespace-policy (NamespaceNotAllowed), an object it
+	// needs on a cluster exists and is not Picchu's (NotOwned), or a
+	// port's host is one a cluster's ingress does not allow
+	// (HostNotAllowed).
 	// +optional
 	Held *RevisionHold `json:"held,omitempty"`
 	// ignoredRollback says why this target ignored the rollback request
@@ -201,10 +204,11 @@ type RevisionTargetStatus struct {
 
 // RevisionHold is why a build holds in a target until a person acts.
 type RevisionHold struct {
-	// reason is ProtectedNamespace or NotOwned.
+	// reason is ProtectedNamespace, NamespaceNotAllowed, NotOwned or
+	// HostNotAllowed.
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason"`
-	// message names the namespace or object, and the cluster.
+	// message names the namespace, object or host, and the cluster.
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message"`
 }
