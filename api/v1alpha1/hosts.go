@@ -109,7 +109,7 @@ func (c *Cluster) hostRefused(p *PortInfo, host string) error {
 	if !c.Spec.Enabled {
 		return nil
 	}
-	for _, ingress := range []Ingress{IngressPrivate, IngressPublic} {
+	for _, ingress := range Ingresses() {
 		info := c.Spec.Ingresses.Of(ingress)
 		if info.Gateway == "" || !p.ExposedOn(ingress) {
 			continue

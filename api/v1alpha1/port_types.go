@@ -27,6 +27,10 @@ const (
 	IngressPrivate Ingress = "private"
 )
 
+// Ingresses are a Cluster's ingresses, private first: the order routes
+// match them in and checks report them in.
+func Ingresses() []Ingress { return []Ingress{IngressPrivate, IngressPublic} }
+
 // PortInfo is a port of the app and how it is routed.
 type PortInfo struct {
 	// name of the port, unique within the target. It names the container

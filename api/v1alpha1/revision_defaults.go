@@ -103,7 +103,7 @@ func (t *RevisionTarget) DefaultRouting() {
 			p.Ingresses = p.DefaultIngresses()
 		}
 	}
-	for _, ingress := range []Ingress{IngressPrivate, IngressPublic} {
+	for _, ingress := range Ingresses() {
 		if _, ok := t.DefaultIngressPorts[string(ingress)]; ok {
 			continue
 		}

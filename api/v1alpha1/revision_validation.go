@@ -191,7 +191,7 @@ func (t *RevisionTarget) portWarnings(path *field.Path) []string {
 // unless defaultIngressPorts names the ingress's port or one is named
 // "http", which makes the flags moot (a warning), as in the original.
 func (t *RevisionTarget) validateIngressPorts(path *field.Path) (warnings []string, errs field.ErrorList) {
-	for _, ingress := range []Ingress{IngressPrivate, IngressPublic} {
+	for _, ingress := range Ingresses() {
 		var exposed, flagged []string
 		for i := range t.Ports {
 			if t.Ports[i].ExposedOn(ingress) {

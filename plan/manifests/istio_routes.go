@@ -22,9 +22,6 @@ const (
 	releaseRoutePrefix = "01_release-"
 )
 
-// ingresses in the order their match blocks are written.
-var ingresses = []picchuv1alpha1.Ingress{picchuv1alpha1.IngressPrivate, picchuv1alpha1.IngressPublic}
-
 // IngressVirtualServiceSuffix ends the name of the app's VirtualService on
 // its cluster's ingress gateways: "<app>-ingress".
 const IngressVirtualServiceSuffix = "-ingress"
@@ -149,7 +146,7 @@ func (r Routing) exposedIngresses(p *picchuv1alpha1.PortInfo, cluster *picchuv1a
 		return nil, nil
 	}
 	var out []exposedIngress
-	for _, ingress := range ingresses {
+	for _, ingress := range picchuv1alpha1.Ingresses() {
 		info := cluster.Spec.Ingresses.Of(ingress)
 		if info.Gateway == "" || !p.ExposedOn(ingress) {
 			continue
