@@ -40,21 +40,53 @@ func recordedRejection(inc *incarnation, recorded, found string) string {
 	return found
 }
 
+// note adds an event of kind and reason to the build's events.
+func (o *buildOutcome) note(kind, reason, format string, args ...any) {
+	o.events = append(o.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
+}
+
 // buildReport makes a build's status entry and events from the step it
 // settled on (settleBuild), its traffic moved at moved.
 func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters clusterOutcome, moved time.Time) buildOutcome {
-	state, rejected := b.state, b.rejected
+	state := b.state
 	out := buildOutcome{state: state, changed: string(state) != inc.status.State.Current}
-	note := func(kind, reason, format string, args ...any) {
-		out.events = append(out.events, statusEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
-	}
 	out.events = append(out.events, migrated(inc)...)
 	if state.IsDeleted() && inc.revision == nil {
 		out.changed = true
-		note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
+		out.note(corev1.EventTypeNormal, "StateChanged", "%s %s → %s", inc.tag, inc.status.State.Current, state)
 		return out
 	}
-	st := incarnationStatus(inc, state, b.weight, s.now, moved, s.observation)
+	st := s.buildStatus(inc, b, clusters, moved)
+	if b.rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
+		out.note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, b.rejected)
+	}
+	st.Rejected = recordedRejection(inc, st.Rejected, b.rejected)
+	if out.changed {
+		out.noteTransition(inc, state)
+	}
+	if e, ok := s.recordFiring(inc, &st); ok {
+		out.events = append(out.events, e)
+	}
+	if inc.recommissioned && !inc.rolledBackNow() {
+		out.note(corev1.EventTypeNormal, "StateChanged", "%s recommissioned: no healthy build serves", inc.tag)
+	}
+	out.controls = s.recordControl(inc, &st)
+	for _, a := range out.controls {
+		out.note(corev1.EventTypeNormal, a.reason, "%s", a.note)
+	}
+	if inc.rollbackIgnored != "" {
+		out.note(corev1.EventTypeWarning, "RollbackIgnored", "the rollback to %s requested by %s is ignored in %s: %s",
+			inc.tag, inc.control.by, s.rm.Spec.Target, inc.rollbackIgnored)
+	}
+	out.status = &st
+	return out
+}
+
+// buildStatus is build inc's status entry after the step it settled on,
+// its traffic moved at moved: its state and traffic, its peak, its waves,
+// where it is routed and what each cluster's verdict is.
+func (s *snapshot) buildStatus(inc *incarnation, b settledBuild, clusters clusterOutcome, moved time.Time) picchuv1alpha1.ReleaseManagerRevisionStatus {
+	st := incarnationStatus(inc, b.state, b.weight, s.now, moved, s.observation)
 	// The peak counts only the traffic the build's own state granted it
 	// (its canary, its ramp's steps), never what it served because the
 	// rest had to go somewhere.
@@ -63,40 +95,24 @@ func (s *snapshot) buildReport(inc *incarnation, b settledBuild, clusters cluste
 	// A build that drains keeps its record of where it was routed, and
 	// when that stopped: its pods go its scale-down delay after the last.
 	st.Clusters = clusterWeights(inc.status.Clusters, s.clusterNames(), clusters.routed, s.clusterWeight(inc), moved,
-		state.IsRoutable() || s.draining(inc))
+		b.state.IsRoutable() || s.draining(inc))
 	clusterVerdicts(st.Clusters, inc)
 	if inc.verdict != release.Unjudged {
 		st.Verdict = inc.comparison
 	}
-	if rejected != "" && st.Rejected == "" && inc.revision != nil && !inc.revision.Spec.Failed {
-		note(corev1.EventTypeWarning, "Rejected", "%s rejected by %s", inc.tag, rejected)
+	return st
+}
+
+// noteTransition tells that build inc went to state: the way it went,
+// and a rollback's start or end.
+func (o *buildOutcome) noteTransition(inc *incarnation, state release.State) {
+	o.note(corev1.EventTypeNormal, "StateChanged", "%s %s", inc.tag, inc.statePath(state))
+	switch {
+	case state.IsRollingBack():
+		o.note(corev1.EventTypeWarning, "RollingBack", "%s failed; its traffic goes back to the previous release on every cluster", inc.tag)
+	case state.IsRolledBack():
+		o.note(corev1.EventTypeWarning, "RolledBack", "%s failed and was rolled back", inc.tag)
 	}
-	st.Rejected = recordedRejection(inc, st.Rejected, rejected)
-	if out.changed {
-		note(corev1.EventTypeNormal, "StateChanged", "%s %s", inc.tag, inc.statePath(state))
-		switch {
-		case state.IsRollingBack():
-			note(corev1.EventTypeWarning, "RollingBack", "%s failed; its traffic goes back to the previous release on every cluster", inc.tag)
-		case state.IsRolledBack():
-			note(corev1.EventTypeWarning, "RolledBack", "%s failed and was rolled back", inc.tag)
-		}
-	}
-	if e, ok := s.recordFiring(inc, &st); ok {
-		out.events = append(out.events, e)
-	}
-	if inc.recommissioned && !inc.rolledBackNow() {
-		note(corev1.EventTypeNormal, "StateChanged", "%s recommissioned: no healthy build serves", inc.tag)
-	}
-	out.controls = s.recordControl(inc, &st)
-	for _, a := range out.controls {
-		note(corev1.EventTypeNormal, a.reason, "%s", a.note)
-	}
-	if inc.rollbackIgnored != "" {
-		note(corev1.EventTypeWarning, "RollbackIgnored", "the rollback to %s requested by %s is ignored in %s: %s",
-			inc.tag, inc.control.by, s.rm.Spec.Target, inc.rollbackIgnored)
-	}
-	out.status = &st
-	return out
 }
 
 // recordFiring puts the alerts firing for a judged build this run on its

@@ -64,6 +64,25 @@ type decision struct {
 // traffic, then whether an older build must be brought back.
 func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 	s.rollBack()
+	incs, facts := s.advance(t, cal)
+	// A cluster that cannot be reached holds steps up, never a rollback.
+	s.rollback = release.RollingBack(incs)
+	s.allocate(incs)
+	if !s.bringBack() {
+		s.recommission()
+	}
+	s.afterTraffic(t, facts)
+	for _, inc := range s.incarnations {
+		if inc.target != nil {
+			inc.scale = s.scale(inc)
+		}
+	}
+}
+
+// advance decides each build's next step from its facts
+// (release.Advance), and returns the builds as the traffic's allocation
+// sees them, with the facts each step came from.
+func (s *snapshot) advance(t release.Timeouts, cal *schedule.Calendar) ([]release.Incarnation, []release.Facts) {
 	incs := make([]release.Incarnation, len(s.incarnations))
 	facts := make([]release.Facts, len(s.incarnations))
 	for i, inc := range s.incarnations {
@@ -79,25 +98,19 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 		incs[i] = release.Incarnation{Tag: inc.tag, State: inc.step.State, Percent: inc.status.CurrentPercent, Next: inc.status.CurrentPercent,
 			Abort: inc.aborts()}
 	}
-	// A cluster that cannot be reached holds steps up, never a rollback.
-	s.rollback = release.RollingBack(incs)
-	n := s.waveCount()
+	return incs, facts
+}
+
+// allocate gives each build its traffic in each wave
+// (release.AllocateWaves) from its state (incs) and its ramp's next step,
+// and records the step it ramps by.
+func (s *snapshot) allocate(incs []release.Incarnation) {
 	builds := make([]release.WaveBuild, len(s.incarnations))
 	ramps := make([][]release.RampStep, len(s.incarnations))
 	for i, inc := range s.incarnations {
-		percents := s.wavePercents(inc)
-		inc.wave = s.nextWave(inc, percents)
-		builds[i] = release.WaveBuild{Incarnation: incs[i], Wave: inc.wave.Wave, Percents: percents, Nexts: slices.Clone(percents)}
-		if inc.target == nil {
-			continue
-		}
-		builds[i].Canary, builds[i].Max = inc.target.Canary.Percent, inc.target.Release.Max
-		ramps[i] = s.ramps(inc, percents)
-		for w, ramp := range ramps[i] {
-			builds[i].Nexts[w] = ramp.Next
-		}
+		builds[i], ramps[i] = s.waveBuild(inc, incs[i])
 	}
-	alloc := release.AllocateWaves(builds, n)
+	alloc := release.AllocateWaves(builds, s.waveCount())
 	for i, inc := range s.incarnations {
 		inc.weights, inc.earned = alloc.Percent[i], alloc.Earned[i]
 		inc.weight = release.Highest(inc.weights)
@@ -111,15 +124,25 @@ func (s *snapshot) decide(t release.Timeouts, cal *schedule.Calendar) {
 			inc.eligible = false
 		}
 	}
-	if !s.bringBack() {
-		s.recommission()
+}
+
+// waveBuild is build inc, as allocated, in the waves of its target: its
+// percents and next steps in each wave, its canary and max; and the steps
+// of its ramp in each wave (none without a target). It sets the wave the
+// build goes to next.
+func (s *snapshot) waveBuild(inc *incarnation, allocated release.Incarnation) (release.WaveBuild, []release.RampStep) {
+	percents := s.wavePercents(inc)
+	inc.wave = s.nextWave(inc, percents)
+	b := release.WaveBuild{Incarnation: allocated, Wave: inc.wave.Wave, Percents: percents, Nexts: slices.Clone(percents)}
+	if inc.target == nil {
+		return b, nil
 	}
-	s.afterTraffic(t, facts)
-	for _, inc := range s.incarnations {
-		if inc.target != nil {
-			inc.scale = s.scale(inc)
-		}
+	b.Canary, b.Max = inc.target.Canary.Percent, inc.target.Release.Max
+	ramps := s.ramps(inc, percents)
+	for w, ramp := range ramps {
+		b.Nexts[w] = ramp.Next
 	}
+	return b, ramps
 }
 
 // afterTraffic carries each build's step on from what this run's traffic
@@ -242,8 +265,21 @@ func (s *snapshot) others(inc *incarnation) []release.Serving {
 	return out
 }
 
-// facts gathers what Next decides a build's step from.
+// facts gathers what Next decides a build's step from: what its status
+// records and what holds it, then what its Revision asks for.
 func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts {
+	f := s.recordedFacts(inc)
+	if inc.revision != nil {
+		s.revisionFacts(&f, inc, cal)
+	}
+	return f
+}
+
+// recordedFacts are a build's facts from its status and this run's
+// observations: its state, traffic and verdict, the manual controls, and
+// what holds it (a freeze of the first wave, where a canary and a ramp
+// start; its preflights).
+func (s *snapshot) recordedFacts(inc *incarnation) release.Facts {
 	st := inc.status
 	f := release.Facts{
 		Now:            s.now,
@@ -261,16 +297,21 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 		Control:        release.Control{Paused: inc.control.paused, Promote: inc.promotePending()},
 		DrainEnd:       s.drainEnd(inc),
 	}
-	// A canary and a ramp start in the first wave.
 	if fz := s.frozenWave(0); fz.Open {
 		f.Frozen, f.FrozenUntil = true, fz.Until
 	}
 	if len(inc.preflight) > 0 {
-		f.Preflight, f.DeployHeld, f.PreflightRetry = s.preflightHolds(inc, 0), inc.deployHeld(), s.preflightRetry()
+		f.Preflight = s.preflightHolds(inc, 0)
+		f.DeployHeld = inc.deployHeld()
+		f.PreflightRetry = s.preflightRetry()
 	}
-	if inc.revision == nil {
-		return f
-	}
+	return f
+}
+
+// revisionFacts adds to f what build inc's Revision says: whether it is
+// failed, when it was created, its release settings, its external test,
+// its canary and, in a state that consults it, its release window.
+func (s *snapshot) revisionFacts(f *release.Facts, inc *incarnation, cal *schedule.Calendar) {
 	target := inc.target
 	f.Failed = inc.revision.Spec.Failed
 	f.Created = inc.revision.CreationTimestamp.Time
@@ -294,15 +335,22 @@ func (s *snapshot) facts(inc *incarnation, cal *schedule.Calendar) release.Facts
 	// A deploy that finishes may pass on to a state that consults it
 	// (release.Advance).
 	if f.State.ConsultsSchedule() || (f.State == release.Deploying && f.Deployment == release.IsDeployed) {
-		sched := target.Release.Schedule
-		// A build that already serves all the traffic (an app's first
-		// build) moves none by its release: no schedule holds it.
-		f.Window.Open = st.CurrentPercent >= 100 || cal.CanRelease(sched, st.PeakPercent, target.Canary.Percent, f.Created, s.now)
-		if !f.Window.Open {
-			f.Window.Opens, _ = cal.NextWindow(sched, s.now)
-		}
+		f.Window = s.window(inc, f.Created, cal)
 	}
-	return f
+}
+
+// window is whether build inc's release schedule lets it release now, and
+// when it next does if not. A build that already serves all the traffic
+// (an app's first build) moves none by its release: no schedule holds it.
+func (s *snapshot) window(inc *incarnation, created time.Time, cal *schedule.Calendar) release.Window {
+	st, target := inc.status, inc.target
+	sched := target.Release.Schedule
+	var w release.Window
+	w.Open = st.CurrentPercent >= 100 || cal.CanRelease(sched, st.PeakPercent, target.Canary.Percent, created, s.now)
+	if !w.Open {
+		w.Opens, _ = cal.NextWindow(sched, s.now)
+	}
+	return w
 }
 
 // capacity is the capacity gate's input for a build. A build without an

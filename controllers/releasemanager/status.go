@@ -251,66 +251,107 @@ type statusEvent struct{ kind, reason, note string }
 // after syncPeriod, and at once after a state changed or traffic moved
 // other than by a ramp's step (moveOf).
 func report(s *snapshot, settled settled, syncPeriod, alertCheck time.Duration) outcome {
-	rm := s.rm.DeepCopy()
 	clusters := settled.clusters
-	rm.Status.Clusters = clusters.statuses
-	var out outcome
-	var c conditionInputs
-	c.unavailable = clusters.unavailable
-	due, moved, changed := time.Time{}, false, false
-	rm.Status.Revisions, rm.Status.Releasing = nil, nil
+	r := reporter{s: s}
+	r.c.unavailable = clusters.unavailable
 	for _, inc := range s.incarnations {
 		if inc.step.Drop {
 			continue
 		}
-		b := s.buildReport(inc, settled.builds[inc.tag], clusters, settled.appliedOr(s.now))
-		out.events = append(out.events, b.events...)
-		out.controls = append(out.controls, b.controls...)
-		changed = changed || b.changed || inc.recommissioned
-		if b.status == nil {
-			continue // gone everywhere and not coming back: nothing left to record
-		}
-		st := *b.status
-		if b.changed {
-			out.transitions = append(out.transitions, transition{inc: inc, index: len(rm.Status.Revisions), state: b.state})
-		}
-		// next, the ramp's next step, is zero when traffic moved otherwise.
-		next, other := s.moveOf(inc, st)
-		moved, due, out.stepDue = moved || other, earliest(due, next), earliest(out.stepDue, earliest(next, inc.ramp.Due))
-		if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
-			out.stepsDue = append(out.stepsDue, inc.ramp.WasDue)
-		}
-		c.add(inc, b.state, rampedPercent(st))
-		for _, d := range []time.Time{inc.step.Due, inc.ramp.Due} {
-			due = earliest(due, d)
-		}
-		if st.CurrentPercent > 0 && rm.Status.Releasing == nil {
-			rm.Status.Releasing = &picchuv1alpha1.ReleasingStatus{Tag: st.Tag, Percent: st.CurrentPercent}
-			if b.state.IsRamping() && len(st.WavePercents) > 0 {
-				rm.Status.Releasing.Percent, rm.Status.Releasing.Wave = rampedPercent(st), s.waveName(int(st.Wave))
-			}
-		}
-		rm.Status.Revisions = append(rm.Status.Revisions, st)
+		r.add(inc, s.buildReport(inc, settled.builds[inc.tag], clusters, settled.appliedOr(s.now)))
 	}
+	rm := s.rm.DeepCopy()
+	rm.Status.Clusters = clusters.statuses
+	rm.Status.Revisions, rm.Status.Releasing = r.revisions, r.releasing
 	rm.Status.ObservedGeneration = rm.Generation
-	out.held.tag, out.held.why = heldBy(s, c)
-	c.notOwned, c.hostsRefused = clusters.notOwned, clusters.hostsRefused
-	due = earliest(due, s.reportConditions(rm, c, settled.externalSecretsMissing))
+	out := r.out
+	out.held.tag, out.held.why = heldBy(s, r.c)
+	r.c.notOwned, r.c.hostsRefused = clusters.notOwned, clusters.hostsRefused
+	due := earliest(r.due, s.reportConditions(rm, r.c, settled.externalSecretsMissing))
+	due = earliest(due, s.removal.Due)
 	if len(settled.legacyRemoved) > 0 {
 		out.events = append(out.events, statusEvent{kind: corev1.EventTypeNormal, reason: "Migrated",
 			note: "removed what the original operator wrote and Picchu replaces: " + strings.Join(settled.legacyRemoved, "; ")})
 	}
-	// State changes first, then warnings, each in the order of the builds.
-	slices.SortStableFunc(out.events, func(a, b statusEvent) int {
+	out.events = orderEvents(out.events)
+	out.status = rm.Status
+	unavailable := len(r.c.unavailable) > 0
+	out.next = nextRun(s.now, r.changed || r.moved, unavailable, r.c.judging, due, syncPeriod, alertCheck)
+	out.unmoved = nextRun(s.now, false, unavailable, r.c.judging, due, syncPeriod, alertCheck)
+	return out
+}
+
+// reporter gathers, build by build in the order of the snapshot, what
+// report makes of the builds' reports.
+type reporter struct {
+	s   *snapshot
+	out outcome
+	c   conditionInputs
+	// revisions and releasing are the status's entries of the builds,
+	// and the build that releases (the first with traffic).
+	revisions []picchuv1alpha1.ReleaseManagerRevisionStatus
+	releasing *picchuv1alpha1.ReleasingStatus
+	// due is when something a build waits for comes due, the earliest;
+	// moved says a build's traffic moved other than by a ramp's step;
+	// changed says a build's state changed.
+	due            time.Time
+	moved, changed bool
+}
+
+// add adds the report b of build inc.
+func (r *reporter) add(inc *incarnation, b buildOutcome) {
+	r.out.events = append(r.out.events, b.events...)
+	r.out.controls = append(r.out.controls, b.controls...)
+	r.changed = r.changed || b.changed || inc.recommissioned
+	if b.status == nil {
+		return // gone everywhere and not coming back: nothing left to record
+	}
+	st := *b.status
+	if b.changed {
+		r.out.transitions = append(r.out.transitions, transition{inc: inc, index: len(r.revisions), state: b.state})
+	}
+	r.addMove(inc, st)
+	r.c.add(inc, b.state, rampedPercent(st))
+	if st.CurrentPercent > 0 && r.releasing == nil {
+		r.releasing = r.s.releasingOf(st, b.state)
+	}
+	r.revisions = append(r.revisions, st)
+}
+
+// addMove adds how build inc's traffic moved this run, recorded in st:
+// when its ramp's next step is due (and the step it took, when it was
+// due), and when the deadlines of its step and ramp come.
+func (r *reporter) addMove(inc *incarnation, st picchuv1alpha1.ReleaseManagerRevisionStatus) {
+	// next, the ramp's next step, is zero when traffic moved otherwise.
+	next, other := r.s.moveOf(inc, st)
+	if other {
+		r.moved = true
+	}
+	r.out.stepDue = earliest(r.out.stepDue, earliest(next, inc.ramp.Due))
+	if took, before := rampedPercent(st), rampedPercent(inc.status); inc.ramping && !inc.ramp.WasDue.IsZero() && took == inc.ramp.Next && took > before {
+		r.out.stepsDue = append(r.out.stepsDue, inc.ramp.WasDue)
+	}
+	r.due = earliest(r.due, earliest(next, earliest(inc.step.Due, inc.ramp.Due)))
+}
+
+// releasingOf is the status's releasing build, st, in state: its percent,
+// or while it ramps in waves, the percent of the wave that ramps, and its
+// name.
+func (s *snapshot) releasingOf(st picchuv1alpha1.ReleaseManagerRevisionStatus, state release.State) *picchuv1alpha1.ReleasingStatus {
+	releasing := &picchuv1alpha1.ReleasingStatus{Tag: st.Tag, Percent: st.CurrentPercent}
+	if state.IsRamping() && len(st.WavePercents) > 0 {
+		releasing.Percent, releasing.Wave = rampedPercent(st), s.waveName(int(st.Wave))
+	}
+	return releasing
+}
+
+// orderEvents puts state changes first, then warnings, each in the order
+// of the builds, and merges those that repeat (mergeEvents).
+func orderEvents(events []statusEvent) []statusEvent {
+	slices.SortStableFunc(events, func(a, b statusEvent) int {
 		return cmp.Compare(eventOrder(a.kind), eventOrder(b.kind))
 	})
-	out.events = mergeEvents(out.events)
-	out.status = rm.Status
-	out.next = nextRun(s.now, changed || moved, len(c.unavailable) > 0, c.judging,
-		earliest(due, s.removal.Due), syncPeriod, alertCheck)
-	out.unmoved = nextRun(s.now, false, len(c.unavailable) > 0, c.judging,
-		earliest(due, s.removal.Due), syncPeriod, alertCheck)
-	return out
+	return mergeEvents(events)
 }
 
 // moveOf says how build inc's traffic moved this run, as recorded in st:
